@@ -1,0 +1,25 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "vpnctl",
+    products: [
+        .executable(name: "vpnctl", targets: ["vpnctl"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        .target(name: "CVPNShims"),
+        .target(name: "VPNSystem", dependencies: ["CNetlink", "CVPNShims"]),
+        .target(name: "VPNCore", dependencies: ["VPNSystem"]),
+        .target(name: "VPNCLI", dependencies: ["VPNCore", "VPNSystem"]),
+        .executableTarget(name: "vpnctl", dependencies: ["VPNCLI"]),
+        .testTarget(name: "VPNSystemTests", dependencies: ["VPNSystem"]),
+        .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem"]),
+        .testTarget(name: "VPNCLITests", dependencies: ["VPNCLI", "VPNCore"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VPNCore
+import VPNSystem
+
+public let vpnctlVersion = "0.1.0"
+
+/// Ends the process. The only place that exits.
+public func exitProcess(_ code: Int32) -> Never {
+    exit(code)
+}
+
+public enum VPNCLI {
+    /// Every command, in the order `vpnctl help` lists them.
+    public static var commands: [CommandSpec] {
+        [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
+         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec]
+    }
+
+    public static var root: CommandSpec {
+        CommandSpec(name: "vpnctl", abstract: "Control VPN tunnels on Linux: profiles, tunnels and their status.",
+                    options: [OptionSpec("version", help: "Print the version.")],
+                    subcommands: commands)
+    }
+
+    /// Parses and runs one command line. `argv[0]` is the program name.
+    public static func run(_ argv: [String], context: Context) -> Int32 {
+        let words = Array(argv.dropFirst())
+        let parser = ArgumentParser(root: root)
+        let wantsJSON = words.contains("--json")
+        let early = Output(context: context, json: wantsJSON, color: false)
+        let outcome: ParseOutcome
+        do {
+            outcome = try parser.parse(words)
+        } catch let e as VPNError {
+            early.error(e)
+            return e.code.rawValue
+        } catch {
+            early.error(VPNError(.failure, "\(error)"))
+            return ExitCode.failure.rawValue
+        }
+        switch outcome {
+        case .version:
+            if wantsJSON { early.emit(VersionInfo(version: vpnctlVersion)) } else { early.line("vpnctl \(vpnctlVersion)") }
+            return 0
+        case .help(let path):
+            guard let spec = parser.spec(for: path) else {
+                let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name))
+                early.error(VPNError(.usage, "No help for unknown command '\(path.joined(separator: " "))'" +
+                                     (close.first.map { "; did you mean '\($0)'?" } ?? ""), hint: "See 'vpnctl help'."))
+                return ExitCode.usage.rawValue
+            }
+            early.line(Help.render(spec, path: path))
+            return 0
+        case .run(let spec, let args):
+            let options = GlobalOptions(args, context)
+            let output = Output(context: context, json: options.json, color: options.color)
+            let invocation = Invocation(args: args, options: options, context: context, output: output)
+            do {
+                return try spec.run!(invocation).rawValue
+            } catch let e as VPNError {
+                output.error(e)
+                return e.code.rawValue
+            } catch {
+                output.error(VPNError(.failure, "\(error)"))
+                return ExitCode.failure.rawValue
+            }
+        }
+    }
+}
+
+struct VersionInfo: Encodable {
+    var schemaVersion = 1
+    let version: String
+}

@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+enum EditCommand {
+    static let spec = CommandSpec(
+        name: "edit", abstract: "Edit a profile's JSON in $VISUAL or $EDITOR, then validate and save it.",
+        discussion: """
+        The edited profile is saved only if it is valid and nobody saved the profile
+        meanwhile (otherwise exit 7, configuration stale). If it cannot be saved, your
+        edit is kept in a file whose path is printed. Secrets are not in the JSON; set
+        them with 'vpnctl secret set'.
+        """,
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: run)
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let name: String
+        let id: String
+        let revision: Int
+        let changed: Bool
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let env = inv.context.environment
+        guard let editor = [env["VISUAL"], env["EDITOR"]].compactMap({ $0 }).first(where: { !$0.isEmpty }) else {
+            throw VPNError(.usage, "no editor: neither VISUAL nor EDITOR is set", hint: "set one, e.g. EDITOR=vi vpnctl edit PROFILE")
+        }
+        let manager = try inv.loadedManager()
+        let original = try manager.profile(named: inv.args.positionals[0])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let before = Array(try encoder.encode(original)) + [0x0A]
+
+        let dir = try makePrivateTempDirectory(env["TMPDIR"] ?? "/tmp")
+        let file = "\(dir)/\(safeFileName(original.name)).json"
+        var keep = false
+        defer {
+            if !keep {
+                try? FileSystem.remove(file)
+                try? FileSystem.removeDirectory(dir)
+            }
+        }
+        do { try AtomicFile.write(before, to: file, mode: 0o600) } catch { throw VPNError(.failure, "\(error)") }
+
+        let status: Int32
+        do {
+            status = try inv.context.runEditor(editor, file, env)
+        } catch {
+            throw VPNError(.failure, "\(error)", hint: "check VISUAL / EDITOR")
+        }
+        guard status == 0 else {
+            throw VPNError(.failure, "the editor exited with status \(status); nothing was saved")
+        }
+        let after: [UInt8]
+        do { after = try FileSystem.readFileIfPresent(file) ?? [] } catch { throw VPNError(.failure, "\(error)") }
+        if after == before || after.isEmpty {
+            if inv.options.json {
+                inv.output.emit(Result(name: original.name, id: original.id.uuidString.lowercased(), revision: original.revision, changed: false))
+            } else {
+                inv.output.line(after.isEmpty ? "empty file; nothing saved" : "no changes to '\(original.name)'")
+            }
+            return .ok
+        }
+        func failKeeping(_ e: VPNError) -> VPNError {
+            keep = true
+            let hint = "your edit is kept in \(file)" + (e.hint.map { "; \($0)" } ?? "")
+            return VPNError(e.code, e.message, hint: hint, problems: e.problems)
+        }
+        if let problem = JSONSyntax.firstError(in: after) {
+            throw failKeeping(VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
+        }
+        var edited: Profile
+        do {
+            edited = try JSONDecoder().decode(Profile.self, from: Data(after))
+        } catch let e as DecodingError {
+            throw failKeeping(VPNError(.configurationInvalid, "\(file): \(PreferencesCodec.describe(e))"))
+        }
+        if edited.id != original.id {
+            throw failKeeping(VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.uuidString.lowercased()))"))
+        }
+        // The revision is the store's business: the save is checked against
+        // the revision loaded before the editor opened, whatever the file says.
+        edited.revision = original.revision
+        let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(original.id, name: $0) })
+        let problems = validator.problems(in: edited)
+        if !problems.isEmpty {
+            throw failKeeping(.invalid("the edited profile is not valid (\(problems.count) problem\(problems.count == 1 ? "" : "s"))", problems: problems))
+        }
+        let saved: Profile
+        do {
+            saved = try manager.save(edited)
+        } catch let e as VPNError {
+            throw failKeeping(e)
+        }
+        for missing in validator.missingSecrets(in: saved) {
+            inv.output.note("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>")
+        }
+        if inv.options.json {
+            inv.output.emit(Result(name: saved.name, id: saved.id.uuidString.lowercased(), revision: saved.revision, changed: true))
+        } else {
+            inv.output.line("saved '\(saved.name)' (revision \(saved.revision))")
+        }
+        return .ok
+    }
+
+    static func makePrivateTempDirectory(_ base: String) throws -> String {
+        var template = Array("\(base)/vpnctl-edit-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw VPNError(.failure, "cannot create a temporary directory in \(base): \(Errno.current)")
+        }
+        return String(cString: template)
+    }
+
+    static func safeFileName(_ name: String) -> String {
+        String(name.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
+    }
+}

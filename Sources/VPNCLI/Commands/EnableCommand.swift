@@ -1,0 +1,42 @@
+import FoundationEssentials
+import VPNCore
+
+enum EnableCommand {
+    static let enableSpec = CommandSpec(
+        name: "enable", abstract: "Enable a profile so it can be started.",
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: { try run($0, enabled: true) })
+
+    static let disableSpec = CommandSpec(
+        name: "disable", abstract: "Disable a profile; a disabled profile cannot be started.",
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: { try run($0, enabled: false) })
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let name: String
+        let id: String
+        let enabled: Bool
+        let revision: Int
+        let changed: Bool
+    }
+
+    static func run(_ inv: Invocation, enabled: Bool) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        var profile = try manager.profile(named: inv.args.positionals[0])
+        let changed = profile.enabled != enabled
+        if changed {
+            profile.enabled = enabled
+            profile = try manager.save(profile)
+        }
+        if inv.options.json {
+            inv.output.emit(Result(name: profile.name, id: profile.id.uuidString.lowercased(), enabled: enabled,
+                                   revision: profile.revision, changed: changed))
+        } else if changed {
+            inv.output.line("\(enabled ? "enabled" : "disabled") '\(profile.name)'")
+        } else {
+            inv.output.line("'\(profile.name)' is already \(enabled ? "enabled" : "disabled")")
+        }
+        return .ok
+    }
+}

@@ -1,0 +1,90 @@
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+enum ImportCommand {
+    static let spec = CommandSpec(
+        name: "import", abstract: "Import a profile from a wg-quick .conf file.",
+        discussion: """
+        The format is detected from the content. Keys (PrivateKey, PresharedKey) move
+        into secret files; PreUp/PostUp/PreDown/PostDown lines are refused, never run.
+        Use '-' to read the file from standard input.
+        """,
+        options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension).")],
+        positionals: [PositionalSpec("file", help: "The file to import.")],
+        run: run)
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let id: String
+        let name: String
+        let `protocol`: String
+        let revision: Int
+        let secrets: [String]
+        let notes: [String]
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let file = inv.args.positionals[0]
+        let bytes: [UInt8]
+        if file == "-" {
+            bytes = inv.context.readStdin()
+        } else {
+            do {
+                guard let b = try FileSystem.readFileIfPresent(file, followSymlinks: true) else {
+                    throw VPNError(.failure, "cannot read \(file): no such file")
+                }
+                bytes = b
+            } catch let e as SystemError {
+                throw VPNError(e.errno.isPermission ? .permissionDenied : .failure, e.description)
+            }
+        }
+        let name = inv.args.value("name") ?? defaultName(file)
+        if let problem = ProfileName.problems(name).first {
+            throw VPNError(.usage, "invalid profile name '\(name)': \(problem)", hint: "choose another with --name NAME")
+        }
+        var result = try ImportFormat.importProfile(bytes, name: name, source: file == "-" ? "standard input" : file)
+        let store = inv.store
+        let validator = ProfileValidator(secretExists: { result.secrets[$0] != nil })
+        let problems = validator.problems(in: result.profile)
+        if !problems.isEmpty {
+            throw VPNError.invalid("\(file) imports as an incomplete profile (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                                   problems: problems, hint: "fix the file and import it again")
+        }
+        let existing = try store.load()
+        if existing.contains(where: { $0.name == name }) {
+            throw VPNError(.configurationInvalid, "a profile named '\(name)' already exists",
+                           hint: "choose another name with --name NAME, or remove the old one first")
+        }
+        // Secrets first, keyed by the new id; if the save fails they go again,
+        // so a failed import leaves nothing behind.
+        do {
+            for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
+                try store.secrets.set(result.profile.id, name: secretName, value: value)
+            }
+            result.profile = try store.save(result.profile)
+        } catch {
+            try? store.secrets.removeAll(result.profile.id)
+            throw error
+        }
+        for note in result.notes { inv.output.note("note: \(note)") }
+        let p = result.profile
+        if inv.options.json {
+            inv.output.emit(Result(id: p.id.uuidString.lowercased(), name: p.name, protocol: p.protocol.kind.rawValue,
+                                   revision: p.revision, secrets: result.secrets.keys.sorted(), notes: result.notes))
+        } else {
+            inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.uuidString.lowercased()))")
+            if !result.secrets.isEmpty {
+                inv.output.line("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))")
+            }
+        }
+        return .ok
+    }
+
+    static func defaultName(_ file: String) -> String {
+        if file == "-" { return "imported" }
+        var base = file.split(separator: "/").last.map(String.init) ?? file
+        if let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
+        return base
+    }
+}

@@ -1,0 +1,40 @@
+import FoundationEssentials
+import VPNCore
+
+enum ListCommand {
+    static let spec = CommandSpec(
+        name: "list", abstract: "List the saved profiles.",
+        run: run)
+
+    struct Row: Encodable {
+        let id: String
+        let name: String
+        let enabled: Bool
+        let `protocol`: String
+        let revision: Int
+    }
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let profiles: [Row]
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let rows = manager.profiles.map {
+            Row(id: $0.id.uuidString.lowercased(), name: $0.name, enabled: $0.enabled,
+                protocol: $0.protocol.kind.rawValue, revision: $0.revision)
+        }
+        if inv.options.json {
+            inv.output.emit(Result(profiles: rows))
+            return .ok
+        }
+        if rows.isEmpty {
+            inv.output.note("no profiles in \(inv.store.path); add one with: vpnctl import FILE")
+            return .ok
+        }
+        inv.output.table(["NAME", "PROTOCOL", "ENABLED", "REVISION", "ID"],
+                         rows.map { [$0.name, $0.protocol, $0.enabled ? "yes" : "no", "\($0.revision)", $0.id] })
+        return .ok
+    }
+}

@@ -1,0 +1,98 @@
+import FoundationEssentials
+import VPNCore
+
+enum SecretCommand {
+    static let spec = CommandSpec(
+        name: "secret", abstract: "Set or list a profile's secrets (values are never printed).",
+        subcommands: [setSpec, listSpec])
+
+    static let setSpec = CommandSpec(
+        name: "set", abstract: "Set a secret; the value is read from standard input, never from the command line.",
+        discussion: """
+        One trailing newline is removed. On a terminal, vpnctl asks for the value
+        without echoing it. Example: vpnctl secret set office password < pw.txt
+        """,
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID."),
+                      PositionalSpec("name", help: "The secret's name, as the profile refers to it (e.g. private-key, password).")],
+        run: runSet)
+
+    static let listSpec = CommandSpec(
+        name: "list", abstract: "List a profile's secrets by name, and which the profile needs.",
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: runList)
+
+    struct Row: Encodable {
+        let name: String
+        let isSet: Bool
+        let referencedBy: String?
+        enum CodingKeys: String, CodingKey { case name, isSet = "set", referencedBy }
+    }
+
+    struct ListResult: Encodable {
+        var schemaVersion = 1
+        let profile: String
+        let secrets: [Row]
+    }
+
+    struct SetResult: Encodable {
+        var schemaVersion = 1
+        let profile: String
+        let secret: String
+        let referenced: Bool
+    }
+
+    static func runSet(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let name = inv.args.positionals[1]
+        guard SecretStore.isValidName(name) else {
+            throw VPNError(.usage, "'\(name)' is not a valid secret name",
+                           hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
+        }
+        var value = inv.context.stdinIsTerminal
+            ? inv.context.readSecretFromTerminal("value for secret '\(name)' of '\(profile.name)': ")
+            : inv.context.readStdin()
+        if value.last == 0x0A { value.removeLast() }
+        if value.last == 0x0D { value.removeLast() }
+        if value.isEmpty {
+            throw VPNError(.usage, "no value on standard input for secret '\(name)'",
+                           hint: "pipe the value in: vpnctl secret set \(profile.name) \(name) < file")
+        }
+        let reference = profile.secretReferences.first { $0.name == name }
+        if case .wireguard(let w) = profile.protocol, name == w.privateKeySecret || w.peers.contains(where: { $0.presharedKeySecret == name }) {
+            guard let text = String(validating: value, as: UTF8.self), WireGuardKey.isValid(text) else {
+                throw VPNError(.configurationInvalid, "the value for '\(name)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)",
+                               hint: "generate one with: wg genkey")
+            }
+        }
+        try manager.store.secrets.set(profile.id, name: name, value: value)
+        if inv.options.json {
+            inv.output.emit(SetResult(profile: profile.name, secret: name, referenced: reference != nil))
+        } else {
+            inv.output.line("set secret '\(name)' for '\(profile.name)'")
+            if reference == nil {
+                inv.output.note("note: '\(profile.name)' does not refer to a secret named '\(name)' (it refers to: \(profile.secretReferences.map(\.name).joined(separator: ", ")))")
+            }
+        }
+        return .ok
+    }
+
+    static func runList(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let stored = Set(try manager.store.secrets.names(profile.id))
+        var rows: [Row] = profile.secretReferences.map { Row(name: $0.name, isSet: stored.contains($0.name), referencedBy: $0.field) }
+        let referenced = Set(rows.map(\.name))
+        rows += stored.subtracting(referenced).sorted().map { Row(name: $0, isSet: true, referencedBy: nil) }
+        if inv.options.json {
+            inv.output.emit(ListResult(profile: profile.name, secrets: rows))
+            return .ok
+        }
+        if rows.isEmpty {
+            inv.output.note("'\(profile.name)' has no secrets")
+            return .ok
+        }
+        inv.output.table(["NAME", "SET", "USED BY"], rows.map { [$0.name, $0.isSet ? "yes" : "no", $0.referencedBy ?? "-"] })
+        return .ok
+    }
+}

@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import VPNCore
+import VPNSystem
+
+/// Everything a command touches outside itself, injectable for tests.
+public struct Context {
+    public var environment: [String: String]
+    public var stdout: TextSink
+    public var stderr: TextSink
+    public var readStdin: () -> [UInt8]
+    public var stdinIsTerminal: Bool
+    public var stdoutIsTerminal: Bool
+    public var stderrIsTerminal: Bool
+    /// Runs an editor on a file and returns its exit status.
+    public var runEditor: (_ command: String, _ path: String, _ environment: [String: String]) throws -> Int32
+    /// Reads a secret typed at the terminal, without echo.
+    public var readSecretFromTerminal: (_ prompt: String) -> [UInt8]
+
+    public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
+                readStdin: @escaping () -> [UInt8] = { [] }, stdinIsTerminal: Bool = false,
+                stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false,
+                runEditor: @escaping (String, String, [String: String]) throws -> Int32 = Context.spawnEditor,
+                readSecretFromTerminal: @escaping (String) -> [UInt8] = Terminal.readLineWithoutEcho(prompt:)) {
+        self.environment = environment
+        self.stdout = stdout
+        self.stderr = stderr
+        self.readStdin = readStdin
+        self.stdinIsTerminal = stdinIsTerminal
+        self.stdoutIsTerminal = stdoutIsTerminal
+        self.stderrIsTerminal = stderrIsTerminal
+        self.runEditor = runEditor
+        self.readSecretFromTerminal = readSecretFromTerminal
+    }
+
+    /// The real process: fds 0, 1 and 2, and the real environment.
+    public static func process() -> Context {
+        var env: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return Context(environment: env,
+                       stdout: FileDescriptorSink(fd: 1),
+                       stderr: FileDescriptorSink(fd: 2),
+                       readStdin: { (try? FileSystem.readAll(fd: 0, path: "standard input")) ?? [] },
+                       stdinIsTerminal: Terminal.isTerminal(0),
+                       stdoutIsTerminal: Terminal.isTerminal(1),
+                       stderrIsTerminal: Terminal.isTerminal(2))
+    }
+
+    /// `$EDITOR` may carry arguments ("code --wait"), so it goes through sh.
+    public static func spawnEditor(_ command: String, _ path: String, _ environment: [String: String]) throws -> Int32 {
+        try Spawn.runAndWait(["/bin/sh", "-c", command + " \"$1\"", "sh", path], environment: environment)
+    }
+}
+
+/// The options every command shares, resolved from flags and the environment.
+public struct GlobalOptions {
+    public var json: Bool
+    public var verbose: Bool
+    public var color: Bool
+    public var configDirectory: String
+    public var runDirectory: String
+
+    init(_ args: ParsedArguments, _ context: Context) {
+        json = args.flag("json")
+        verbose = args.flag("verbose")
+        let env = context.environment
+        color = !args.flag("no-color") && env["NO_COLOR"].map { $0.isEmpty } ?? true
+            && context.stdoutIsTerminal && env["TERM"] != "dumb"
+        configDirectory = args.value("config-dir") ?? env["VPNCTL_CONFIG_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/vpnctl"
+        runDirectory = args.value("run-dir") ?? env["VPNCTL_RUN_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/run/vpnctl"
+        configDirectory = GlobalOptions.trimSlash(configDirectory)
+        runDirectory = GlobalOptions.trimSlash(runDirectory)
+    }
+
+    static func trimSlash(_ path: String) -> String {
+        var p = path
+        while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
+        return p
+    }
+}
+
+/// One run of one command.
+public struct Invocation {
+    public let args: ParsedArguments
+    public let options: GlobalOptions
+    public let context: Context
+    public let output: Output
+
+    public var store: PreferencesStore { PreferencesStore(directory: options.configDirectory) }
+
+    /// Loads the preferences (load before you read).
+    public func loadedManager() throws -> ProfileManager {
+        let m = ProfileManager(store: store)
+        try m.load()
+        return m
+    }
+}

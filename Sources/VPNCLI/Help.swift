@@ -1,0 +1,58 @@
+import VPNCore
+
+/// Renders help from the same specs the parser uses.
+public enum Help {
+    public static func render(_ spec: CommandSpec, path: [String]) -> String {
+        var s = "OVERVIEW: \(spec.abstract)\n\n"
+        let name = (["vpnctl"] + path).joined(separator: " ")
+        if path.isEmpty {
+            s += "USAGE: vpnctl <command> [<options>]\n\nCOMMANDS:\n"
+            s += columns(spec.subcommands.map { ($0.name, $0.abstract) })
+            s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow) + spec.options.map(optionRow))
+            s += "\nEXIT CODES:\n" + columns(ExitCode.allCases.map { ("\($0.rawValue)", "\($0.meaning) (\($0.name))") })
+            s += "\nSee 'vpnctl help <command>' for details."
+            return s
+        }
+        if !spec.subcommands.isEmpty {
+            s += "USAGE: \(name) <subcommand>\n\nSUBCOMMANDS:\n"
+            s += columns(spec.subcommands.map { ($0.name, $0.abstract) })
+            s += "\nSee 'vpnctl help \(path.joined(separator: " ")) <subcommand>' for details."
+            return s
+        }
+        s += "USAGE: \(usage(spec, name: name))\n"
+        if !spec.discussion.isEmpty { s += "\n\(spec.discussion)\n" }
+        if !spec.positionals.isEmpty {
+            s += "\nARGUMENTS:\n" + columns(spec.positionals.map { ("<\($0.name)>", $0.help) })
+        }
+        if !spec.options.isEmpty {
+            s += "\nOPTIONS:\n" + columns(spec.options.map(optionRow))
+        }
+        s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow))
+        return s.hasSuffix("\n") ? String(s.dropLast()) : s
+    }
+
+    public static func usage(_ spec: CommandSpec, name: String) -> String {
+        var parts = [name]
+        parts += spec.positionals.map(\.synopsis)
+        parts += spec.options.map { "[\($0.synopsis)]" }
+        return parts.joined(separator: " ")
+    }
+
+    static func optionRow(_ o: OptionSpec) -> (String, String) {
+        let short = o.short.map { "-\($0), " } ?? ""
+        return (short + o.synopsis, o.help + (o.repeatable ? " (repeatable)" : ""))
+    }
+
+    static func columns(_ rows: [(String, String)]) -> String {
+        let width = min(30, (rows.map { $0.0.count }.max() ?? 0) + 2)
+        var s = ""
+        for (left, right) in rows {
+            if left.count + 2 > width {
+                s += "  \(left)\n" + String(repeating: " ", count: width + 2) + right + "\n"
+            } else {
+                s += "  " + left + String(repeating: " ", count: width - left.count) + right + "\n"
+            }
+        }
+        return s
+    }
+}

@@ -1,0 +1,56 @@
+/// What `vpnctl import` hands back: a profile plus the secret values that the
+/// file carried, to be written to the secret store, never to the preferences.
+public struct ImportResult: Sendable {
+    public var profile: Profile
+    public var secrets: [String: [UInt8]]
+    public var notes: [String]
+}
+
+/// The formats vpnctl recognises, supported or not yet.
+public enum ImportFormat: String, Sendable {
+    case wgQuick = "wg-quick .conf"
+    case openVPN = "OpenVPN .ovpn"
+    case mobileconfig = "Apple .mobileconfig"
+
+    public static let maximumSize = 1 << 20
+
+    /// Decides by content, not by file extension.
+    public static func detect(_ text: String) -> ImportFormat? {
+        var sawOpenVPN = 0
+        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" }).prefix(400) {
+            let line = raw.drop(while: { $0 == " " || $0 == "\t" })
+            let lower = line.lowercased()
+            if lower.hasPrefix("[interface]") || lower.hasPrefix("[peer]") { return .wgQuick }
+            if lower.hasPrefix("<plist") || lower.contains("<key>payloadtype</key>") { return .mobileconfig }
+            if lower.hasPrefix("<ca>") || lower.hasPrefix("<tls-crypt>") || lower.hasPrefix("<tls-auth>") { return .openVPN }
+            let word = lower.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init) ?? ""
+            if ["client", "remote", "dev", "proto", "auth-user-pass", "nobind", "persist-tun", "verb", "cipher", "tls-client"].contains(word) {
+                sawOpenVPN += 1
+                if sawOpenVPN >= 2 { return .openVPN }
+            }
+        }
+        return nil
+    }
+
+    /// Parses `bytes` as a profile named `name`.
+    public static func importProfile(_ bytes: [UInt8], name: String, source: String) throws -> ImportResult {
+        if bytes.count > maximumSize {
+            throw VPNError(.configurationInvalid, "\(source) is larger than 1 MiB; that is not a VPN configuration file")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw VPNError(.configurationInvalid, "\(source) is not UTF-8 text",
+                           hint: "vpnctl imports wg-quick .conf files")
+        }
+        switch detect(text) {
+        case .wgQuick:
+            return try WGQuick.parse(text, name: name, source: source)
+        case .openVPN, .mobileconfig:
+            let format = detect(text)!
+            throw VPNError(.configurationInvalid, "\(source) is an \(format.rawValue) file, which this vpnctl cannot import yet",
+                           hint: "vpnctl imports wg-quick .conf files")
+        case nil:
+            throw VPNError(.configurationInvalid, "cannot tell what kind of file \(source) is",
+                           hint: "vpnctl imports wg-quick .conf files (with an [Interface] section)")
+        }
+    }
+}

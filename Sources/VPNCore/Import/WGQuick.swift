@@ -1,0 +1,198 @@
+/// The wg-quick(8) configuration format: [Interface] and [Peer] sections of
+/// `Key = Value` lines. Keys are case-insensitive; `#` starts a comment.
+/// PrivateKey and PresharedKey move into secrets. Pre/PostUp/Down commands
+/// are refused, never run.
+public enum WGQuick {
+    public static let privateKeySecret = "private-key"
+
+    public static func presharedKeySecret(peer index: Int) -> String { "peer\(index + 1)-preshared-key" }
+
+    public static func parse(_ text: String, name: String, source: String) throws -> ImportResult {
+        var config = WireGuardConfiguration()
+        var secrets: [String: [UInt8]] = [:]
+        var problems: [String] = []
+        var notes: [String] = []
+        var section: String? = nil
+        var seen = Set<String>()
+        var peer: WireGuardPeer? = nil
+        var peerLine = 0
+
+        func finishPeer() {
+            if let p = peer { config.peers.append(p) }
+            peer = nil
+        }
+
+        var lineNumber = 0
+        var body = Substring(text)
+        if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
+        for rawLine in body.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            var line = rawLine
+            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
+            let trimmed = trim(line)
+            if trimmed.isEmpty { continue }
+            let at = "line \(lineNumber)"
+            if trimmed.hasPrefix("[") {
+                guard trimmed.hasSuffix("]") else {
+                    problems.append("\(at): section header '\(trimmed)' has no closing ']'")
+                    continue
+                }
+                let s = trim(trimmed.dropFirst().dropLast()).lowercased()
+                switch s {
+                case "interface":
+                    finishPeer()
+                    if section == "interface" || seen.contains("[interface]") {
+                        problems.append("\(at): a second [Interface] section")
+                    }
+                    seen.insert("[interface]")
+                    section = "interface"
+                case "peer":
+                    finishPeer()
+                    section = "peer"
+                    peer = WireGuardPeer(publicKey: "")
+                    peerLine = lineNumber
+                    seen = seen.filter { !$0.hasPrefix("peer.") }
+                default:
+                    problems.append("\(at): unknown section [\(trim(trimmed.dropFirst().dropLast()))] (expected [Interface] or [Peer])")
+                    section = "unknown"
+                }
+                continue
+            }
+            guard let eq = trimmed.firstIndex(of: "=") else {
+                problems.append("\(at): expected 'Key = Value'")
+                continue
+            }
+            let keyOriginal = trim(trimmed[..<eq])
+            let key = keyOriginal.lowercased()
+            let value = trim(trimmed[trimmed.index(after: eq)...])
+            guard let section else {
+                problems.append("\(at): '\(keyOriginal)' appears before any [Interface] or [Peer] section")
+                continue
+            }
+            if section == "unknown" { continue }
+            let repeatable: Set<String> = ["address", "dns", "allowedips"]
+            let seenKey = (section == "peer" ? "peer." : "interface.") + key
+            if !repeatable.contains(key) && seen.contains(seenKey) {
+                problems.append("\(at): \(keyOriginal) is given twice in this section")
+                continue
+            }
+            seen.insert(seenKey)
+
+            if section == "interface" {
+                switch key {
+                case "privatekey":
+                    if let bytes = WireGuardKey.decode(value) {
+                        secrets[privateKeySecret] = Array(value.utf8)
+                        _ = bytes
+                        config.privateKeySecret = privateKeySecret
+                    } else {
+                        problems.append("\(at): PrivateKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                    }
+                case "address":
+                    for a in list(value) {
+                        if CIDR(a) == nil { problems.append("\(at): Address '\(a)' is not an IP address with an optional /prefix") }
+                        config.addresses.append(a)
+                    }
+                case "dns":
+                    for d in list(value) {
+                        if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS '\(d)' is neither an IP address nor a search domain") }
+                        config.dns.append(d)
+                    }
+                case "mtu":
+                    if let n = Int(value), (576...65535).contains(n) { config.mtu = n }
+                    else { problems.append("\(at): MTU '\(value)' must be a number from 576 to 65535") }
+                case "listenport":
+                    if let n = Int(value), (0...65535).contains(n) { config.listenPort = n }
+                    else { problems.append("\(at): ListenPort '\(value)' must be a number from 0 to 65535") }
+                case "table":
+                    let t = value.lowercased()
+                    if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
+                    else { problems.append("\(at): Table '\(value)' must be auto, off, or a table number") }
+                case "fwmark":
+                    let t = value.lowercased()
+                    if t == "off" || UInt32(t) != nil || (t.hasPrefix("0x") && UInt32(t.dropFirst(2), radix: 16) != nil) { config.fwmark = t }
+                    else { problems.append("\(at): FwMark '\(value)' must be off or a number") }
+                case "saveconfig":
+                    notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")
+                case "preup", "postup", "predown", "postdown":
+                    problems.append("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)")
+                default:
+                    problems.append("\(at): unknown key '\(keyOriginal)' in [Interface]")
+                }
+            } else {
+                let index = config.peers.count
+                switch key {
+                case "publickey":
+                    if WireGuardKey.isValid(value) { peer?.publicKey = value }
+                    else { problems.append("\(at): PublicKey '\(value)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
+                case "presharedkey":
+                    if WireGuardKey.isValid(value) {
+                        let secretName = presharedKeySecret(peer: index)
+                        secrets[secretName] = Array(value.utf8)
+                        peer?.presharedKeySecret = secretName
+                    } else {
+                        problems.append("\(at): PresharedKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                    }
+                case "allowedips":
+                    for a in list(value) {
+                        if CIDR(a) == nil { problems.append("\(at): AllowedIPs '\(a)' is not a CIDR prefix") }
+                        peer?.allowedIPs.append(a)
+                    }
+                case "endpoint":
+                    switch Endpoint.parse(value) {
+                    case .success: peer?.endpoint = value
+                    case .failure(.missingPort): problems.append("\(at): Endpoint '\(value)' has no port (host:port)")
+                    case .failure(.badPort): problems.append("\(at): Endpoint '\(value)' has a port outside 1–65535")
+                    case .failure(.badHost): problems.append("\(at): Endpoint '\(value)' has an invalid host")
+                    }
+                case "persistentkeepalive":
+                    if value.lowercased() == "off" { peer?.persistentKeepalive = 0 }
+                    else if let n = Int(value), (0...65535).contains(n) { peer?.persistentKeepalive = n }
+                    else { problems.append("\(at): PersistentKeepalive '\(value)' must be off or 0–65535 seconds") }
+                default:
+                    problems.append("\(at): unknown key '\(keyOriginal)' in [Peer]")
+                }
+            }
+        }
+        finishPeer()
+        _ = peerLine
+        if !seen.contains("[interface]") { problems.append("no [Interface] section") }
+        if !problems.isEmpty {
+            throw VPNError.invalid("\(source) is not a usable wg-quick file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                                   problems: problems, hint: "fix the file and import it again")
+        }
+        let profile = Profile(name: name, protocol: .wireguard(config))
+        return ImportResult(profile: profile, secrets: secrets, notes: notes)
+    }
+
+    /// Writes a profile back as a wg-quick file. `secret` supplies key values by name.
+    public static func export(_ config: WireGuardConfiguration, secret: (String) -> String?) -> String {
+        var out = "[Interface]\n"
+        if let k = config.privateKeySecret, let v = secret(k) { out += "PrivateKey = \(v)\n" }
+        if !config.addresses.isEmpty { out += "Address = \(config.addresses.joined(separator: ", "))\n" }
+        if !config.dns.isEmpty { out += "DNS = \(config.dns.joined(separator: ", "))\n" }
+        if let m = config.mtu { out += "MTU = \(m)\n" }
+        if let p = config.listenPort { out += "ListenPort = \(p)\n" }
+        if let t = config.table { out += "Table = \(t)\n" }
+        if let f = config.fwmark { out += "FwMark = \(f)\n" }
+        for p in config.peers {
+            out += "\n[Peer]\nPublicKey = \(p.publicKey)\n"
+            if let s = p.presharedKeySecret, let v = secret(s) { out += "PresharedKey = \(v)\n" }
+            if !p.allowedIPs.isEmpty { out += "AllowedIPs = \(p.allowedIPs.joined(separator: ", "))\n" }
+            if let e = p.endpoint { out += "Endpoint = \(e)\n" }
+            if let k = p.persistentKeepalive { out += "PersistentKeepalive = \(k)\n" }
+        }
+        return out
+    }
+
+    static func trim<S: StringProtocol>(_ s: S) -> String {
+        var sub = Substring(s)
+        while let f = sub.first, f == " " || f == "\t" || f == "\r" { sub = sub.dropFirst() }
+        while let l = sub.last, l == " " || l == "\t" || l == "\r" { sub = sub.dropLast() }
+        return String(sub)
+    }
+
+    static func list(_ value: String) -> [String] {
+        value.split(separator: ",").map { trim($0) }.filter { !$0.isEmpty }
+    }
+}

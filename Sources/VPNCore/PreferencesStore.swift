@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// The on-disk form of the preferences.
+public struct Preferences: Codable, Equatable, Sendable {
+    public static let currentSchemaVersion = 1
+    public var schemaVersion: Int
+    public var profiles: [Profile]
+
+    public init(profiles: [Profile] = []) {
+        schemaVersion = Preferences.currentSchemaVersion
+        self.profiles = profiles
+    }
+}
+
+/// The JSON preferences store: one file, replaced atomically under a lock.
+/// The counterpart of the system preferences behind NEVPNManager.
+public final class PreferencesStore: @unchecked Sendable {
+    public let directory: String
+    public var path: String { directory + "/preferences.json" }
+    var lockPath: String { directory + "/.preferences.lock" }
+    public let secrets: SecretStore
+
+    public init(directory: String) {
+        self.directory = directory
+        secrets = SecretStore(configDirectory: directory)
+    }
+
+    /// Reads every profile. A missing file is an empty store; a malformed one
+    /// is reported with its path, line and column, and left untouched.
+    public func load() throws -> [Profile] {
+        try read().profiles
+    }
+
+    func read() throws -> Preferences {
+        let bytes: [UInt8]
+        do {
+            if let info = try FileSystem.info(directory), info.isSymlink {
+                throw FileSystem.TrustProblem.symlink(directory)
+            }
+            guard let b = try FileSystem.readFileIfPresent(path) else { return Preferences() }
+            bytes = b
+        } catch {
+            throw storeError(error)
+        }
+        return try PreferencesCodec.decode(bytes, path: path)
+    }
+
+    /// Saves one profile: a new one (revision 0) is added; an existing one must
+    /// carry the stored revision, or the save fails with configurationStale.
+    /// Returns the profile as stored, with its new revision.
+    @discardableResult
+    public func save(_ profile: Profile) throws -> Profile {
+        try transaction { prefs in
+            var saved = profile
+            if let i = prefs.profiles.firstIndex(where: { $0.id == profile.id }) {
+                let stored = prefs.profiles[i]
+                guard stored.revision == profile.revision else {
+                    throw VPNError(.configurationStale,
+                                   "profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))",
+                                   hint: "load it again and redo the change")
+                }
+                try checkUniqueName(profile, in: prefs.profiles)
+                saved.revision = stored.revision + 1
+                prefs.profiles[i] = saved
+            } else {
+                guard profile.revision == 0 else {
+                    throw VPNError(.configurationStale,
+                                   "profile '\(profile.name)' was removed since it was loaded",
+                                   hint: "list the profiles again with: vpnctl list")
+                }
+                try checkUniqueName(profile, in: prefs.profiles)
+                saved.revision = 1
+                prefs.profiles.append(saved)
+            }
+            return saved
+        }
+    }
+
+    /// Removes a profile and its secrets. With `revision`, refuses if it changed meanwhile.
+    public func remove(id: UUID, revision: Int? = nil) throws {
+        try transaction { prefs in
+            guard let i = prefs.profiles.firstIndex(where: { $0.id == id }) else {
+                throw VPNError(.configurationUnknown, "no profile with id \(id.uuidString.lowercased())")
+            }
+            if let revision, prefs.profiles[i].revision != revision {
+                throw VPNError(.configurationStale, "profile '\(prefs.profiles[i].name)' changed since it was loaded",
+                               hint: "load it again and redo the change")
+            }
+            prefs.profiles.remove(at: i)
+        }
+        try secrets.removeAll(id)
+    }
+
+    func checkUniqueName(_ profile: Profile, in profiles: [Profile]) throws {
+        if profiles.contains(where: { $0.name == profile.name && $0.id != profile.id }) {
+            throw VPNError(.configurationInvalid, "a profile named '\(profile.name)' already exists",
+                           hint: "choose another name (import --name NAME)")
+        }
+    }
+
+    /// Read-modify-write under the lock. The file is replaced only when
+    /// `body` returns; a throw leaves it as it was.
+    func transaction<T>(_ body: (inout Preferences) throws -> T) throws -> T {
+        let lock: FileLock
+        do {
+            try FileSystem.ensurePrivateDirectory(directory)
+            lock = try FileLock(path: lockPath)
+        } catch {
+            throw storeError(error)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        var prefs = try read()
+        let result = try body(&prefs)
+        let bytes = try PreferencesCodec.encode(prefs)
+        do {
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            throw storeError(error)
+        }
+        return result
+    }
+}
+
+/// JSON in and out, with error positions a person can act on.
+public enum PreferencesCodec {
+    public static func encode(_ prefs: Preferences) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(prefs)) + [0x0A]
+    }
+
+    public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
+        if let problem = JSONSyntax.firstError(in: bytes) {
+            throw VPNError(.configurationReadWriteFailed,
+                           "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)",
+                           hint: "fix the file by hand (vpnctl never rewrites a file it cannot read)")
+        }
+        let prefs: Preferences
+        do {
+            prefs = try JSONDecoder().decode(Preferences.self, from: Data(bytes))
+        } catch let e as DecodingError {
+            throw VPNError(.configurationReadWriteFailed, "\(path): \(describe(e))",
+                           hint: "fix the file by hand (vpnctl never rewrites a file it cannot read)")
+        } catch {
+            throw VPNError(.configurationReadWriteFailed, "\(path): \(error)")
+        }
+        if prefs.schemaVersion > Preferences.currentSchemaVersion {
+            throw VPNError(.configurationReadWriteFailed,
+                           "\(path): schemaVersion \(prefs.schemaVersion) is newer than this vpnctl understands (\(Preferences.currentSchemaVersion))",
+                           hint: "upgrade vpnctl")
+        }
+        if prefs.schemaVersion < 1 {
+            throw VPNError(.configurationReadWriteFailed, "\(path): schemaVersion \(prefs.schemaVersion) is not valid")
+        }
+        var seen = Set<UUID>(), names = Set<String>()
+        for p in prefs.profiles {
+            if !seen.insert(p.id).inserted {
+                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.uuidString.lowercased())")
+            }
+            if !names.insert(p.name).inserted {
+                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the name '\(p.name)'")
+            }
+        }
+        return prefs
+    }
+
+    /// A decoding error as "at profiles[2].protocol.peers: expected an array".
+    public static func describe(_ e: DecodingError) -> String {
+        func pathText(_ path: [CodingKey]) -> String {
+            var s = ""
+            for k in path {
+                if let i = k.intValue { s += "[\(i)]" } else { s += s.isEmpty ? k.stringValue : ".\(k.stringValue)" }
+            }
+            return s.isEmpty ? "top level" : s
+        }
+        switch e {
+        case .typeMismatch(let type, let ctx):
+            return "at \(pathText(ctx.codingPath)): expected \(typeName(type))"
+        case .valueNotFound(let type, let ctx):
+            return "at \(pathText(ctx.codingPath)): expected \(typeName(type)), found null"
+        case .keyNotFound(let key, let ctx):
+            return "at \(pathText(ctx.codingPath + [key])): missing"
+        case .dataCorrupted(let ctx):
+            return "at \(pathText(ctx.codingPath)): \(ctx.debugDescription)"
+        @unknown default:
+            return "\(e)"
+        }
+    }
+
+    static func typeName(_ t: Any.Type) -> String {
+        switch t {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        case is Int.Type: return "an integer"
+        case is UUID.Type: return "a UUID string"
+        default:
+            let n = "\(t)"
+            if n.hasPrefix("Array") { return "an array" }
+            if n.hasPrefix("Dictionary") { return "an object" }
+            return "a value of type \(n)"
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import FoundationEssentials
+
+/// A saved VPN configuration: the Linux counterpart of an NEVPNManager /
+/// NETunnelProviderManager configuration.
+public struct Profile: Codable, Equatable, Sendable {
+    /// Never changes once created; stop and runtime state are keyed by it.
+    public var id: UUID
+    public var name: String
+    public var enabled: Bool
+    /// Incremented by the store on every save. A save from an older revision
+    /// fails with configurationStale.
+    public var revision: Int
+    public var `protocol`: ProtocolConfiguration
+    public var onDemand: OnDemand
+    public var policy: Policy
+
+    public init(id: UUID = UUID(), name: String, enabled: Bool = true, revision: Int = 0,
+                protocol: ProtocolConfiguration, onDemand: OnDemand = OnDemand(), policy: Policy = Policy()) {
+        self.id = id
+        self.name = name
+        self.enabled = enabled
+        self.revision = revision
+        self.protocol = `protocol`
+        self.onDemand = onDemand
+        self.policy = policy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, enabled, revision, `protocol`, onDemand, policy
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(UUID.self, forKey: .id)
+        name = try c.decode(String.self, forKey: .name)
+        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
+        revision = try c.decodeIfPresent(Int.self, forKey: .revision) ?? 0
+        `protocol` = try c.decode(ProtocolConfiguration.self, forKey: .protocol)
+        onDemand = try c.decodeIfPresent(OnDemand.self, forKey: .onDemand) ?? OnDemand()
+        policy = try c.decodeIfPresent(Policy.self, forKey: .policy) ?? Policy()
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id.uuidString.lowercased(), forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(enabled, forKey: .enabled)
+        try c.encode(revision, forKey: .revision)
+        try c.encode(`protocol`, forKey: .protocol)
+        try c.encode(onDemand, forKey: .onDemand)
+        try c.encode(policy, forKey: .policy)
+    }
+
+    /// The secret names this profile refers to, with the field that refers to each.
+    public var secretReferences: [(field: String, name: String)] { `protocol`.secretReferences }
+}
+
+/// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.
+public struct OnDemand: Codable, Equatable, Sendable {
+    public var enabled: Bool
+    public var rules: [OnDemandRule]
+
+    public init(enabled: Bool = false, rules: [OnDemandRule] = []) {
+        self.enabled = enabled
+        self.rules = rules
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? false
+        rules = try c.decodeIfPresent([OnDemandRule].self, forKey: .rules) ?? []
+    }
+
+    enum CodingKeys: String, CodingKey { case enabled, rules }
+}
+
+public struct OnDemandRule: Codable, Equatable, Sendable {
+    public enum Action: String, Codable, Sendable {
+        case connect, disconnect, evaluateConnection, ignore
+    }
+    public enum InterfaceType: String, Codable, Sendable {
+        case any, ethernet, wifi, cellular
+    }
+    public var action: Action
+    public var interfaceType: InterfaceType?
+    public var dnsSearchDomains: [String]?
+    public var probeURL: String?
+
+    public init(action: Action, interfaceType: InterfaceType? = nil, dnsSearchDomains: [String]? = nil, probeURL: String? = nil) {
+        self.action = action
+        self.interfaceType = interfaceType
+        self.dnsSearchDomains = dnsSearchDomains
+        self.probeURL = probeURL
+    }
+}
+
+/// Who may control the profile (the isVPNAllowed guard). Empty lists mean root only.
+public struct Policy: Codable, Equatable, Sendable {
+    public var users: [String]
+    public var groups: [String]
+
+    public init(users: [String] = [], groups: [String] = []) {
+        self.users = users
+        self.groups = groups
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        users = try c.decodeIfPresent([String].self, forKey: .users) ?? []
+        groups = try c.decodeIfPresent([String].self, forKey: .groups) ?? []
+    }
+
+    enum CodingKeys: String, CodingKey { case users, groups }
+}

@@ -1,0 +1,91 @@
+import FoundationEssentials
+
+/// The NEVPNManager shape over the preferences store: nothing is known until
+/// `load()`, and a save or start works only from a freshly loaded view.
+public final class ProfileManager {
+    public let store: PreferencesStore
+    public private(set) var profiles: [Profile] = []
+    public private(set) var isLoaded = false
+
+    public init(store: PreferencesStore) {
+        self.store = store
+    }
+
+    /// loadFromPreferences
+    public func load() throws {
+        profiles = try store.load()
+        isLoaded = true
+    }
+
+    /// Status before a load is `invalid`, never a guess. Runtime status comes
+    /// from the run directory and the live system (the tunnel issue).
+    public func status(of id: UUID) -> VPNStatus {
+        guard isLoaded, profiles.contains(where: { $0.id == id }) else { return .invalid }
+        return .disconnected
+    }
+
+    /// Finds a profile by exact name, or by UUID (any case).
+    public func profile(named reference: String) throws -> Profile {
+        guard isLoaded else {
+            throw VPNError(.configurationStale, "the preferences were not loaded", hint: "load before reading")
+        }
+        if let id = UUID(uuidString: reference), let p = profiles.first(where: { $0.id == id }) { return p }
+        if let p = profiles.first(where: { $0.name == reference }) { return p }
+        let names = profiles.map(\.name)
+        let close = Suggest.closest(to: reference, among: names, limit: 3)
+        let hint: String
+        if !close.isEmpty {
+            hint = "did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?"
+        } else if names.isEmpty {
+            hint = "there are no profiles yet; add one with: vpnctl import FILE"
+        } else {
+            hint = "list the profiles with: vpnctl list"
+        }
+        throw VPNError(.configurationUnknown, "no profile named '\(reference)'", hint: hint)
+    }
+
+    /// saveToPreferences: refuses when this manager's view is older than the store.
+    @discardableResult
+    public func save(_ profile: Profile) throws -> Profile {
+        guard isLoaded else {
+            throw VPNError(.configurationStale, "cannot save '\(profile.name)' before the preferences are loaded",
+                           hint: "load the preferences first")
+        }
+        let saved = try store.save(profile)
+        if let i = profiles.firstIndex(where: { $0.id == saved.id }) { profiles[i] = saved } else { profiles.append(saved) }
+        return saved
+    }
+
+    /// removeFromPreferences
+    public func remove(_ profile: Profile) throws {
+        try store.remove(id: profile.id, revision: profile.revision)
+        profiles.removeAll { $0.id == profile.id }
+    }
+}
+
+/// Close matches for "did you mean", by edit distance.
+public enum Suggest {
+    public static func closest(to word: String, among candidates: [String], limit: Int = 1) -> [String] {
+        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
+        let threshold = max(2, word.count / 3)
+        return scored.filter { $0.1 <= threshold || $0.0.lowercased().hasPrefix(word.lowercased()) }
+            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+            .prefix(limit).map(\.0)
+    }
+
+    public static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var prev = Array(0...b.count)
+        var cur = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            cur[0] = i
+            for j in 1...b.count {
+                cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&prev, &cur)
+        }
+        return prev[b.count]
+    }
+}

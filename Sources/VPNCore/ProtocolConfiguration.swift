@@ -1,0 +1,276 @@
+import FoundationEssentials
+
+/// The protocol half of a profile, tagged by `type` in JSON.
+public enum ProtocolConfiguration: Codable, Equatable, Sendable {
+    case wireguard(WireGuardConfiguration)
+    case openvpn(OpenVPNConfiguration)
+    case ikev2(IKEv2Configuration)
+    case provider(ProviderConfiguration)
+
+    public enum Kind: String, Codable, CaseIterable, Sendable {
+        case wireguard, openvpn, ikev2, provider
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .wireguard: return .wireguard
+        case .openvpn: return .openvpn
+        case .ikev2: return .ikev2
+        case .provider: return .provider
+        }
+    }
+
+    enum TypeKey: String, CodingKey { case type }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: TypeKey.self)
+        let raw = try c.decode(String.self, forKey: .type)
+        guard let kind = Kind(rawValue: raw) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c,
+                debugDescription: "unknown protocol type '\(raw)' (expected \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        switch kind {
+        case .wireguard: self = .wireguard(try WireGuardConfiguration(from: decoder))
+        case .openvpn: self = .openvpn(try OpenVPNConfiguration(from: decoder))
+        case .ikev2: self = .ikev2(try IKEv2Configuration(from: decoder))
+        case .provider: self = .provider(try ProviderConfiguration(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: TypeKey.self)
+        try c.encode(kind.rawValue, forKey: .type)
+        switch self {
+        case .wireguard(let w): try w.encode(to: encoder)
+        case .openvpn(let o): try o.encode(to: encoder)
+        case .ikev2(let i): try i.encode(to: encoder)
+        case .provider(let p): try p.encode(to: encoder)
+        }
+    }
+
+    public var secretReferences: [(field: String, name: String)] {
+        switch self {
+        case .wireguard(let w):
+            var refs: [(String, String)] = []
+            if let k = w.privateKeySecret { refs.append(("privateKeySecret", k)) }
+            for (i, p) in w.peers.enumerated() {
+                if let s = p.presharedKeySecret { refs.append(("peers[\(i)].presharedKeySecret", s)) }
+            }
+            return refs
+        case .openvpn(let o):
+            return [("keySecret", o.keySecret), ("passwordSecret", o.passwordSecret),
+                    ("tlsCryptSecret", o.tlsCryptSecret), ("tlsAuthSecret", o.tlsAuthSecret)]
+                .compactMap { f, v in v.map { (f, $0) } }
+        case .ikev2(let i):
+            return [("sharedSecretSecret", i.sharedSecretSecret), ("passwordSecret", i.passwordSecret),
+                    ("identitySecret", i.identitySecret)]
+                .compactMap { f, v in v.map { (f, $0) } }
+        case .provider(let p):
+            return p.secrets.sorted(by: { $0.key < $1.key }).map { ("secrets.\($0.key)", $0.value) }
+        }
+    }
+}
+
+/// A WireGuard tunnel carried by wireguard-go. Keys are base64 as in wg-quick;
+/// the private key and preshared keys are secret names, never values.
+public struct WireGuardConfiguration: Codable, Equatable, Sendable {
+    public var privateKeySecret: String?
+    public var addresses: [String]
+    public var dns: [String]
+    public var mtu: Int?
+    public var listenPort: Int?
+    /// wg-quick's Table: "auto", "off", or a table number.
+    public var table: String?
+    public var fwmark: String?
+    public var interfaceName: String?
+    public var peers: [WireGuardPeer]
+
+    public init(privateKeySecret: String? = nil, addresses: [String] = [], dns: [String] = [], mtu: Int? = nil,
+                listenPort: Int? = nil, table: String? = nil, fwmark: String? = nil, interfaceName: String? = nil,
+                peers: [WireGuardPeer] = []) {
+        self.privateKeySecret = privateKeySecret
+        self.addresses = addresses
+        self.dns = dns
+        self.mtu = mtu
+        self.listenPort = listenPort
+        self.table = table
+        self.fwmark = fwmark
+        self.interfaceName = interfaceName
+        self.peers = peers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case privateKeySecret, addresses, dns, mtu, listenPort, table, fwmark, interfaceName, peers
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        privateKeySecret = try c.decodeIfPresent(String.self, forKey: .privateKeySecret)
+        addresses = try c.decodeIfPresent([String].self, forKey: .addresses) ?? []
+        dns = try c.decodeIfPresent([String].self, forKey: .dns) ?? []
+        mtu = try c.decodeIfPresent(Int.self, forKey: .mtu)
+        listenPort = try c.decodeIfPresent(Int.self, forKey: .listenPort)
+        table = try c.decodeIfPresent(String.self, forKey: .table)
+        fwmark = try c.decodeIfPresent(String.self, forKey: .fwmark)
+        interfaceName = try c.decodeIfPresent(String.self, forKey: .interfaceName)
+        peers = try c.decodeIfPresent([WireGuardPeer].self, forKey: .peers) ?? []
+    }
+}
+
+public struct WireGuardPeer: Codable, Equatable, Sendable {
+    public var publicKey: String
+    public var presharedKeySecret: String?
+    public var allowedIPs: [String]
+    public var endpoint: String?
+    public var persistentKeepalive: Int?
+
+    public init(publicKey: String, presharedKeySecret: String? = nil, allowedIPs: [String] = [],
+                endpoint: String? = nil, persistentKeepalive: Int? = nil) {
+        self.publicKey = publicKey
+        self.presharedKeySecret = presharedKeySecret
+        self.allowedIPs = allowedIPs
+        self.endpoint = endpoint
+        self.persistentKeepalive = persistentKeepalive
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case publicKey, presharedKeySecret, allowedIPs, endpoint, persistentKeepalive
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        publicKey = try c.decodeIfPresent(String.self, forKey: .publicKey) ?? ""
+        presharedKeySecret = try c.decodeIfPresent(String.self, forKey: .presharedKeySecret)
+        allowedIPs = try c.decodeIfPresent([String].self, forKey: .allowedIPs) ?? []
+        endpoint = try c.decodeIfPresent(String.self, forKey: .endpoint)
+        persistentKeepalive = try c.decodeIfPresent(Int.self, forKey: .persistentKeepalive)
+    }
+}
+
+/// An OpenVPN 2.6 client. The CA is a trust-anchor fingerprint; keys and the
+/// password are secret names.
+public struct OpenVPNConfiguration: Codable, Equatable, Sendable {
+    public struct Remote: Codable, Equatable, Sendable {
+        public var host: String
+        public var port: Int
+        public var proto: String
+        public init(host: String, port: Int = 1194, proto: String = "udp") {
+            self.host = host
+            self.port = port
+            self.proto = proto
+        }
+    }
+    public var remotes: [Remote]
+    public var caFingerprint: String?
+    public var certificate: String?
+    public var keySecret: String?
+    public var username: String?
+    public var passwordSecret: String?
+    public var tlsCryptSecret: String?
+    public var tlsAuthSecret: String?
+    public var options: [String]
+
+    public init(remotes: [Remote] = [], caFingerprint: String? = nil, certificate: String? = nil, keySecret: String? = nil,
+                username: String? = nil, passwordSecret: String? = nil, tlsCryptSecret: String? = nil,
+                tlsAuthSecret: String? = nil, options: [String] = []) {
+        self.remotes = remotes
+        self.caFingerprint = caFingerprint
+        self.certificate = certificate
+        self.keySecret = keySecret
+        self.username = username
+        self.passwordSecret = passwordSecret
+        self.tlsCryptSecret = tlsCryptSecret
+        self.tlsAuthSecret = tlsAuthSecret
+        self.options = options
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case remotes, caFingerprint, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret, options
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        remotes = try c.decodeIfPresent([Remote].self, forKey: .remotes) ?? []
+        caFingerprint = try c.decodeIfPresent(String.self, forKey: .caFingerprint)
+        certificate = try c.decodeIfPresent(String.self, forKey: .certificate)
+        keySecret = try c.decodeIfPresent(String.self, forKey: .keySecret)
+        username = try c.decodeIfPresent(String.self, forKey: .username)
+        passwordSecret = try c.decodeIfPresent(String.self, forKey: .passwordSecret)
+        tlsCryptSecret = try c.decodeIfPresent(String.self, forKey: .tlsCryptSecret)
+        tlsAuthSecret = try c.decodeIfPresent(String.self, forKey: .tlsAuthSecret)
+        options = try c.decodeIfPresent([String].self, forKey: .options) ?? []
+    }
+}
+
+/// IKEv2 (NEVPNProtocolIKEv2), carried by strongSwan.
+public struct IKEv2Configuration: Codable, Equatable, Sendable {
+    public enum AuthenticationMethod: String, Codable, Sendable {
+        case none, sharedSecret, certificate
+    }
+    public var serverAddress: String
+    public var remoteIdentifier: String?
+    public var localIdentifier: String?
+    public var authenticationMethod: AuthenticationMethod
+    public var sharedSecretSecret: String?
+    public var username: String?
+    public var passwordSecret: String?
+    public var identitySecret: String?
+    public var caFingerprint: String?
+
+    public init(serverAddress: String, remoteIdentifier: String? = nil, localIdentifier: String? = nil,
+                authenticationMethod: AuthenticationMethod = .none, sharedSecretSecret: String? = nil,
+                username: String? = nil, passwordSecret: String? = nil, identitySecret: String? = nil,
+                caFingerprint: String? = nil) {
+        self.serverAddress = serverAddress
+        self.remoteIdentifier = remoteIdentifier
+        self.localIdentifier = localIdentifier
+        self.authenticationMethod = authenticationMethod
+        self.sharedSecretSecret = sharedSecretSecret
+        self.username = username
+        self.passwordSecret = passwordSecret
+        self.identitySecret = identitySecret
+        self.caFingerprint = caFingerprint
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case serverAddress, remoteIdentifier, localIdentifier, authenticationMethod, sharedSecretSecret,
+             username, passwordSecret, identitySecret, caFingerprint
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        serverAddress = try c.decodeIfPresent(String.self, forKey: .serverAddress) ?? ""
+        remoteIdentifier = try c.decodeIfPresent(String.self, forKey: .remoteIdentifier)
+        localIdentifier = try c.decodeIfPresent(String.self, forKey: .localIdentifier)
+        authenticationMethod = try c.decodeIfPresent(AuthenticationMethod.self, forKey: .authenticationMethod) ?? .none
+        sharedSecretSecret = try c.decodeIfPresent(String.self, forKey: .sharedSecretSecret)
+        username = try c.decodeIfPresent(String.self, forKey: .username)
+        passwordSecret = try c.decodeIfPresent(String.self, forKey: .passwordSecret)
+        identitySecret = try c.decodeIfPresent(String.self, forKey: .identitySecret)
+        caFingerprint = try c.decodeIfPresent(String.self, forKey: .caFingerprint)
+    }
+}
+
+/// A packet-tunnel provider named by identifier (NETunnelProviderProtocol).
+public struct ProviderConfiguration: Codable, Equatable, Sendable {
+    public var providerIdentifier: String
+    public var providerConfiguration: [String: String]
+    /// providerConfiguration keys whose values live in secrets: key -> secret name.
+    public var secrets: [String: String]
+
+    public init(providerIdentifier: String, providerConfiguration: [String: String] = [:], secrets: [String: String] = [:]) {
+        self.providerIdentifier = providerIdentifier
+        self.providerConfiguration = providerConfiguration
+        self.secrets = secrets
+    }
+
+    enum CodingKeys: String, CodingKey { case providerIdentifier, providerConfiguration, secrets }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        providerIdentifier = try c.decodeIfPresent(String.self, forKey: .providerIdentifier) ?? ""
+        providerConfiguration = try c.decodeIfPresent([String: String].self, forKey: .providerConfiguration) ?? [:]
+        secrets = try c.decodeIfPresent([String: String].self, forKey: .secrets) ?? [:]
+    }
+}

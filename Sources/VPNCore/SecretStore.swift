@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// Secrets live outside the preferences, one 0600 file each, under
+/// `<config-dir>/secrets/<profile-id>/<name>`. Profiles refer to them by name.
+/// Values are never printed, logged or put in JSON.
+public struct SecretStore: Sendable {
+    public let directory: String
+
+    public init(configDirectory: String) {
+        directory = configDirectory + "/secrets"
+    }
+
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }
+    }
+
+    func profileDirectory(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased())" }
+
+    public func path(_ id: UUID, _ name: String) -> String { "\(profileDirectory(id))/\(name)" }
+
+    public func set(_ id: UUID, name: String, value: [UInt8]) throws {
+        guard SecretStore.isValidName(name) else {
+            throw VPNError.usage("'\(name)' is not a valid secret name",
+                                 hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
+        }
+        do {
+            try FileSystem.ensurePrivateDirectory(FileSystem.parentDirectory(of: directory))
+            try FileSystem.ensurePrivateDirectory(directory)
+            try FileSystem.ensurePrivateDirectory(profileDirectory(id))
+            try AtomicFile.write(value, to: path(id, name), mode: 0o600)
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    public func exists(_ id: UUID, name: String) -> Bool {
+        guard SecretStore.isValidName(name), let i = try? FileSystem.info(path(id, name)) else { return false }
+        return i.isRegular
+    }
+
+    /// Reads a secret for a provider. Refuses symlinks and files that others can read.
+    public func read(_ id: UUID, name: String) throws -> [UInt8] {
+        let p = path(id, name)
+        do {
+            guard let info = try FileSystem.info(p) else {
+                throw VPNError(.configurationInvalid, "secret '\(name)' is not set",
+                               hint: "set it with: vpnctl secret set <profile> \(name) < file")
+            }
+            if info.isSymlink || !info.isRegular {
+                throw VPNError(.permissionDenied, "secret file \(p) is not a regular file; vpnctl refuses symlinks")
+            }
+            if info.mode & 0o077 != 0 {
+                throw VPNError(.permissionDenied, "secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))",
+                               hint: "chmod 600 \(p)")
+            }
+            return try FileSystem.readFileIfPresent(p) ?? []
+        } catch let e as VPNError {
+            throw e
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    public func names(_ id: UUID) throws -> [String] {
+        do { return try FileSystem.list(profileDirectory(id)) } catch { throw storeError(error) }
+    }
+
+    public func remove(_ id: UUID, name: String) throws {
+        do { try FileSystem.remove(path(id, name)) } catch { throw storeError(error) }
+    }
+
+    public func removeAll(_ id: UUID) throws {
+        do {
+            for name in try FileSystem.list(profileDirectory(id)) {
+                try FileSystem.remove(path(id, name))
+            }
+            try FileSystem.removeDirectory(profileDirectory(id))
+        } catch {
+            throw storeError(error)
+        }
+    }
+}
+
+/// Maps a system failure on vpnctl's own files to the documented error.
+func storeError(_ error: Error) -> VPNError {
+    if let e = error as? VPNError { return e }
+    if let e = error as? SystemError {
+        if e.errno.isPermission {
+            return VPNError(.permissionDenied, e.description,
+                            hint: "run as root, or point --config-dir / --run-dir at a directory you own")
+        }
+        return VPNError(.configurationReadWriteFailed, e.description)
+    }
+    if let t = error as? FileSystem.TrustProblem {
+        return VPNError(.permissionDenied, t.description,
+                        hint: "fix the directory's owner and mode (chown; chmod 700), or choose another with --config-dir")
+    }
+    return VPNError(.configurationReadWriteFailed, "\(error)")
+}

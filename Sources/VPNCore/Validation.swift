@@ -1,0 +1,216 @@
+import FoundationEssentials
+
+/// Checks a profile and reports every problem at once, each naming the field
+/// and what is wrong. The platform's single "configuration invalid" is
+/// exactly what vpnctl avoids.
+public struct ProfileValidator {
+    /// Whether the named secret of this profile is set.
+    public var secretExists: (String) -> Bool
+
+    public init(secretExists: @escaping (String) -> Bool) {
+        self.secretExists = secretExists
+    }
+
+    public func problems(in profile: Profile) -> [String] {
+        var p: [String] = []
+        p += ProfileName.problems(profile.name).map { "name: \($0)" }
+        switch profile.protocol {
+        case .wireguard(let w): p += wireguard(w)
+        case .openvpn(let o): p += openvpn(o)
+        case .ikev2(let i): p += ikev2(i)
+        case .provider(let pr): p += provider(pr)
+        }
+        p += onDemand(profile.onDemand)
+        p += policy(profile.policy)
+        return p
+    }
+
+    /// The problems that only a secret can fix. `import` and `edit` save a
+    /// profile with these (and say so); `start` refuses it.
+    public func missingSecrets(in profile: Profile) -> [String] {
+        profile.secretReferences.compactMap { ref in
+            (SecretStore.isValidName(ref.name) && !secretExists(ref.name))
+                ? "\(ref.field): secret '\(ref.name)' is not set" : nil
+        }
+    }
+
+    func secretRef(_ field: String, _ name: String?, required: Bool, what: String) -> [String] {
+        guard let name else { return required ? ["\(field): missing (\(what))"] : [] }
+        if !SecretStore.isValidName(name) { return ["\(field): '\(name)' is not a valid secret name (letters, digits, '.', '_', '-')"] }
+        return []
+    }
+
+    func wireguard(_ w: WireGuardConfiguration) -> [String] {
+        var p: [String] = []
+        p += secretRef("protocol.privateKeySecret", w.privateKeySecret, required: true, what: "the interface's private key")
+        if w.addresses.isEmpty { p.append("protocol.addresses: missing (at least one address, e.g. 10.0.0.2/32)") }
+        for a in w.addresses where CIDR(a) == nil {
+            p.append("protocol.addresses: '\(a)' is not an IPv4 or IPv6 address with an optional /prefix")
+        }
+        for d in w.dns where IPAddress(d) == nil && !isDomainName(d) {
+            p.append("protocol.dns: '\(d)' is neither an IP address nor a search domain")
+        }
+        if let mtu = w.mtu, !(576...65535).contains(mtu) {
+            p.append("protocol.mtu: \(mtu) is out of range (576–65535)")
+        }
+        if let port = w.listenPort, !(0...65535).contains(port) {
+            p.append("protocol.listenPort: \(port) is out of range (0–65535)")
+        }
+        if let t = w.table, t != "auto", t != "off", UInt32(t) == nil {
+            p.append("protocol.table: '\(t)' must be auto, off, or a routing table number")
+        }
+        if let name = w.interfaceName, !InterfaceName.isValid(name) {
+            p.append("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)")
+        }
+        if w.peers.isEmpty { p.append("protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)") }
+        for (i, peer) in w.peers.enumerated() {
+            let f = "protocol.peers[\(i)]"
+            if peer.publicKey.isEmpty {
+                p.append("\(f).publicKey: missing")
+            } else if !WireGuardKey.isValid(peer.publicKey) {
+                p.append("\(f).publicKey: not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+            }
+            p += secretRef("\(f).presharedKeySecret", peer.presharedKeySecret, required: false, what: "")
+            if peer.allowedIPs.isEmpty { p.append("\(f).allowedIPs: missing (e.g. 0.0.0.0/0, ::/0)") }
+            for a in peer.allowedIPs where CIDR(a) == nil {
+                p.append("\(f).allowedIPs: '\(a)' is not a CIDR prefix")
+            }
+            if let e = peer.endpoint {
+                switch Endpoint.parse(e) {
+                case .success: break
+                case .failure(.missingPort): p.append("\(f).endpoint: '\(e)' has no port (host:port)")
+                case .failure(.badPort): p.append("\(f).endpoint: '\(e)' has a port outside 1–65535")
+                case .failure(.badHost): p.append("\(f).endpoint: '\(e)' has an invalid host")
+                }
+            } else {
+                p.append("\(f).endpoint: missing (host:port of the server)")
+            }
+            if let k = peer.persistentKeepalive, !(0...65535).contains(k) {
+                p.append("\(f).persistentKeepalive: \(k) is out of range (0–65535 seconds)")
+            }
+        }
+        return p
+    }
+
+    func openvpn(_ o: OpenVPNConfiguration) -> [String] {
+        var p: [String] = []
+        if o.remotes.isEmpty { p.append("protocol.remotes: missing (at least one remote host and port)") }
+        for (i, r) in o.remotes.enumerated() {
+            if r.host.isEmpty { p.append("protocol.remotes[\(i)].host: missing") }
+            if !(1...65535).contains(r.port) { p.append("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)") }
+            if !["udp", "tcp", "udp4", "udp6", "tcp4", "tcp6", "tcp-client"].contains(r.proto) {
+                p.append("protocol.remotes[\(i)].proto: '\(r.proto)' must be udp or tcp")
+            }
+        }
+        if let fp = o.caFingerprint {
+            if !TrustAnchor.isFingerprint(fp) {
+                p.append("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)")
+            }
+        } else {
+            p.append("protocol.caFingerprint: missing (the trust anchor that signs the server's certificate)")
+        }
+        let hasCert = o.certificate != nil || o.keySecret != nil
+        if hasCert {
+            if o.certificate == nil { p.append("protocol.certificate: missing (the client certificate that goes with keySecret)") }
+            p += secretRef("protocol.keySecret", o.keySecret, required: true, what: "the client certificate's private key")
+        }
+        if o.username != nil || o.passwordSecret != nil {
+            if o.username?.isEmpty ?? true { p.append("protocol.username: missing (auth-user-pass needs a username)") }
+            p += secretRef("protocol.passwordSecret", o.passwordSecret, required: true, what: "auth-user-pass needs a password secret")
+        }
+        if !hasCert && o.username == nil && o.passwordSecret == nil {
+            p.append("protocol: no client authentication (give a certificate and keySecret, or a username and passwordSecret)")
+        }
+        p += secretRef("protocol.tlsCryptSecret", o.tlsCryptSecret, required: false, what: "")
+        p += secretRef("protocol.tlsAuthSecret", o.tlsAuthSecret, required: false, what: "")
+        return p
+    }
+
+    func ikev2(_ i: IKEv2Configuration) -> [String] {
+        var p: [String] = []
+        if i.serverAddress.isEmpty { p.append("protocol.serverAddress: missing") }
+        if i.remoteIdentifier?.isEmpty ?? true { p.append("protocol.remoteIdentifier: missing (the server's IKE identity)") }
+        switch i.authenticationMethod {
+        case .sharedSecret:
+            p += secretRef("protocol.sharedSecretSecret", i.sharedSecretSecret, required: true, what: "sharedSecret authentication needs it")
+        case .certificate:
+            p += secretRef("protocol.identitySecret", i.identitySecret, required: true, what: "certificate authentication needs a client identity")
+        case .none:
+            if i.username == nil {
+                p.append("protocol.authenticationMethod: none and no username (choose sharedSecret, certificate, or set username and passwordSecret)")
+            }
+        }
+        if i.username != nil {
+            if i.username?.isEmpty ?? true { p.append("protocol.username: empty") }
+            p += secretRef("protocol.passwordSecret", i.passwordSecret, required: true, what: "a username needs a password secret")
+        }
+        if let fp = i.caFingerprint, !TrustAnchor.isFingerprint(fp) {
+            p.append("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)")
+        }
+        return p
+    }
+
+    func provider(_ pr: ProviderConfiguration) -> [String] {
+        var p: [String] = []
+        if pr.providerIdentifier.isEmpty { p.append("protocol.providerIdentifier: missing") }
+        for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
+            p += secretRef("protocol.secrets.\(key)", name, required: true, what: "")
+        }
+        return p
+    }
+
+    func onDemand(_ o: OnDemand) -> [String] {
+        var p: [String] = []
+        for (i, r) in o.rules.enumerated() {
+            if let url = r.probeURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+                p.append("onDemand.rules[\(i)].probeURL: '\(url)' must be an http:// or https:// URL")
+            }
+        }
+        return p
+    }
+
+    func policy(_ pol: Policy) -> [String] {
+        var p: [String] = []
+        for u in pol.users where u.isEmpty || u.contains(where: { $0 == ":" || $0 == " " }) {
+            p.append("policy.users: '\(u)' is not a user name")
+        }
+        for g in pol.groups where g.isEmpty || g.contains(where: { $0 == ":" || $0 == " " }) {
+            p.append("policy.groups: '\(g)' is not a group name")
+        }
+        return p
+    }
+}
+
+func isDomainName(_ s: String) -> Bool {
+    !s.isEmpty && s.count <= 253 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }
+        && !s.hasPrefix("-") && !s.hasPrefix(".")
+}
+
+public enum ProfileName {
+    /// Profile names are shown in tables and typed on command lines.
+    public static func problems(_ name: String) -> [String] {
+        if name.isEmpty { return ["empty"] }
+        var p: [String] = []
+        if name.count > 64 { p.append("longer than 64 characters") }
+        if name.hasPrefix("-") { p.append("'\(name)' starts with '-', which reads as an option") }
+        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "/" }) {
+            p.append("contains a control character or '/'")
+        }
+        if name.first?.isWhitespace == true || name.last?.isWhitespace == true { p.append("has leading or trailing spaces") }
+        if UUID(uuidString: name) != nil { p.append("looks like a UUID, which would be ambiguous with profile ids") }
+        return p
+    }
+}
+
+public enum InterfaceName {
+    public static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 15 && name != "." && name != ".."
+            && !name.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace })
+    }
+}
+
+public enum TrustAnchor {
+    public static func isFingerprint(_ s: String) -> Bool {
+        s.count == 64 && s.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
+    }
+}

@@ -1,0 +1,160 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CVPNShims
+
+/// Plain file operations with the safety rules vpnctl needs for privileged
+/// paths: no symlinks, a known owner, explicit modes.
+public enum FileSystem {
+    /// Reads a whole file. The path must not be a symlink.
+    /// Returns nil when it does not exist.
+    public static func readFileIfPresent(_ path: String, followSymlinks: Bool = false) throws -> [UInt8]? {
+        let flags = O_RDONLY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
+        let fd = retryingOnInterrupt { open(path, flags) }
+        if fd < 0 {
+            let e = Errno.current
+            if e == .notFound { return nil }
+            if e == .tooManyLinks {
+                throw SystemError("read", path: path, errno: e)
+            }
+            throw SystemError("read", path: path, errno: e)
+        }
+        defer { close(fd) }
+        return try readAll(fd: fd, path: path)
+    }
+
+    /// Reads until EOF. /proc files arrive in page-sized chunks, so one read is not enough.
+    public static func readAll(fd: Int32, path: String) throws -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress, buf.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("read", path: path, errno: .current)
+            }
+            if n == 0 { break }
+            result.append(contentsOf: chunk[0..<n])
+        }
+        return result
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Facts about a path without following a final symlink.
+    public struct Info: Sendable {
+        public let isDirectory: Bool
+        public let isSymlink: Bool
+        public let isRegular: Bool
+        public let owner: UInt32
+        public let mode: UInt32
+        public let size: Int
+    }
+
+    public static func info(_ path: String) throws -> Info? {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("inspect", path: path, errno: .current)
+        }
+        let type = st.st_mode & S_IFMT
+        return Info(isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK, isRegular: type == S_IFREG,
+                    owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size))
+    }
+
+    /// Creates a directory (and missing parents) with `mode`, then checks that
+    /// the final directory is a real directory owned by us (or root) and not
+    /// writable by others.
+    public static func ensurePrivateDirectory(_ path: String, mode: mode_t = 0o700) throws {
+        if try info(path) == nil {
+            let parent = parentDirectory(of: path)
+            if parent != path, try info(parent) == nil {
+                try ensureDirectory(parent, mode: 0o755)
+            }
+            if mkdir(path, mode) != 0 && errno != EEXIST {
+                throw SystemError("create directory", path: path, errno: .current)
+            }
+        }
+        try checkTrustedDirectory(path)
+    }
+
+    static func ensureDirectory(_ path: String, mode: mode_t) throws {
+        if try info(path) != nil { return }
+        let parent = parentDirectory(of: path)
+        if parent != path { try ensureDirectory(parent, mode: mode) }
+        if mkdir(path, mode) != 0 && errno != EEXIST {
+            throw SystemError("create directory", path: path, errno: .current)
+        }
+    }
+
+    /// The reasons a directory may not hold vpnctl's state.
+    public enum TrustProblem: Error, CustomStringConvertible, Sendable {
+        case symlink(String)
+        case notDirectory(String)
+        case wrongOwner(String, owner: UInt32, expected: UInt32)
+        case writableByOthers(String, mode: UInt32)
+
+        public var description: String {
+            switch self {
+            case .symlink(let p): return "\(p) is a symlink; vpnctl refuses symlinks for its state directories"
+            case .notDirectory(let p): return "\(p) is not a directory"
+            case .wrongOwner(let p, let owner, let expected):
+                return "\(p) is owned by uid \(owner), not uid \(expected)"
+            case .writableByOthers(let p, let mode):
+                return "\(p) is writable by group or others (mode \(String(mode, radix: 8)))"
+            }
+        }
+    }
+
+    /// A state directory must be a real directory, owned by the effective user
+    /// (or root), and writable by nobody else.
+    public static func checkTrustedDirectory(_ path: String) throws {
+        guard let i = try info(path) else {
+            throw SystemError("open directory", path: path, errno: .notFound)
+        }
+        if i.isSymlink { throw TrustProblem.symlink(path) }
+        if !i.isDirectory { throw TrustProblem.notDirectory(path) }
+        let me = geteuid()
+        if i.owner != me && i.owner != 0 { throw TrustProblem.wrongOwner(path, owner: i.owner, expected: me) }
+        if i.mode & 0o022 != 0 { throw TrustProblem.writableByOthers(path, mode: i.mode) }
+    }
+
+    public static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// Lists the names in a directory, excluding dot files.
+    public static func list(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else {
+            if errno == ENOENT { return [] }
+            throw SystemError("list", path: path, errno: .current)
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.hasPrefix(".") { continue }
+            names.append(name)
+        }
+        return names.sorted()
+    }
+
+    public static func remove(_ path: String) throws {
+        if unlink(path) != 0 && errno != ENOENT {
+            throw SystemError("remove", path: path, errno: .current)
+        }
+    }
+
+    public static func removeDirectory(_ path: String) throws {
+        if rmdir(path) != 0 && errno != ENOENT {
+            throw SystemError("remove directory", path: path, errno: .current)
+        }
+    }
+}

@@ -1,0 +1,3 @@
+import VPNCLI
+
+exitProcess(VPNCLI.run(CommandLine.arguments, context: .process()))
