@@ -92,7 +92,13 @@ public struct Invocation {
     public let context: Context
     public let output: Output
 
-    public var store: PreferencesStore { PreferencesStore(directory: options.configDirectory) }
+    public var store: PreferencesStore {
+        let store = PreferencesStore(directory: options.configDirectory)
+        if context.environment["VPNCTL_TEST_FAULT"] == "crash-before-rename" {
+            store.beforeReplace = { _exit(86) }
+        }
+        return store
+    }
 
     /// Loads the preferences (load before you read).
     public func loadedManager() throws -> ProfileManager {

@@ -69,8 +69,12 @@ public enum JSONSyntax {
         }
 
         mutating func literal(_ word: String) throws {
+            let start = i
             for c in word.utf8 {
-                guard i < bytes.count, bytes[i] == c else { throw fail("invalid literal; expected '\(word)'") }
+                guard i < bytes.count, bytes[i] == c else {
+                    i = start
+                    throw fail("invalid literal; expected '\(word)'")
+                }
                 i += 1
             }
         }

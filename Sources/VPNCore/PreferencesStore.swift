@@ -23,6 +23,9 @@ public final class PreferencesStore: @unchecked Sendable {
     public var path: String { directory + "/preferences.json" }
     var lockPath: String { directory + "/.preferences.lock" }
     public let secrets: SecretStore
+    /// Runs between the synced temp write and the rename. Tests inject
+    /// failures here; VPNCTL_TEST_FAULT=crash-before-rename makes it a crash.
+    public var beforeReplace: (() throws -> Void)? = nil
 
     public init(directory: String) {
         self.directory = directory
@@ -95,6 +98,15 @@ public final class PreferencesStore: @unchecked Sendable {
         try secrets.removeAll(id)
     }
 
+    /// Under the lock no other writer is mid-write, so any temp file left
+    /// here belongs to a writer that crashed before its rename.
+    func removeAbandonedTempFiles() {
+        guard let names = try? FileSystem.listAll(directory) else { return }
+        for name in names where name.hasPrefix(".preferences.json.tmp-") {
+            try? FileSystem.remove(directory + "/" + name)
+        }
+    }
+
     func checkUniqueName(_ profile: Profile, in profiles: [Profile]) throws {
         if profiles.contains(where: { $0.name == profile.name && $0.id != profile.id }) {
             throw VPNError(.configurationInvalid, "a profile named '\(profile.name)' already exists",
@@ -113,11 +125,12 @@ public final class PreferencesStore: @unchecked Sendable {
             throw storeError(error)
         }
         defer { withExtendedLifetime(lock) {} }
+        removeAbandonedTempFiles()
         var prefs = try read()
         let result = try body(&prefs)
         let bytes = try PreferencesCodec.encode(prefs)
         do {
-            try AtomicFile.write(bytes, to: path, mode: 0o600)
+            try AtomicFile.write(bytes, to: path, mode: 0o600, beforeRename: beforeReplace)
         } catch {
             throw storeError(error)
         }

@@ -6,11 +6,10 @@ import Glibc
 /// fsync it, rename it over the target, then fsync the directory.
 /// A failure at any step leaves the old file as it was.
 public enum AtomicFile {
-    /// A hook the test suite uses to simulate a crash between the temp write
-    /// and the rename (VPNCTL_TEST_FAULT=crash-before-rename).
-    nonisolated(unsafe) public static var beforeRename: (() -> Void)? = nil
-
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
+    /// `beforeRename` runs after the temp file is synced and before it
+    /// replaces the target; the tests use it to inject a failure or a crash.
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600,
+                             beforeRename: (() throws -> Void)? = nil) throws {
         let dir = FileSystem.parentDirectory(of: path)
         let base = path.split(separator: "/").last.map(String.init) ?? path
         var template = Array("\(dir)/.\(base).tmp-XXXXXX".utf8CString)
@@ -38,7 +37,7 @@ public enum AtomicFile {
             }
             if fsync(fd) != 0 { throw SystemError("fsync", path: tempPath, errno: .current) }
         }
-        beforeRename?()
+        try beforeRename?()
         if rename(tempPath, path) != 0 { throw SystemError("replace", path: path, errno: .current) }
         renamed = true
         try syncDirectory(dir)

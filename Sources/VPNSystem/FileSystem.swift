@@ -130,6 +130,11 @@ public enum FileSystem {
 
     /// Lists the names in a directory, excluding dot files.
     public static func list(_ path: String) throws -> [String] {
+        try listAll(path).filter { !$0.hasPrefix(".") }
+    }
+
+    /// Lists every name in a directory except "." and "..".
+    public static func listAll(_ path: String) throws -> [String] {
         guard let dir = opendir(path) else {
             if errno == ENOENT { return [] }
             throw SystemError("list", path: path, errno: .current)
@@ -140,7 +145,7 @@ public enum FileSystem {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
             }
-            if name.hasPrefix(".") { continue }
+            if name == "." || name == ".." { continue }
             names.append(name)
         }
         return names.sorted()

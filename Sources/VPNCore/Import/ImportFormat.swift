@@ -17,8 +17,8 @@ public enum ImportFormat: String, Sendable {
     /// Decides by content, not by file extension.
     public static func detect(_ text: String) -> ImportFormat? {
         var sawOpenVPN = 0
-        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" }).prefix(400) {
-            let line = raw.drop(while: { $0 == " " || $0 == "\t" })
+        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline).prefix(400) {
+            let line = raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\u{FEFF}" })
             let lower = line.lowercased()
             if lower.hasPrefix("[interface]") || lower.hasPrefix("[peer]") { return .wgQuick }
             if lower.hasPrefix("<plist") || lower.contains("<key>payloadtype</key>") { return .mobileconfig }

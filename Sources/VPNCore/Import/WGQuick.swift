@@ -25,7 +25,7 @@ public enum WGQuick {
         var lineNumber = 0
         var body = Substring(text)
         if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
-        for rawLine in body.split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in body.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
             var line = rawLine
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }

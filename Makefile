@@ -1,0 +1,52 @@
+# vpnctl: build, test, install.  See README.md.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  := $(PREFIX)/bin
+MANDIR  := $(PREFIX)/share/man/man1
+SWIFT   ?= swift
+
+# Debian packages the build and the tests need. `make deps` installs only
+# what is missing, so it is fast when everything is present.
+BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
+TEST_PACKAGES  := iproute2
+DEMO_PACKAGES  :=
+
+RELEASE_FLAGS := -c release --static-swift-stdlib
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test install uninstall clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(DEMO_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "[deps] installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build $(RELEASE_FLAGS)
+	@mkdir -p build
+	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl" build/vpnctl
+	@echo "built build/vpnctl"
+
+test: build
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	bash Tests/cli/run.sh build/vpnctl
+
+install: build
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"
+	install -m 0755 build/vpnctl "$(DESTDIR)$(BINDIR)/vpnctl"
+	install -m 0644 man/vpnctl.1 "$(DESTDIR)$(MANDIR)/vpnctl.1"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/vpnctl" "$(DESTDIR)$(MANDIR)/vpnctl.1"
+
+clean:
+	rm -rf .build build

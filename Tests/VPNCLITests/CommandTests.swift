@@ -1,0 +1,228 @@
+import Foundation
+import Testing
+@testable import VPNCLI
+import VPNCore
+import VPNSystem
+
+@Suite struct CommandTests {
+    let privateKey = "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="
+    let presharedKey = "FpCyhws9cxwWoV4xELtfJvjJN+zQVRPISllRWgeopVE="
+
+    @Test func importListShowRemove() throws {
+        let h = Harness()
+        let imported = h.run("import", h.fixture("wg/office.conf"))
+        #expect(imported.code == 0, "\(imported.stderr)")
+        #expect(imported.stdout.hasPrefix("imported 'office' (wireguard, id "))
+
+        let list = h.run("list", "--json")
+        let profiles = jsonObject(list.stdout)["profiles"] as? [[String: Any]] ?? []
+        #expect(profiles.count == 1)
+        #expect(profiles.first?["name"] as? String == "office")
+        #expect(profiles.first?["protocol"] as? String == "wireguard")
+        #expect(profiles.first?["enabled"] as? Bool == true)
+        let id = try #require(profiles.first?["id"] as? String)
+        #expect(id == id.lowercased())
+
+        let show = h.run("show", "office")
+        #expect(show.code == 0)
+        #expect(show.stdout.contains("private key: secret 'private-key' (set)"))
+        #expect(show.stdout.contains("endpoint:      198.18.0.1:51820"))
+        let byID = h.run("show", id.uppercased())
+        #expect(byID.stdout == show.stdout)
+
+        let removed = h.run("remove", "office")
+        #expect(removed.code == 0)
+        #expect(removed.stdout == "removed 'office'\n")
+        #expect(h.run("show", "office").code == 9)
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/secrets/" + id))
+    }
+
+    @Test func importWithNameAndDuplicateName() {
+        let h = Harness()
+        #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "work").code == 0)
+        let again = h.run("import", h.fixture("wg/office.conf"), "--name", "work")
+        #expect(again.code == 5)
+        #expect(again.stderr.hasPrefix("vpnctl: a profile named 'work' already exists\nhint: choose another name"))
+        #expect(h.run("list", "--json").stdout.components(separatedBy: "\"name\"").count == 2)
+    }
+
+    @Test func failedImportLeavesNothingBehind() throws {
+        let h = Harness()
+        let r = h.run("import", h.fixture("wg/postup.conf"))
+        #expect(r.code == 5)
+        #expect(r.stderr.contains("  - line 4: PostUp runs a shell command"))
+        #expect(r.stderr.contains("hint: fix the file and import it again"))
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/preferences.json"))
+        let secrets = (try? FileManager.default.contentsOfDirectory(atPath: h.configDir + "/secrets")) ?? []
+        #expect(secrets.isEmpty)
+    }
+
+    @Test func importOfMissingFileAndUnknownFormat() {
+        let h = Harness()
+        let missing = h.run("import", h.root + "/nope.conf")
+        #expect(missing.code == 1)
+        #expect(missing.stderr.hasPrefix("vpnctl: cannot read \(h.root)/nope.conf: no such file"))
+        let txt = h.run("import", h.write("notes.txt", "just text\n"))
+        #expect(txt.code == 5)
+        #expect(txt.stderr.contains("hint: vpnctl imports wg-quick .conf files"))
+    }
+
+    @Test func enableDisableBumpRevision() {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        #expect(h.run("disable", "office").stdout == "disabled 'office'\n")
+        #expect(h.run("disable", "office").stdout == "'office' is already disabled\n")
+        let r = jsonObject(h.run("enable", "office", "--json").stdout)
+        #expect(r["enabled"] as? Bool == true)
+        #expect(r["revision"] as? Int == 3)
+    }
+
+    @Test func secretSetReadsStdinAndListShowsNamesOnly() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.stdin = Array("hunter2-very-secret\n".utf8)
+        let set = h.run("secret", "set", "office", "extra")
+        #expect(set.code == 0)
+        #expect(set.stderr.contains("does not refer to a secret named 'extra'"))
+        let list = h.run("secret", "list", "office")
+        #expect(list.stdout == """
+            NAME                 SET  USED BY
+            private-key          yes  privateKeySecret
+            peer1-preshared-key  yes  peers[0].presharedKeySecret
+            extra                yes  -
+
+            """)
+        let id = try #require((jsonObject(h.run("list", "--json").stdout)["profiles"] as? [[String: Any]])?.first?["id"] as? String)
+        let stored = try String(contentsOfFile: "\(h.configDir)/secrets/\(id)/extra", encoding: .utf8)
+        #expect(stored == "hunter2-very-secret")
+        h.stdin = Array("not a key".utf8)
+        let bad = h.run("secret", "set", "office", "private-key")
+        #expect(bad.code == 5)
+        #expect(!bad.stderr.contains("not a key"))
+        h.stdin = []
+        #expect(h.run("secret", "set", "office", "x").code == 2)
+        h.stdin = Array("v".utf8)
+        #expect(h.run("secret", "set", "office", "../escape").code == 2)
+    }
+
+    @Test func secretsNeverLeakIntoOutputOrFiles() {
+        let h = Harness()
+        var outputs: [String] = []
+        func run(_ args: String...) { runArray(args) }
+        func runArray(_ args: [String]) { let r = h.run(args); outputs += [r.stdout, r.stderr] }
+        run("import", h.fixture("wg/office.conf"))
+        h.stdin = Array("hunter2-very-secret".utf8)
+        run("secret", "set", "office", "password")
+        for json in [[], ["--json"]] {
+            runArray(["list"] + json)
+            runArray(["show", "office"] + json)
+            runArray(["secret", "list", "office"] + json)
+            runArray(["show", "office", "--verbose"] + json)
+        }
+        h.editor = { _ in }
+        run("edit", "office")
+        for secret in [privateKey, presharedKey, "hunter2-very-secret"] {
+            for o in outputs { #expect(!o.contains(secret)) }
+            for (path, text) in h.allFilesExceptSecrets() { #expect(!text.contains(secret), "secret in \(path)") }
+        }
+    }
+
+    @Test func editSavesValidChange() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.editor = { path in
+            var text = try String(contentsOfFile: path, encoding: .utf8)
+            text = text.replacingOccurrences(of: "\"mtu\" : 1380", with: "\"mtu\" : 1400")
+            text = text.replacingOccurrences(of: "\"revision\" : 1", with: "\"revision\" : 99")
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let r = h.run("edit", "office")
+        #expect(r.code == 0, "\(r.stderr)")
+        #expect(r.stdout == "saved 'office' (revision 2)\n")
+        #expect(h.run("show", "office").stdout.contains("mtu:         1400"))
+    }
+
+    @Test func editWithoutChangesSavesNothing() {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.editor = { _ in }
+        #expect(h.run("edit", "office").stdout == "no changes to 'office'\n")
+        #expect((jsonObject(h.run("show", "office", "--json").stdout)["profile"] as? [String: Any])?["revision"] as? Int == 1)
+    }
+
+    @Test func editIsStaleWhenSomeoneSavedMeanwhile() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        var kept = ""
+        h.editor = { path in
+            kept = path
+            // Another shell changes the profile while the editor is open.
+            let other = Harness.runOther(configDir: h.configDir, "disable", "office")
+            #expect(other == 0)
+            let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "1380", with: "1400")
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let r = h.run("edit", "office")
+        #expect(r.code == 7)
+        #expect(r.stderr.contains("changed since it was loaded"))
+        #expect(r.stderr.contains("your edit is kept in \(kept)"))
+        #expect(FileManager.default.fileExists(atPath: kept))
+        try? FileManager.default.removeItem(atPath: (kept as NSString).deletingLastPathComponent)
+        #expect(!h.run("show", "office").stdout.contains("1400"))
+    }
+
+    @Test func invalidEditListsProblemsAndKeepsTheFile() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        var kept = ""
+        h.editor = { path in
+            kept = path
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+                .replacingOccurrences(of: "198.18.0.1:51820", with: "198.18.0.1")
+                .replacingOccurrences(of: "\"mtu\" : 1380", with: "\"mtu\" : 5")
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let r = h.run("edit", "office")
+        #expect(r.code == 5)
+        #expect(r.stderr.contains("  - protocol.mtu: 5 is out of range (576–65535)"))
+        #expect(r.stderr.contains("  - protocol.peers[0].endpoint: '198.18.0.1' has no port (host:port)"))
+        #expect(FileManager.default.fileExists(atPath: kept))
+        try? FileManager.default.removeItem(atPath: (kept as NSString).deletingLastPathComponent)
+
+        h.editor = { path in try "{ \"id\": ".write(toFile: path, atomically: false, encoding: .utf8) }
+        let syntax = h.run("edit", "office")
+        #expect(syntax.code == 5)
+        #expect(syntax.stderr.contains(":1:9: malformed JSON"))
+    }
+
+    @Test func editWithoutEditor() {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.environment = ["EDITOR": "", "VISUAL": ""]
+        let r = h.run("edit", "office")
+        #expect(r.code == 2)
+        #expect(r.stderr.hasPrefix("vpnctl: no editor: neither VISUAL nor EDITOR is set"))
+    }
+
+    @Test func malformedPreferencesGiveExit8AndStayUnchanged() throws {
+        let h = Harness()
+        try FileManager.default.createDirectory(atPath: h.configDir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let text = "{\n  \"schemaVersion\": 1,\n  \"profiles\": [\n    }\n"
+        try text.write(toFile: h.configDir + "/preferences.json", atomically: false, encoding: .utf8)
+        for args in [["list"], ["import", h.fixture("wg/office.conf")], ["show", "x"]] {
+            let r = h.run(args)
+            #expect(r.code == 8)
+            #expect(r.stderr.hasPrefix("vpnctl: \(h.configDir)/preferences.json:4:5: malformed JSON"))
+        }
+        #expect(try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8) == text)
+    }
+}
+
+extension Harness {
+    /// Runs a second, independent vpnctl on the same config dir.
+    static func runOther(configDir: String, _ args: String...) -> Int32 {
+        let context = Context(environment: ["VPNCTL_CONFIG_DIR": configDir], stdout: BufferSink(), stderr: BufferSink())
+        return VPNCLI.run(["vpnctl"] + args, context: context)
+    }
+}

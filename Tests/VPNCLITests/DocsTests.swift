@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+@testable import VPNCLI
+import VPNCore
+
+/// Keeps the man page and the README in step with the code.
+@Suite struct DocsTests {
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func read(_ path: String) throws -> String {
+        try String(contentsOf: DocsTests.repo.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Every command `vpnctl help` lists, and every subcommand, has a section in the man page.
+    @Test func manPageCoversEveryCommand() throws {
+        let man = try read("man/vpnctl.1")
+        let help = Harness().run("help").stdout
+        let listed = help.components(separatedBy: "COMMANDS:\n")[1].components(separatedBy: "\n\n")[0]
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces).split(separator: " ")[0] }
+        #expect(listed.count == VPNCLI.commands.count)
+        for name in listed {
+            let spec = try #require(VPNCLI.commands.first { $0.name == name })
+            let heads = spec.subcommands.isEmpty ? [String(name)] : spec.subcommands.map { "\(name) \($0.name)" }
+            for head in heads {
+                #expect(man.contains(".SS \"\(head)"), "man page has no section for '\(head)'")
+            }
+            for option in spec.options + spec.subcommands.flatMap(\.options) {
+                #expect(man.contains("\\-\\-\(option.name.replacingOccurrences(of: "-", with: "\\-"))"), "man page lacks --\(option.name)")
+            }
+        }
+        for option in GlobalOptionSpecs.all {
+            #expect(man.contains("\\-\\-\(option.name.replacingOccurrences(of: "-", with: "\\-"))"), "man page lacks --\(option.name)")
+        }
+        for env in ["VPNCTL_CONFIG_DIR", "VPNCTL_RUN_DIR", "NO_COLOR", "VISUAL", "EDITOR"] {
+            #expect(man.contains(env), "man page lacks \(env)")
+        }
+    }
+
+    @Test func exitCodeTablesMatchTheCode() throws {
+        let man = try read("man/vpnctl.1")
+        let readme = try read("README.md")
+        for code in ExitCode.allCases {
+            #expect(man.contains(".IP \(code.rawValue)\n\(code.meaning) (\\fB\(code.name)\\fR)"), "man page: exit \(code.rawValue)")
+            #expect(readme.contains("| \(code.rawValue) | \(code.meaning) | `\(code.name)` |"), "README: exit \(code.rawValue)")
+        }
+    }
+
+    @Test func readmeAndCIUseTheSameTestCommand() throws {
+        let readme = try read("README.md")
+        let ci = try read(".ci/run")
+        #expect(readme.contains("make test"))
+        #expect(ci.contains("make test"))
+    }
+}

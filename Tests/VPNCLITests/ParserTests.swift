@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+@testable import VPNCLI
+import VPNCore
+
+@Suite struct ParserTests {
+    static let table: [([String], Int32, String)] = [
+        (["lst"], 2, "vpnctl: Unknown command 'lst'; did you mean 'list'?\nSee 'vpnctl help'.\n"),
+        (["list", "--x"], 2, "vpnctl: Unknown option '--x'\nSee 'vpnctl help list'.\n"),
+        (["list", "-q"], 2, "vpnctl: Unknown option '-q'\nSee 'vpnctl help list'.\n"),
+        (["list", "y"], 2, "vpnctl: Unexpected argument 'y'\nSee 'vpnctl help list'.\n"),
+        (["show"], 2, "vpnctl: Missing expected argument '<profile>'\nSee 'vpnctl help show'.\n"),
+        (["import", "a.conf", "--name"], 2, "vpnctl: Missing value for '--name <name>'\nSee 'vpnctl help import'.\n"),
+        (["import", "a.conf", "--name", "--json"], 2, "vpnctl: Missing value for '--name <name>'\nSee 'vpnctl help import'.\n"),
+        (["import", "a.conf", "--name", "a", "--name", "b"], 2, "vpnctl: Option '--name' given more than once\nSee 'vpnctl help import'.\n"),
+        (["list", "--json", "--json"], 2, "vpnctl: Option '--json' given more than once\nSee 'vpnctl help list'.\n"),
+        (["list", "--json=yes"], 2, "vpnctl: Option '--json' takes no value\nSee 'vpnctl help list'.\n"),
+        (["secret"], 2, "vpnctl: 'secret' needs a subcommand: set, list\nSee 'vpnctl help secret'.\n"),
+        (["secret", "get", "x"], 2, "vpnctl: Unknown subcommand of 'secret' 'get'; did you mean 'set'?\nSee 'vpnctl help secret'.\n"),
+        (["secret", "set", "office"], 2, "vpnctl: Missing expected argument '<name>'\nSee 'vpnctl help secret set'.\n"),
+        (["--config-dir"], 2, "vpnctl: Missing value for '--config-dir <dir>'\nSee 'vpnctl help'.\n"),
+        (["help", "stat"], 2, "vpnctl: No help for unknown command 'stat'\nSee 'vpnctl help'.\n"),
+        (["shw", "x"], 2, "vpnctl: Unknown command 'shw'; did you mean 'show'?\nSee 'vpnctl help'.\n"),
+        (["show", "nope"], 9, "vpnctl: no profile named 'nope'\nhint: there are no profiles yet; add one with: vpnctl import FILE\n"),
+    ]
+
+    @Test(arguments: table)
+    func errorsHaveExactMessagesAndCodes(argv: [String], code: Int32, stderr: String) {
+        let h = Harness()
+        let r = h.run(argv)
+        #expect(r.code == code)
+        #expect(r.stderr == stderr)
+        if argv.contains("--json") {
+            #expect((jsonObject(r.stdout)["error"] as? [String: Any])?["code"] as? Int == Int(code))
+        } else {
+            #expect(r.stdout == "")
+        }
+    }
+
+    @Test func prefixesAreNotAccepted() {
+        let r = Harness().run("imp", "x")
+        #expect(r.code == 2)
+        #expect(r.stderr.hasPrefix("vpnctl: Unknown command 'imp'; did you mean 'import'?"))
+    }
+
+    @Test func parsesOptionsAnywhereAndEqualsForm() throws {
+        let parser = ArgumentParser(root: VPNCLI.root)
+        guard case .run(let spec, let args) = try parser.parse(["--json", "import", "--name=office", "f.conf", "--config-dir", "/x"]) else {
+            Issue.record("expected run"); return
+        }
+        #expect(spec.name == "import")
+        #expect(args.flag("json"))
+        #expect(args.value("name") == "office")
+        #expect(args.value("config-dir") == "/x")
+        #expect(args.positionals == ["f.conf"])
+        guard case .run(_, let dashed) = try parser.parse(["show", "--", "-weird"]) else { Issue.record("expected run"); return }
+        #expect(dashed.positionals == ["-weird"])
+    }
+
+    @Test(arguments: [["help"], ["--help"], ["-h"], []])
+    func rootHelpGoesToStdout(argv: [String]) {
+        let r = Harness().run(argv)
+        #expect(r.code == 0)
+        #expect(r.stdout.hasPrefix("OVERVIEW: "))
+        #expect(r.stdout.contains("EXIT CODES:"))
+        #expect(r.stderr == "")
+    }
+
+    @Test(arguments: VPNCLI.commands.map(\.name))
+    func everyCommandHasHelpThreeWays(name: String) {
+        let a = Harness().run("help", name), b = Harness().run(name, "--help"), c = Harness().run(name, "-h")
+        #expect(a.code == 0 && b.code == 0 && c.code == 0)
+        #expect(a.stdout == b.stdout && b.stdout == c.stdout)
+        #expect(a.stdout.contains("vpnctl \(name)"))
+    }
+
+    @Test func version() {
+        let r = Harness().run("--version")
+        #expect(r.code == 0)
+        #expect(r.stdout == "vpnctl \(vpnctlVersion)\n")
+    }
+
+    @Test func jsonErrorsAreAlsoOnStdout() {
+        let r = Harness().run("show", "nope", "--json")
+        #expect(r.code == 9)
+        let error = jsonObject(r.stdout)["error"] as? [String: Any]
+        #expect(jsonObject(r.stdout)["schemaVersion"] as? Int == 1)
+        #expect(error?["code"] as? Int == 9)
+        #expect(error?["name"] as? String == "configurationUnknown")
+        #expect(error?["message"] as? String == "no profile named 'nope'")
+        #expect(r.stderr.hasPrefix("vpnctl: no profile named 'nope'"))
+    }
+
+    @Test func usageErrorWithJSONIsJSON() {
+        let r = Harness().run("list", "--bogus", "--json")
+        #expect(r.code == 2)
+        #expect((jsonObject(r.stdout)["error"] as? [String: Any])?["name"] as? String == "usage")
+    }
+}

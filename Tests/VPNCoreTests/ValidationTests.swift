@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import VPNCore
+
+@Suite struct ValidationTests {
+    let validator = ProfileValidator(secretExists: { _ in true })
+
+    @Test func validWireGuardProfileHasNoProblems() {
+        #expect(validator.problems(in: sampleProfile("office")) == [])
+    }
+
+    @Test func brokenWireGuardProfileReportsEveryProblemAtOnce() {
+        let p = Profile(name: "-bad", protocol: .wireguard(WireGuardConfiguration(
+            privateKeySecret: nil, addresses: ["10.0.0.300/24", "fd00::1/129"], dns: ["not a domain"], mtu: 100,
+            table: "main2", interfaceName: "this-name-is-way-too-long",
+            peers: [WireGuardPeer(publicKey: "short", allowedIPs: [], endpoint: "198.18.0.1"),
+                    WireGuardPeer(publicKey: "", allowedIPs: ["10.0.0.0/8"], endpoint: "[::1]:0")])))
+        let problems = validator.problems(in: p)
+        let expected = [
+            "name: '-bad' starts with '-'",
+            "protocol.privateKeySecret: missing",
+            "protocol.addresses: '10.0.0.300/24'",
+            "protocol.addresses: 'fd00::1/129'",
+            "protocol.dns: 'not a domain'",
+            "protocol.mtu: 100 is out of range",
+            "protocol.table: 'main2'",
+            "protocol.interfaceName:",
+            "protocol.peers[0].publicKey: not a WireGuard key",
+            "protocol.peers[0].allowedIPs: missing",
+            "protocol.peers[0].endpoint: '198.18.0.1' has no port",
+            "protocol.peers[1].publicKey: missing",
+            "protocol.peers[1].endpoint: '[::1]:0' has a port outside",
+        ]
+        for e in expected {
+            #expect(problems.contains { $0.hasPrefix(e) }, "missing problem '\(e)' in \(problems)")
+        }
+        #expect(problems.count == expected.count, "\(problems)")
+    }
+
+    @Test func wireGuardWithoutPeers() {
+        let p = Profile(name: "x", protocol: .wireguard(WireGuardConfiguration(privateKeySecret: "k", addresses: ["10.0.0.2"])))
+        #expect(validator.problems(in: p) == ["protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)"])
+    }
+
+    @Test func openVPNNeedsRemoteCAAndAuthentication() {
+        let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration()))
+        let problems = validator.problems(in: p)
+        #expect(problems.count == 3, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("protocol.remotes: missing") })
+        #expect(problems.contains { $0.hasPrefix("protocol.caFingerprint: missing") })
+        #expect(problems.contains { $0.hasPrefix("protocol: no client authentication") })
+    }
+
+    @Test func openVPNUsernameNeedsPasswordAndCertNeedsKey() {
+        let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration(
+            remotes: [.init(host: "vpn.example", port: 70000, proto: "sctp")], caFingerprint: "ABC",
+            certificate: "-----BEGIN CERTIFICATE-----", username: "alice")))
+        let problems = validator.problems(in: p)
+        for e in ["protocol.remotes[0].port", "protocol.remotes[0].proto", "protocol.caFingerprint: 'ABC'",
+                  "protocol.keySecret: missing", "protocol.passwordSecret: missing"] {
+            #expect(problems.contains { $0.hasPrefix(e) }, "missing \(e) in \(problems)")
+        }
+    }
+
+    @Test func ikev2NamesEachMissingPiece() {
+        let shared = Profile(name: "x", protocol: .ikev2(IKEv2Configuration(serverAddress: "", authenticationMethod: .sharedSecret)))
+        #expect(validator.problems(in: shared) == [
+            "protocol.serverAddress: missing",
+            "protocol.remoteIdentifier: missing (the server's IKE identity)",
+            "protocol.sharedSecretSecret: missing (sharedSecret authentication needs it)",
+        ])
+        let user = Profile(name: "x", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn", remoteIdentifier: "vpn",
+                                                                           authenticationMethod: .certificate, username: "bob")))
+        #expect(validator.problems(in: user) == [
+            "protocol.identitySecret: missing (certificate authentication needs a client identity)",
+            "protocol.passwordSecret: missing (a username needs a password secret)",
+        ])
+    }
+
+    @Test func missingSecretsAreListedSeparately() {
+        let v = ProfileValidator(secretExists: { $0 == "private-key" })
+        var p = sampleProfile("x")
+        if case .wireguard(var w) = p.protocol {
+            w.peers[0].presharedKeySecret = "psk"
+            p.protocol = .wireguard(w)
+        }
+        #expect(v.missingSecrets(in: p) == ["peers[0].presharedKeySecret: secret 'psk' is not set"])
+    }
+
+    @Test(arguments: [
+        ("10.0.0.1", true), ("10.0.0.1/0", true), ("10.0.0.1/32", true), ("10.0.0.1/33", false),
+        ("::/0", true), ("fd00::1/128", true), ("fd00::1/129", false), ("10.1", false), ("10.0.0.1/", false),
+        ("10.0.0.1/+1", false), ("", false), ("1.2.3.4/8/8", false),
+    ])
+    func cidr(text: String, valid: Bool) {
+        #expect((CIDR(text) != nil) == valid)
+    }
+
+    @Test(arguments: [
+        ("198.18.0.1:51820", true), ("[2001:db8::1]:51820", true), ("vpn.example.com:443", true),
+        ("198.18.0.1", false), ("2001:db8::1:51820", false), ("host:0", false), ("host:65536", false), (":51820", false),
+        ("[::1:51820", false), ("host:12a", false),
+    ])
+    func endpoint(text: String, valid: Bool) {
+        if case .success = Endpoint.parse(text) { #expect(valid) } else { #expect(!valid) }
+    }
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Process-level tests of the built binary: what in-process tests cannot show
+# (several processes at once, a crash mid-write, install).
+# Usage: Tests/cli/run.sh path/to/vpnctl
+set -uo pipefail
+BIN=$(realpath "${1:?usage: run.sh path/to/vpnctl}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=$(mktemp -d /tmp/vpnctl-cli.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export VPNCTL_CONFIG_DIR="$WORK/etc" VPNCTL_RUN_DIR="$WORK/run"
+unset VPNCTL_TEST_FAULT
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "ok   - $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
+check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+
+conf() {  # a valid wg-quick file
+  cat <<CONF
+[Interface]
+PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
+Address = 10.0.0.2/32
+[Peer]
+PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
+AllowedIPs = 0.0.0.0/0
+Endpoint = 198.18.0.1:51820
+CONF
+}
+conf > "$WORK/p.conf"
+
+# --- Concurrent writers: 8 processes x 50 saves each lose nothing ---------
+# Each process imports its own profile, then saves it 49 more times
+# (disable/enable). Lost updates would show as a missing profile or a
+# revision below 50.
+test_concurrent_writers() {
+  local pids=() p
+  for p in 1 2 3 4 5 6 7 8; do
+    (
+      "$BIN" import "$WORK/p.conf" --name "w$p" >/dev/null || exit 1
+      for i in $(seq 1 49); do
+        if (( i % 2 )); then "$BIN" disable "w$p" >/dev/null || exit 1
+        else "$BIN" enable "w$p" >/dev/null || exit 1; fi
+      done
+    ) &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [ $rc = 0 ] || { echo "  a writer failed"; return 1; }
+  local json; json=$("$BIN" list --json)
+  python3 - "$json" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+revs = {p["name"]: p["revision"] for p in d["profiles"]}
+want = {f"w{i}": 50 for i in range(1, 9)}
+if revs != want:
+    print("  got", revs); sys.exit(1)
+PY
+}
+check "8 processes x 50 saves: every profile present at revision 50" test_concurrent_writers
+
+# --- A crash between the temp write and the rename --------------------------
+test_crash_before_rename() {
+  local before after rc
+  before=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
+  VPNCTL_TEST_FAULT=crash-before-rename "$BIN" import "$WORK/p.conf" --name crashed >/dev/null 2>&1
+  rc=$?
+  [ $rc = 86 ] || { echo "  expected the injected crash (86), got $rc"; return 1; }
+  after=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
+  [ "$before" = "$after" ] || { echo "  preferences changed"; return 1; }
+  "$BIN" list --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["profiles"])==8' || return 1
+  # The next writer removes the abandoned temp file under the lock.
+  "$BIN" enable w1 >/dev/null || return 1
+  ! ls -A "$VPNCTL_CONFIG_DIR" | grep -q 'tmp-'
+}
+check "crash before rename leaves the old file valid and byte-identical" test_crash_before_rename
+
+# --- A malformed file: exit 8, never rewritten ------------------------------
+test_malformed() {
+  local dir="$WORK/bad"; mkdir -m 700 "$dir"
+  printf '{\n  "schemaVersion": 1,\n  "profiles": [\n    }\n' > "$dir/preferences.json"
+  local sum; sum=$(sha256sum < "$dir/preferences.json")
+  local err rc
+  err=$("$BIN" --config-dir "$dir" import "$WORK/p.conf" 2>&1 >/dev/null); rc=$?
+  [ $rc = 8 ] || { echo "  exit $rc"; return 1; }
+  [[ $err == "vpnctl: $dir/preferences.json:4:5: malformed JSON"* ]] || { echo "  $err"; return 1; }
+  [ "$sum" = "$(sha256sum < "$dir/preferences.json")" ]
+}
+check "malformed preferences: exit 8 with line:column, file unchanged" test_malformed
+
+# --- Secrets come from stdin and stay out of files and output --------------
+test_secret_stdin() {
+  local secret="s3cr3t-$RANDOM-value" out
+  out=$(printf '%s\n' "$secret" | "$BIN" secret set w2 password 2>&1) || return 1
+  out+=$("$BIN" show w2 --json; "$BIN" show w2; "$BIN" secret list w2 --json; "$BIN" list)
+  if grep -q "$secret" <<<"$out"; then echo "  secret in output"; return 1; fi
+  if grep -rq --exclude-dir=secrets "$secret" "$VPNCTL_CONFIG_DIR"; then echo "  secret in a file"; return 1; fi
+  local f; f=$(grep -rl "$secret" "$VPNCTL_CONFIG_DIR/secrets")
+  [ "$(stat -c %a "$f")" = 600 ] || { echo "  mode $(stat -c %a "$f")"; return 1; }
+  [ "$(stat -c %a "$(dirname "$f")")" = 700 ]
+}
+check "secret set reads stdin; the value is only in a 0600 file" test_secret_stdin
+
+# --- Exit codes through the real binary -------------------------------------
+test_exit_codes() {
+  local rc
+  "$BIN" bogus >/dev/null 2>&1; rc=$?; [ $rc = 2 ] || { echo "  unknown command: $rc"; return 1; }
+  "$BIN" show nope >/dev/null 2>&1; rc=$?; [ $rc = 9 ] || { echo "  unknown profile: $rc"; return 1; }
+  "$BIN" help >/dev/null 2>&1; rc=$?; [ $rc = 0 ] || return 1
+  [ -z "$("$BIN" help 2>&1 >/dev/null)" ] || { echo "  help wrote to stderr"; return 1; }
+  [ -z "$("$BIN" bogus 2>/dev/null)" ] || { echo "  error wrote to stdout"; return 1; }
+}
+check "exit codes and streams of the real binary" test_exit_codes
+
+# --- Refuse a config dir others can write -----------------------------------
+test_untrusted_dir() {
+  local dir="$WORK/open"; mkdir "$dir"; chmod 777 "$dir"
+  local rc; "$BIN" --config-dir "$dir" import "$WORK/p.conf" >/dev/null 2>&1; rc=$?
+  [ $rc = 11 ]
+}
+check "a world-writable config dir is refused (exit 11)" test_untrusted_dir
+
+# --- The release binary carries its Swift runtime ---------------------------
+test_static_runtime() {
+  ! ldd "$BIN" 2>/dev/null | grep -q libswiftCore
+}
+check "release binary links the Swift runtime statically" test_static_runtime
+
+# --- make install / uninstall honour PREFIX and DESTDIR ---------------------
+test_install() {
+  local dest="$WORK/dest"
+  make -C "$ROOT" -s install DESTDIR="$dest" PREFIX=/opt/vpnctl >/dev/null || return 1
+  [ -x "$dest/opt/vpnctl/bin/vpnctl" ] && [ -f "$dest/opt/vpnctl/share/man/man1/vpnctl.1" ] || return 1
+  "$dest/opt/vpnctl/bin/vpnctl" --version | grep -q '^vpnctl ' || return 1
+  make -C "$ROOT" -s uninstall DESTDIR="$dest" PREFIX=/opt/vpnctl >/dev/null || return 1
+  [ ! -e "$dest/opt/vpnctl/bin/vpnctl" ] && [ ! -e "$dest/opt/vpnctl/share/man/man1/vpnctl.1" ]
+}
+check "make install / uninstall with DESTDIR and PREFIX" test_install
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]
