@@ -11,7 +11,9 @@ BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
 TEST_PACKAGES  := iproute2
 DEMO_PACKAGES  :=
 
-RELEASE_FLAGS := -c release --static-swift-stdlib
+# -static-executable: start-up ~1.4 ms instead of ~4.7 ms with --static-swift-stdlib
+# alone (hyperfine, vpnctl --version); scripts call vpnctl in loops.
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -static-executable
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build test install uninstall clean
