@@ -42,3 +42,97 @@ int vpn_flock_exclusive(int fd) {
 int vpn_isatty(int fd) {
     return isatty(fd) ? 1 : 0;
 }
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+
+int vpn_spawn(const char *path, char *const argv[], char *const envp[],
+              const int *pass_fds, int n_pass_fds, int out_fd, int new_session) {
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    int r;
+    pid_t pid;
+    sigset_t empty, defaults;
+
+    if ((r = posix_spawn_file_actions_init(&fa)) != 0)
+        return -r;
+    if ((r = posix_spawnattr_init(&attr)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -r;
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out_fd >= 0) {
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+    } else {
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    }
+    /* dup2 onto a target fd that a source still needs would clobber it, so
+       move every source above the target range first. */
+    for (int i = 0; i < n_pass_fds; i++)
+        posix_spawn_file_actions_adddup2(&fa, pass_fds[i], 100 + i);
+    for (int i = 0; i < n_pass_fds; i++)
+        posix_spawn_file_actions_adddup2(&fa, 100 + i, 3 + i);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3 + n_pass_fds);
+
+    sigemptyset(&empty);
+    sigfillset(&defaults);
+    sigdelset(&defaults, SIGKILL);
+    sigdelset(&defaults, SIGSTOP);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (new_session)
+        flags |= POSIX_SPAWN_SETSID;
+    posix_spawnattr_setflags(&attr, flags);
+
+    r = posix_spawn(&pid, path, &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (r != 0)
+        return -r;
+    return pid;
+}
+
+int vpn_set_parent_death_signal(int sig) {
+    if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
+}
+
+int vpn_supervisor_signalfd(void) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+        return -errno;
+    int fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int vpn_signalfd_read(int fd) {
+    struct signalfd_siginfo si;
+    ssize_t n = read(fd, &si, sizeof si);
+    if (n < 0)
+        return errno == EAGAIN ? 0 : -errno;
+    if (n != sizeof si)
+        return 0;
+    return (int)si.ssi_signo;
+}
+
+#include <sys/syscall.h>
+
+int vpn_pidfd_open(int pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+int vpn_flock_try_exclusive(int fd) {
+    return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+}

@@ -15,7 +15,9 @@ public enum VPNCLI {
     /// Every command, in the order `vpnctl help` lists them.
     public static var commands: [CommandSpec] {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
-         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec]
+         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
+         StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
+         VerifyCommand.spec]
     }
 
     public static var root: CommandSpec {
@@ -27,6 +29,8 @@ public enum VPNCLI {
     /// Parses and runs one command line. `argv[0]` is the program name.
     public static func run(_ argv: [String], context: Context) -> Int32 {
         let words = Array(argv.dropFirst())
+        if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
+        if words.first == "__exec-provider" { return InternalCommands.execProvider(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.contains("--json")
         let early = Output(context: context, json: wantsJSON, color: false)

@@ -21,5 +21,23 @@ public final class FileLock {
         self.fd = fd
     }
 
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    /// Takes the lock only if nobody holds it; nil when it is held.
+    public static func tryLock(path: String) throws -> FileLock? {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { throw SystemError("open lock file", path: path, errno: .current) }
+        let r = vpn_flock_try_exclusive(fd)
+        if r == -EWOULDBLOCK { close(fd); return nil }
+        if r < 0 {
+            close(fd)
+            throw SystemError("lock", path: path, errno: Errno(-r))
+        }
+        return FileLock(fd: fd, path: path)
+    }
+
     deinit { close(fd) }
 }

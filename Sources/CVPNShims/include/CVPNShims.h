@@ -15,3 +15,28 @@ int vpn_flock_exclusive(int fd);
 /// Returns 1 when fd refers to a terminal, 0 otherwise.
 int vpn_isatty(int fd);
 #endif
+
+/// posix_spawn with the fds a provider needs: `pass_fds[i]` becomes fd 3+i in
+/// the child, every other fd >= 3+n is closed (addclosefrom_np), stdin is
+/// /dev/null, stdout/stderr go to `out_fd` (or /dev/null when < 0). The child
+/// gets an empty signal mask and default dispositions. `new_session` adds
+/// POSIX_SPAWN_SETSID. Returns the pid, or -errno.
+int vpn_spawn(const char *path, char *const argv[], char *const envp[],
+              const int *pass_fds, int n_pass_fds, int out_fd, int new_session);
+
+/// prctl(PR_SET_PDEATHSIG, sig). Returns 0 or -errno.
+int vpn_set_parent_death_signal(int sig);
+
+/// Blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and returns a signalfd that
+/// reports them (non-blocking, close-on-exec), or -errno.
+int vpn_supervisor_signalfd(void);
+
+/// Reads one signalfd record; returns the signal number, 0 when none is
+/// pending, or -errno.
+int vpn_signalfd_read(int fd);
+
+/// pidfd_open(2): an fd that polls readable when `pid` exits, or -errno.
+int vpn_pidfd_open(int pid);
+
+/// flock(LOCK_EX | LOCK_NB). Returns 0, or -errno (-EWOULDBLOCK when held).
+int vpn_flock_try_exclusive(int fd);

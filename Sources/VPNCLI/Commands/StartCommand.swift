@@ -1,0 +1,135 @@
+import VPNCore
+
+enum StartCommand {
+    static let spec = CommandSpec(
+        name: "start", abstract: "Start a profile's tunnel and wait until it is connected.",
+        discussion: """
+        Waits by default: exit 0 once connected, 4 when the connection fails (with the
+        reason), 3 on timeout. --no-wait returns once the request is accepted.
+        Starting a connected profile is exit 0 with a note.
+        """,
+        options: [OptionSpec("wait", help: "Wait until connected (the default)."),
+                  OptionSpec("no-wait", help: "Return as soon as the start request is accepted."),
+                  OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take (default 20).")],
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: run)
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        if inv.args.flag("wait") && inv.args.flag("no-wait") {
+            throw VPNError.usage("'--wait' and '--no-wait' cannot be used together", hint: "See 'vpnctl help start'.")
+        }
+        let timeout = try inv.timeoutSeconds(default: 20)
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let (code, status) = try TunnelActions.start(inv, manager, profile, wait: !inv.args.flag("no-wait"), timeout: timeout)
+        if inv.options.json {
+            inv.output.emit(OneStatusResult(action: "start", profile: StatusJSON(status: status)))
+        } else if status.status == .connected {
+            inv.output.line("connected '\(profile.name)' (\(status.interface ?? "?"))")
+        }
+        return code
+    }
+}
+
+enum StopCommand {
+    static let spec = CommandSpec(
+        name: "stop", abstract: "Stop a profile's tunnel (by its UUID; other tunnels are untouched).",
+        discussion: """
+        Waits until the tunnel is down and its interface, routes and provider are gone.
+        Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
+        behind is cleaned up.
+        """,
+        options: [OptionSpec("all", help: "Stop every running profile."),
+                  OptionSpec("no-wait", help: "Return as soon as the stop request is sent."),
+                  OptionSpec("timeout", value: "seconds", help: "How long to wait (default 10).")],
+        positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")],
+        run: run)
+
+    struct AllResult: Encodable {
+        var schemaVersion = 1
+        let action = "stop"
+        let profiles: [StatusJSON]
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let timeout = try inv.timeoutSeconds(default: 10)
+        let manager = try inv.loadedManager()
+        let all = inv.args.flag("all")
+        if all == !inv.args.positionals.isEmpty {
+            throw VPNError.usage(all ? "give a profile or --all, not both" : "Missing expected argument '<profile>' (or --all)",
+                                 hint: "See 'vpnctl help stop'.")
+        }
+        let wait = !inv.args.flag("no-wait")
+        if all {
+            var results: [DerivedStatus] = []
+            for p in manager.profiles {
+                let d = try inv.controller.derive(p)
+                guard d.isActive || d.record?.status != .disconnected && d.record != nil else { continue }
+                results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
+                if !inv.options.json { inv.output.line("stopped '\(p.name)'") }
+            }
+            if inv.options.json { inv.output.emit(AllResult(profiles: results.map(StatusJSON.init))) }
+            else if results.isEmpty { inv.output.note("no tunnel is running") }
+            return .ok
+        }
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let wasRunning = try inv.controller.derive(profile).supervisorAlive
+        let (code, status) = try TunnelActions.stop(inv, profile, wait: wait, timeout: timeout)
+        if inv.options.json {
+            inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: status)))
+        } else if wasRunning && wait {
+            inv.output.line("stopped '\(profile.name)'")
+        }
+        return code
+    }
+}
+
+enum ToggleCommand {
+    static let spec = CommandSpec(
+        name: "toggle", abstract: "Connect if disconnected, disconnect if connected; then show a status card.",
+        options: [OptionSpec("timeout", value: "seconds", help: "How long to wait (default 20).")],
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: run)
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let timeout = try inv.timeoutSeconds(default: 20)
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let current = try inv.controller.derive(profile)
+        let action = current.isActive ? "stop" : "start"
+        var code = ExitCode.ok
+        var status: DerivedStatus
+        do {
+            (code, status) = action == "stop"
+                ? try TunnelActions.stop(inv, profile, wait: true, timeout: timeout)
+                : try TunnelActions.start(inv, manager, profile, wait: true, timeout: timeout)
+        } catch let e as VPNError where e.code == .connectionFailed || e.code == .timedOut {
+            status = try inv.controller.derive(profile)
+            if inv.options.json {
+                inv.output.emit(OneStatusResult(action: action, profile: StatusJSON(status: status)))
+            } else {
+                inv.output.line(statusCard(status, inv.output))
+            }
+            return e.code
+        }
+        if inv.options.json {
+            inv.output.emit(OneStatusResult(action: action, profile: StatusJSON(status: status)))
+        } else {
+            inv.output.line(statusCard(status, inv.output))
+        }
+        return code
+    }
+}
+
+enum IsConnectedCommand {
+    static let spec = CommandSpec(
+        name: "is-connected", abstract: "Exit 0 if the profile is connected, 12 if not; prints nothing.",
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: run)
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        return try inv.controller.derive(profile).status == .connected ? .ok : .notConnected
+    }
+}

@@ -1,0 +1,263 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// A WireGuard tunnel carried by wireguard-go on a utun the controller made.
+public final class WireGuardTunnel {
+    public struct Peer: Sendable {
+        public let publicKey: String
+        public let publicKeyHex: String
+        public let endpoint: String
+        public let endpointAddress: IPAddress
+        public let keepalive: Int?
+    }
+
+    public struct Failure: Error, Sendable {
+        public let error: ConnectionError
+        public let stopReason: StopReason
+    }
+
+    let profileID: UUID
+    let config: WireGuardConfiguration
+    let system: TunnelSystem
+    let log: (String) -> Void
+    public let undo: UndoStack
+    public private(set) var interface = ""
+    public private(set) var ifindex: Int32 = 0
+    public private(set) var providerPid: pid_t = 0
+    public private(set) var peers: [Peer] = []
+    public private(set) var settings = AppliedSettings()
+
+    public init(profileID: UUID, config: WireGuardConfiguration, system: TunnelSystem, log: @escaping (String) -> Void) {
+        self.profileID = profileID
+        self.config = config
+        self.system = system
+        self.log = log
+        undo = UndoStack(log: log)
+    }
+
+    /// utunN with the lowest free N. A name is taken when the link exists in
+    /// this namespace or a live UAPI socket exists for it: that path is shared
+    /// by every network namespace.
+    public static func chooseInterfaceName(_ system: TunnelSystem) -> String? {
+        for n in 0..<256 {
+            let name = "utun\(n)"
+            if !system.interfaceExists(name) && !system.uapiSocketIsLive(name) { return name }
+        }
+        return nil
+    }
+
+    /// Splits a default route so it overrides the existing default without
+    /// replacing it (as wg-quick does with its own table).
+    static func routePrefixes(_ allowed: CIDR) -> [String] {
+        if allowed.prefixLength == 0 {
+            return allowed.address.isIPv6 ? ["::/1", "8000::/1"] : ["0.0.0.0/1", "128.0.0.0/1"]
+        }
+        return [allowed.network.description]
+    }
+
+    static func resolve(_ endpoint: String) throws -> (String, IPAddress) {
+        guard case .success(let e) = Endpoint.parse(endpoint) else {
+            throw Failure(error: ConnectionError(.configurationFailed, "endpoint '\(endpoint)' is not host:port"), stopReason: .configurationFailed)
+        }
+        if let ip = IPAddress(e.host) { return (e.description, ip) }
+        guard let ip = Resolver.firstAddress(e.host) else {
+            throw Failure(error: ConnectionError(.serverAddressResolutionFailed, "cannot resolve '\(e.host)' (endpoint \(endpoint))"),
+                          stopReason: .connectionFailed)
+        }
+        return (Endpoint(host: ip.description, port: e.port).description, ip)
+    }
+
+    /// Brings the tunnel up. On any failure, everything done so far is undone
+    /// before the error is thrown.
+    public func start(wireguardGo: String, execWrapper: [String], logFD: Int32, privateKey: String,
+                      presharedKeys: [String: String]) throws {
+        do {
+            try bringUp(wireguardGo: wireguardGo, execWrapper: execWrapper, logFD: logFD, privateKey: privateKey,
+                        presharedKeys: presharedKeys)
+        } catch {
+            undo.unwind()
+            if let f = error as? Failure { throw f }
+            throw Failure(error: ConnectionError(.configurationFailed, "\(error)"), stopReason: .configurationFailed)
+        }
+    }
+
+    func bringUp(wireguardGo: String, execWrapper: [String], logFD: Int32, privateKey: String,
+                 presharedKeys: [String: String]) throws {
+        for p in config.peers {
+            guard let hex = WireGuardKey.hex(p.publicKey) else {
+                throw Failure(error: ConnectionError(.configurationFailed, "peer public key is not a WireGuard key"), stopReason: .configurationFailed)
+            }
+            let (endpoint, ip) = try WireGuardTunnel.resolve(p.endpoint ?? "")
+            peers.append(Peer(publicKey: p.publicKey, publicKeyHex: hex, endpoint: endpoint, endpointAddress: ip, keepalive: p.persistentKeepalive))
+        }
+        guard let privateHex = WireGuardKey.hex(privateKey) else {
+            throw Failure(error: ConnectionError(.configurationFailed, "the private-key secret is not a WireGuard key"), stopReason: .configurationFailed)
+        }
+        // Routes to the endpoints as they are before the tunnel changes anything.
+        let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
+
+        guard let name = config.interfaceName ?? WireGuardTunnel.chooseInterfaceName(system) else {
+            throw Failure(error: ConnectionError(.configurationFailed, "no free utunN name"), stopReason: .configurationFailed)
+        }
+        interface = name
+        let tunFD = try system.createTun(name)
+        log("[#] tun \(name) created")
+        undo.push("delete link \(name)") { [system] in
+            try system.deleteLink(name)
+            self.log("[#] link \(name) deleted")
+        }
+        defer { system.closeFD(tunFD) }
+        let uapiFD = try system.listenUAPI(name)
+        undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
+        defer { system.closeFD(uapiFD) }
+
+        let argv = execWrapper + [wireguardGo, "-f", name]
+        providerPid = try system.spawnProvider(execWrapper.first ?? wireguardGo, argv,
+                                               environment: ["WG_TUN_FD": "3", "WG_UAPI_FD": "4",
+                                                             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
+                                               passFDs: [tunFD, uapiFD], logFD: logFD)
+        let pid = providerPid
+        log("[#] \(wireguardGo) -f \(name) (pid \(pid))")
+        undo.push("stop wireguard-go \(pid)") { [system] in
+            system.stopProvider(pid)
+            self.log("[#] wireguard-go \(pid) stopped")
+        }
+        // The first UAPI answer means wireguard-go has started (and has set
+        // its own MTU, which ours must come after).
+        _ = try uapi("get=1\n\n")
+
+        ifindex = try system.ifindex(name)
+        for a in config.addresses {
+            guard let cidr = CIDR(a) else { continue }
+            try system.addAddress(cidr.description, ifindex: ifindex)
+            settings.addresses.append(cidr.description)
+            log("[#] address \(cidr) dev \(name)")
+            let index = ifindex
+            undo.push("delete address \(cidr)") { [system] in try system.deleteAddress(cidr.description, ifindex: index) }
+        }
+        let mtu = config.mtu ?? 1420
+        try system.setMTU(name, mtu)
+        settings.mtu = mtu
+        log("[#] link \(name) mtu \(mtu)")
+        try system.setUp(name)
+        log("[#] link \(name) up")
+
+        let request = WireGuardUAPI.setRequest(
+            privateKeyHex: privateHex, listenPort: config.listenPort,
+            fwmark: config.fwmark.flatMap { $0 == "off" ? nil : ($0.hasPrefix("0x") ? UInt32($0.dropFirst(2), radix: 16) : UInt32($0)) },
+            peers: zip(config.peers, peers).map { p, resolved in
+                WireGuardUAPI.PeerConfig(publicKeyHex: resolved.publicKeyHex,
+                                         presharedKeyHex: p.presharedKeySecret.flatMap { presharedKeys[$0] }.flatMap(WireGuardKey.hex),
+                                         endpoint: resolved.endpoint, keepalive: p.persistentKeepalive,
+                                         allowedIPs: p.allowedIPs.compactMap { CIDR($0)?.network.description })
+            })
+        try WireGuardUAPI.parseSet(try uapi(request))
+        log("[#] wireguard-go configured: \(peers.count) peer\(peers.count == 1 ? "" : "s") (\(peers.map(\.endpoint).joined(separator: ", ")))")
+
+        if config.table != "off" {
+            let table = config.table.flatMap { UInt32($0) } ?? 254
+            let allAllowed = config.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
+            // An endpoint inside the allowed IPs would be routed into its own
+            // tunnel: keep it on the route it had (the excluded route).
+            for (peer, before) in zip(peers, endpointRoutes) {
+                guard allAllowed.contains(where: { $0.contains(peer.endpointAddress) }), let before else { continue }
+                let host = "\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)"
+                let gateway = before.gateway.flatMap { IPAddress(bytes: $0)?.description }
+                try system.addRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
+                settings.excludedRoutes.append(host)
+                log("[#] route \(host)\(gateway.map { " via \($0)" } ?? "") (excluded from the tunnel)")
+                undo.push("delete route \(host)") { [system] in
+                    try system.deleteRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
+                }
+            }
+            var seen = Set<String>()
+            for allowed in allAllowed {
+                for prefix in WireGuardTunnel.routePrefixes(allowed) where seen.insert(prefix).inserted {
+                    let index = ifindex
+                    try system.addRoute(prefix, ifindex: index, gateway: nil, table: table)
+                    settings.routes.append(prefix)
+                    log("[#] route \(prefix) dev \(name)\(table == 254 ? "" : " table \(table)")")
+                    undo.push("delete route \(prefix)") { [system] in
+                        try system.deleteRoute(prefix, ifindex: index, gateway: nil, table: table)
+                    }
+                }
+            }
+        }
+        settings.dns = config.dns
+        kickHandshake()
+    }
+
+    /// WireGuard starts a handshake only when it has something to send.
+    /// Raising a peer's keepalive from 0 sends one at once.
+    public func kickHandshake() {
+        for p in peers {
+            _ = try? uapi(WireGuardUAPI.keepaliveRequest(publicKeyHex: p.publicKeyHex, seconds: 0))
+            _ = try? uapi(WireGuardUAPI.keepaliveRequest(publicKeyHex: p.publicKeyHex, seconds: p.keepalive.flatMap { $0 > 0 ? $0 : nil } ?? 25))
+        }
+    }
+
+    /// Puts the profile's own keepalive back once the handshake is done.
+    public func restoreKeepalive() {
+        for p in peers where (p.keepalive ?? 0) == 0 {
+            _ = try? uapi(WireGuardUAPI.keepaliveRequest(publicKeyHex: p.publicKeyHex, seconds: 0))
+        }
+    }
+
+    public func uapi(_ request: String) throws -> String {
+        try system.uapi(interface, request)
+    }
+
+    public func status() throws -> [WireGuardUAPI.PeerStatus] {
+        try WireGuardUAPI.parseGet(try uapi("get=1\n\n"))
+    }
+
+    public func stop() {
+        undo.unwind()
+    }
+}
+
+extension IPAddress {
+    init?(bytes: [UInt8]) {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        bytes.withUnsafeBytes { raw in
+            _ = inet_ntop(bytes.count == 16 ? AF_INET6 : AF_INET, raw.baseAddress, &buf, socklen_t(buf.count))
+        }
+        self.init(String(cString: buf))
+    }
+}
+
+extension CIDR {
+    /// The prefix with host bits cleared ("10.9.0.2/24" -> "10.9.0.0/24").
+    public var network: CIDR {
+        var bytes = address.bytes
+        for i in 0..<bytes.count {
+            let bitsBefore = i * 8
+            if bitsBefore >= prefixLength { bytes[i] = 0 }
+            else if bitsBefore + 8 > prefixLength { bytes[i] &= UInt8(truncatingIfNeeded: 0xFF << (8 - (prefixLength - bitsBefore))) }
+        }
+        return CIDR(IPAddress(bytes: bytes)!.description + "/\(prefixLength)")!
+    }
+
+    public func contains(_ ip: IPAddress) -> Bool {
+        guard ip.isIPv6 == address.isIPv6 else { return false }
+        return CIDR("\(ip)/\(prefixLength)")!.network == network
+    }
+}
+
+public enum Resolver {
+    /// getaddrinfo(3), first result.
+    public static func firstAddress(_ host: String) -> IPAddress? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>? = nil
+        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return nil }
+        defer { freeaddrinfo(result) }
+        var buf = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buf, socklen_t(buf.count), nil, 0, NI_NUMERICHOST) == 0 else { return nil }
+        return IPAddress(String(cString: buf))
+    }
+}

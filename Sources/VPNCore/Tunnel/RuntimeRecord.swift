@@ -1,0 +1,133 @@
+import FoundationEssentials
+
+/// fetchLastDisconnectError: NEVPNConnectionError names and numbers where one fits.
+public struct ConnectionError: Codable, Equatable, Sendable {
+    public var domain: String
+    public var code: Int
+    public var name: String
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        domain = "NEVPNConnectionErrorDomain"
+        code = kind.rawValue
+        name = kind.name
+        self.message = message
+    }
+
+    public enum Kind: Int, Sendable {
+        case overslept = 1, noNetworkAvailable, unrecoverableNetworkChange, configurationFailed,
+             serverAddressResolutionFailed, serverNotResponding, serverDead, authenticationFailed,
+             clientCertificateInvalid, clientCertificateNotYetValid, clientCertificateExpired, pluginFailed,
+             configurationNotFound, pluginDisabled, negotiationFailed, serverDisconnected,
+             serverCertificateInvalid, serverCertificateNotYetValid, serverCertificateExpired
+
+        public var name: String {
+            switch self {
+            case .overslept: return "overslept"
+            case .noNetworkAvailable: return "noNetworkAvailable"
+            case .unrecoverableNetworkChange: return "unrecoverableNetworkChange"
+            case .configurationFailed: return "configurationFailed"
+            case .serverAddressResolutionFailed: return "serverAddressResolutionFailed"
+            case .serverNotResponding: return "serverNotResponding"
+            case .serverDead: return "serverDead"
+            case .authenticationFailed: return "authenticationFailed"
+            case .clientCertificateInvalid: return "clientCertificateInvalid"
+            case .clientCertificateNotYetValid: return "clientCertificateNotYetValid"
+            case .clientCertificateExpired: return "clientCertificateExpired"
+            case .pluginFailed: return "pluginFailed"
+            case .configurationNotFound: return "configurationNotFound"
+            case .pluginDisabled: return "pluginDisabled"
+            case .negotiationFailed: return "negotiationFailed"
+            case .serverDisconnected: return "serverDisconnected"
+            case .serverCertificateInvalid: return "serverCertificateInvalid"
+            case .serverCertificateNotYetValid: return "serverCertificateNotYetValid"
+            case .serverCertificateExpired: return "serverCertificateExpired"
+            }
+        }
+    }
+}
+
+/// NEProviderStopReason, recorded with each disconnect.
+public enum StopReason: String, Codable, Sendable {
+    case userInitiated, providerFailed, noNetworkAvailable, unrecoverableNetworkChange, providerDisabled,
+         configurationFailed, idleTimeout, configurationDisabled, configurationRemoved, connectionFailed
+}
+
+/// What the supervisor applied to the interface.
+public struct AppliedSettings: Codable, Equatable, Sendable {
+    public var addresses: [String] = []
+    public var routes: [String] = []
+    public var excludedRoutes: [String] = []
+    public var mtu: Int? = nil
+    public var dns: [String] = []
+    public init() {}
+}
+
+/// One record per profile id in the run directory, rewritten atomically on
+/// every transition by the supervisor. It is a cached view: readers check it
+/// against the live system (see `StatusDeriver`).
+public struct RuntimeRecord: Codable, Equatable, Sendable {
+    public var schemaVersion = 1
+    public var id: UUID
+    public var name: String
+    public var status: VPNStatus
+    public var supervisorPid: Int32?
+    public var supervisorStartTime: UInt64?
+    public var providerPid: Int32?
+    public var providerStartTime: UInt64?
+    public var interface: String?
+    public var ifindex: Int32?
+    public var connectedSince: Date?
+    public var lastDisconnectError: ConnectionError?
+    public var stopReason: StopReason?
+    public var settings: AppliedSettings?
+    /// Interface counters when the session connected, for "bytes this session".
+    public var rxBytesAtConnect: UInt64?
+    public var txBytesAtConnect: UInt64?
+    public var updatedAt: Date
+
+    public init(id: UUID, name: String, status: VPNStatus) {
+        self.id = id
+        self.name = name
+        self.status = status
+        updatedAt = Date()
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(id.uuidString.lowercased(), forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(status, forKey: .status)
+        try c.encodeIfPresent(supervisorPid, forKey: .supervisorPid)
+        try c.encodeIfPresent(supervisorStartTime, forKey: .supervisorStartTime)
+        try c.encodeIfPresent(providerPid, forKey: .providerPid)
+        try c.encodeIfPresent(providerStartTime, forKey: .providerStartTime)
+        try c.encodeIfPresent(interface, forKey: .interface)
+        try c.encodeIfPresent(ifindex, forKey: .ifindex)
+        try c.encodeIfPresent(connectedSince, forKey: .connectedSince)
+        try c.encodeIfPresent(lastDisconnectError, forKey: .lastDisconnectError)
+        try c.encodeIfPresent(stopReason, forKey: .stopReason)
+        try c.encodeIfPresent(settings, forKey: .settings)
+        try c.encodeIfPresent(rxBytesAtConnect, forKey: .rxBytesAtConnect)
+        try c.encodeIfPresent(txBytesAtConnect, forKey: .txBytesAtConnect)
+        try c.encode(updatedAt, forKey: .updatedAt)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
+             interface, ifindex, connectedSince, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
+             txBytesAtConnect, updatedAt
+    }
+}
+
+/// One line of a profile's event log.
+public struct TransitionEvent: Codable, Equatable, Sendable {
+    public var time: Date
+    public var id: String
+    public var name: String
+    public var status: String
+    public var previous: String
+    public var interface: String?
+    public var error: ConnectionError?
+}

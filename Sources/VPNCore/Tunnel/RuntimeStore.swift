@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// The run directory: `<id>.json` (the record), `<id>.events` (JSON lines,
+/// one per transition) and `<id>.log` (the supervisor's log).
+public struct RuntimeStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
+    public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
+    public func logPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).log" }
+
+    public func prepare() throws {
+        do { try FileSystem.ensurePrivateDirectory(directory) } catch { throw storeError(error) }
+    }
+
+    public static func makeEncoder() -> JSONEncoder {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        e.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(Timestamp.iso8601(date))
+        }
+        return e
+    }
+
+    public static func makeDecoder() -> JSONDecoder {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .custom { decoder in
+            let c = try decoder.singleValueContainer()
+            let s = try c.decode(String.self)
+            guard let date = Timestamp.parse(s) else {
+                throw DecodingError.dataCorruptedError(in: c, debugDescription: "bad timestamp \(s)")
+            }
+            return date
+        }
+        return d
+    }
+
+    /// Nil when the profile never ran here.
+    public func read(_ id: UUID) throws -> RuntimeRecord? {
+        let path = recordPath(id)
+        let bytes: [UInt8]
+        do {
+            guard let b = try FileSystem.readFileIfPresent(path) else { return nil }
+            bytes = b
+        } catch {
+            throw storeError(error)
+        }
+        do {
+            return try RuntimeStore.makeDecoder().decode(RuntimeRecord.self, from: Data(bytes))
+        } catch {
+            throw VPNError(.configurationReadWriteFailed, "\(path): unreadable runtime record (\(error))",
+                           hint: "stop the profile, or remove the file if no supervisor runs")
+        }
+    }
+
+    public func write(_ record: RuntimeRecord) throws {
+        let bytes = Array(try RuntimeStore.makeEncoder().encode(record)) + [0x0A]
+        do { try AtomicFile.write(bytes, to: recordPath(record.id), mode: 0o600) } catch { throw storeError(error) }
+    }
+
+    public func appendEvent(_ event: TransitionEvent, id: UUID) throws {
+        let line = Array(try RuntimeStore.makeEncoder().encode(event)) + [0x0A]
+        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { throw storeError(SystemError("open", path: eventsPath(id), errno: .current)) }
+        defer { close(fd) }
+        _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    public func remove(_ id: UUID) {
+        try? FileSystem.remove(recordPath(id))
+    }
+}
+
+/// ISO 8601 with milliseconds, UTC, without Foundation's formatters.
+public enum Timestamp {
+    public static func iso8601(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        var secs = time_t(t.rounded(.down))
+        let ms = Int(((t - Double(secs)) * 1000).rounded(.down))
+        var tm = tm()
+        gmtime_r(&secs, &tm)
+        func pad(_ v: Int32, _ w: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, w - s.count)) + s
+        }
+        return "\(pad(tm.tm_year + 1900, 4))-\(pad(tm.tm_mon + 1, 2))-\(pad(tm.tm_mday, 2))T\(pad(tm.tm_hour, 2)):\(pad(tm.tm_min, 2)):\(pad(tm.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
+    }
+
+    public static func parse(_ s: String) -> Date? {
+        let b = Array(s.utf8)
+        guard b.count >= 20 else { return nil }
+        func num(_ from: Int, _ len: Int) -> Int32? {
+            guard from + len <= b.count else { return nil }
+            var v: Int32 = 0
+            for c in b[from..<(from + len)] {
+                guard c >= 48 && c <= 57 else { return nil }
+                v = v * 10 + Int32(c - 48)
+            }
+            return v
+        }
+        guard let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2),
+              let se = num(17, 2) else { return nil }
+        var tm = tm()
+        tm.tm_year = y - 1900
+        tm.tm_mon = mo - 1
+        tm.tm_mday = d
+        tm.tm_hour = h
+        tm.tm_min = mi
+        tm.tm_sec = se
+        let secs = timegm(&tm)
+        var ms = 0.0
+        if b.count > 20, b[19] == UInt8(ascii: "."), let f = num(20, 3) { ms = Double(f) / 1000 }
+        return Date(timeIntervalSince1970: Double(secs) + ms)
+    }
+
+    /// "14:03:07.123", local time, for --watch lines.
+    public static func clock(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        var secs = time_t(t.rounded(.down))
+        let ms = Int(((t - Double(secs)) * 1000).rounded(.down))
+        var tm = tm()
+        localtime_r(&secs, &tm)
+        func pad(_ v: Int, _ w: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, w - s.count)) + s
+        }
+        return "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(ms, 3))"
+    }
+}

@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CVPNShims
+import FoundationEssentials
+import VPNSystem
+
+/// The tunnel supervisor: one detached process per running profile. It makes
+/// and configures the utun, starts and watches the provider, rewrites the
+/// runtime record on every transition and tears everything down on SIGTERM or
+/// when the provider fails. Single-threaded: one poll loop over a signalfd, a
+/// netlink monitor and a timer, so that the provider's parent-death signal is
+/// tied to this (the only) thread.
+public final class Supervisor {
+    public struct Options {
+        public var configDirectory: String
+        public var runDirectory: String
+        public var startTimeout: Int64
+        public var executable: String
+        public var path: String?
+        public init(configDirectory: String, runDirectory: String, startTimeout: Int64, executable: String, path: String?) {
+            self.configDirectory = configDirectory
+            self.runDirectory = runDirectory
+            self.startTimeout = startTimeout
+            self.executable = executable
+            self.path = path
+        }
+    }
+
+    let id: UUID
+    let options: Options
+    let runtime: RuntimeStore
+    var record: RuntimeRecord
+    let logFD: Int32
+    let monotonicStart = monotonicMilliseconds()
+
+    public init(id: UUID, options: Options) {
+        self.id = id
+        self.options = options
+        runtime = RuntimeStore(directory: options.runDirectory)
+        record = RuntimeRecord(id: id, name: "", status: .disconnected)
+        logFD = 2
+    }
+
+    func log(_ line: String) {
+        let text = "\(Timestamp.iso8601(Date())) \(line)\n"
+        _ = text.withCString { write(logFD, $0, strlen($0)) }
+    }
+
+    func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil) {
+        let previous = record.status
+        record.status = status
+        record.updatedAt = Date()
+        if let error { record.lastDisconnectError = error }
+        if let stopReason { record.stopReason = stopReason }
+        if status == .connected && record.connectedSince == nil { record.connectedSince = Date() }
+        if status == .disconnected { record.connectedSince = nil }
+        do {
+            try runtime.write(record)
+            if previous != status {
+                try runtime.appendEvent(TransitionEvent(time: record.updatedAt, id: id.uuidString.lowercased(), name: record.name,
+                                                        status: status.name, previous: previous.name,
+                                                        interface: record.interface, error: error), id: id)
+            }
+        } catch {
+            log("[!] cannot write the runtime record: \(error)")
+        }
+        log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")")
+    }
+
+    /// Runs until the tunnel is down. Returns the process exit status.
+    public func run() -> Int32 {
+        let signalFD = vpn_supervisor_signalfd()
+        if signalFD < 0 { log("[!] signalfd: \(Errno(-signalFD))"); return 1 }
+        guard let lock = try? FileLock.tryLock(path: "\(options.runDirectory)/\(id.uuidString.lowercased()).lock") else {
+            log("[!] another supervisor runs this profile")
+            return 1
+        }
+        defer { withExtendedLifetime(lock) {} }
+        record.supervisorPid = getpid()
+        record.supervisorStartTime = Processes.startTime(of: getpid())
+        record.lastDisconnectError = nil
+        record.stopReason = nil
+
+        let store = PreferencesStore(directory: options.configDirectory)
+        let profile: Profile
+        do {
+            guard let p = try store.load().first(where: { $0.id == id }) else {
+                record.name = id.uuidString.lowercased()
+                transition(.disconnected, error: ConnectionError(.configurationNotFound, "the profile was removed"), stopReason: .configurationRemoved)
+                return 1
+            }
+            profile = p
+        } catch {
+            transition(.disconnected, error: ConnectionError(.configurationFailed, "\(error)"), stopReason: .configurationFailed)
+            return 1
+        }
+        record.name = profile.name
+        transition(.connecting)
+        guard case .wireguard(let config) = profile.protocol else {
+            transition(.disconnected, error: ConnectionError(.pluginDisabled, "this vpnctl runs only wireguard profiles"), stopReason: .configurationFailed)
+            return 1
+        }
+        return runWireGuard(profile, config, store: store, signalFD: signalFD)
+    }
+
+    func runWireGuard(_ profile: Profile, _ config: WireGuardConfiguration, store: PreferencesStore, signalFD: Int32) -> Int32 {
+        guard let wg = Processes.which("wireguard-go", path: options.path) else {
+            transition(.disconnected, error: ConnectionError(.pluginFailed, "wireguard-go is not installed"), stopReason: .providerFailed)
+            return 1
+        }
+        let system: KernelTunnelSystem
+        do { system = try KernelTunnelSystem() } catch {
+            transition(.disconnected, error: ConnectionError(.configurationFailed, "\(error)"), stopReason: .configurationFailed)
+            return 1
+        }
+        let tunnel = WireGuardTunnel(profileID: id, config: config, system: system, log: log)
+        do {
+            let privateKey = String(decoding: try store.secrets.read(id, name: config.privateKeySecret ?? ""), as: UTF8.self)
+            var psks: [String: String] = [:]
+            for p in config.peers {
+                if let s = p.presharedKeySecret { psks[s] = String(decoding: try store.secrets.read(id, name: s), as: UTF8.self) }
+            }
+            let wrapper = [options.executable, "__exec-provider", String(getpid())]
+            try tunnel.start(wireguardGo: wg, execWrapper: wrapper, logFD: logFD, privateKey: privateKey, presharedKeys: psks)
+        } catch let f as WireGuardTunnel.Failure {
+            record.interface = nil
+            transition(.disconnected, error: f.error, stopReason: f.stopReason)
+            return 1
+        } catch {
+            transition(.disconnected, error: ConnectionError(.configurationFailed, "\(error)"), stopReason: .configurationFailed)
+            return 1
+        }
+        record.interface = tunnel.interface
+        record.ifindex = tunnel.ifindex
+        record.providerPid = tunnel.providerPid
+        record.providerStartTime = Processes.startTime(of: tunnel.providerPid)
+        record.settings = tunnel.settings
+        transition(.connecting)
+
+        let monitor = try? NetlinkMonitor()
+        var health = WireGuardHealth()
+        var lastKick = monotonicMilliseconds()
+        var pathProblem: String? = nil
+        var checkPath = true
+
+        func finish(_ status: VPNStatus = .disconnected, error: ConnectionError?, reason: StopReason) -> Int32 {
+            if record.status != .disconnecting { transition(.disconnecting) }
+            tunnel.stop()
+            transition(.disconnected, error: error, stopReason: reason)
+            return error == nil ? 0 : 1
+        }
+
+        while true {
+            let connecting = record.status == .connecting
+            let fds = [signalFD] + (monitor.map { [$0.fd] } ?? [])
+            let ready = pollReadable(fds, timeoutMs: connecting ? 5 : 1000)
+            if ready.contains(0) {
+                var stop = false
+                while true {
+                    let sig = vpn_signalfd_read(signalFD)
+                    if sig <= 0 { break }
+                    if sig == SIGCHLD {
+                        if let status = Processes.reap(tunnel.providerPid) {
+                            let how = status > 128 ? "was killed by signal \(status - 128)" : "exited with status \(status)"
+                            log("[!] wireguard-go \(how)")
+                            return finish(error: ConnectionError(.pluginFailed, "wireguard-go (pid \(tunnel.providerPid)) \(how)"), reason: .providerFailed)
+                        }
+                    } else {
+                        stop = true
+                    }
+                }
+                if stop {
+                    transition(.disconnecting)
+                    return finish(error: nil, reason: .userInitiated)
+                }
+            }
+            if ready.contains(1) {
+                monitor?.drain()
+                checkPath = true
+                if (try? system.ifindex(tunnel.interface)) != tunnel.ifindex {
+                    return finish(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted"), reason: .providerFailed)
+                }
+            }
+            let now = monotonicMilliseconds()
+            if checkPath || !connecting {
+                pathProblem = self.pathProblem(tunnel, system)
+                checkPath = false
+            }
+            guard let peers = try? tunnel.status() else { continue }
+            var newestHandshake: Int64 = 0
+            var rx: UInt64 = 0, tx: UInt64 = 0
+            for p in peers {
+                newestHandshake = max(newestHandshake, p.lastHandshakeSec * 1000 + p.lastHandshakeNsec / 1_000_000)
+                rx += p.rxBytes
+                tx += p.txBytes
+            }
+            let wallNow = Int64(Date().timeIntervalSince1970 * 1000)
+            let age: Int64? = newestHandshake > 0 ? max(0, wallNow - newestHandshake) : nil
+            let verdict = health.observe(nowMs: now, handshakeEpoch: newestHandshake, handshakeAgeMs: age,
+                                         rxBytes: rx, txBytes: tx, pathProblem: pathProblem)
+            switch verdict {
+            case .connecting:
+                if now - monotonicStart > options.startTimeout * 1000 {
+                    let who = tunnel.peers.map { "peer \($0.publicKey) at \($0.endpoint)" }.joined(separator: ", ")
+                    let why = pathProblem.map { " (\($0))" } ?? ""
+                    return finish(error: ConnectionError(.serverNotResponding,
+                                                         "no handshake within \(options.startTimeout) s from \(who)\(why)"),
+                                  reason: .connectionFailed)
+                }
+                if now - lastKick > 1000 {
+                    tunnel.kickHandshake()
+                    lastKick = now
+                }
+            case .connected:
+                if record.status == .connecting { tunnel.restoreKeepalive() }
+                if record.status != .connected {
+                    if record.status == .reasserting { log("[*] path restored") }
+                    transition(.connected)
+                }
+            case .reasserting(let why):
+                if record.status != .reasserting {
+                    log("[*] path broken: \(why)")
+                    transition(.reasserting)
+                }
+            }
+        }
+    }
+
+    /// Is the way to each endpoint evidently broken?
+    func pathProblem(_ tunnel: WireGuardTunnel, _ system: KernelTunnelSystem) -> String? {
+        for p in tunnel.peers {
+            guard let route = system.route(to: p.endpointAddress) else {
+                return "no route to the endpoint \(p.endpoint)"
+            }
+            if route.outputInterfaceIndex == tunnel.ifindex {
+                return "the route to the endpoint \(p.endpoint) goes into the tunnel itself"
+            }
+            if let link = try? system.netlink.linkInfo(index: route.outputInterfaceIndex), !link.info.isUp || !link.info.hasCarrier {
+                return "link \(link.name) to the endpoint \(p.endpoint) is down"
+            }
+        }
+        return nil
+    }
+}

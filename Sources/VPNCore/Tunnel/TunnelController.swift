@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CVPNShims
+import FoundationEssentials
+import VPNSystem
+
+/// A profile's status as derived from its runtime record and the live system.
+public struct DerivedStatus: Equatable, Sendable {
+    public var id: UUID
+    public var name: String
+    public var status: VPNStatus
+    public var interface: String?
+    public var connectedSince: Date?
+    public var lastDisconnectError: ConnectionError?
+    public var stopReason: StopReason?
+    public var supervisorAlive: Bool
+    public var record: RuntimeRecord?
+
+    public var isActive: Bool { [.connecting, .connected, .reasserting, .disconnecting].contains(status) }
+}
+
+/// The controller's side of tunnels: it derives status, spawns supervisors
+/// and waits for them, and cleans up after dead ones. It owns nothing: the
+/// supervisor holds the tunnel.
+public struct TunnelController {
+    public let runtime: RuntimeStore
+    public let configDirectory: String
+
+    public init(configDirectory: String, runDirectory: String) {
+        self.configDirectory = configDirectory
+        runtime = RuntimeStore(directory: runDirectory)
+    }
+
+    /// Status is derived every time; nothing is remembered from an earlier run.
+    public func derive(_ profile: Profile) throws -> DerivedStatus {
+        guard let r = try runtime.read(profile.id) else {
+            return DerivedStatus(id: profile.id, name: profile.name, status: .disconnected, supervisorAlive: false)
+        }
+        let alive = r.supervisorPid.map { Processes.isAlive($0, startTime: r.supervisorStartTime) } ?? false
+        var d = DerivedStatus(id: profile.id, name: profile.name, status: r.status, interface: r.interface,
+                              connectedSince: r.connectedSince, lastDisconnectError: r.lastDisconnectError,
+                              stopReason: r.stopReason, supervisorAlive: alive, record: r)
+        if r.status == .disconnected {
+            d.interface = nil
+            d.connectedSince = nil
+            return d
+        }
+        if !alive {
+            // A record that says connected while its supervisor is dead is a lie.
+            d.status = .disconnected
+            d.connectedSince = nil
+            d.stopReason = .providerFailed
+            d.lastDisconnectError = ConnectionError(.pluginFailed,
+                "the tunnel supervisor (pid \(r.supervisorPid.map(String.init) ?? "?")) is gone; it was \(r.status.name)")
+            return d
+        }
+        if let name = r.interface, let index = r.ifindex, r.status == .connected || r.status == .reasserting {
+            let live = (try? NetlinkRouteSocket().linkIndex(named: name)) ?? nil
+            if live != index { d.status = .disconnecting }
+        }
+        return d
+    }
+
+    /// Removes what a dead supervisor left: its provider, interface, UAPI
+    /// socket and excluded routes. Returns what was removed.
+    @discardableResult
+    public func cleanUpAfterDeadSupervisor(_ status: DerivedStatus) -> [String] {
+        guard let r = status.record, !status.supervisorAlive, r.status != .disconnected else { return [] }
+        var done: [String] = []
+        if let pid = r.providerPid, Processes.isAlive(pid, startTime: r.providerStartTime) {
+            kill(pid, SIGKILL)
+            done.append("killed provider pid \(pid)")
+        }
+        if let name = r.interface, let nl = try? NetlinkRouteSocket() {
+            if let index = try? nl.linkIndex(named: name), index == r.ifindex {
+                try? nl.deleteLink(name)
+                done.append("deleted interface \(name)")
+            }
+            for host in r.settings?.excludedRoutes ?? [] {
+                if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
+            }
+            let sock = KernelTunnelSystem.uapiPath(name)
+            if FileSystem.exists(sock) && !UnixSocket.isLive(sock) {
+                unlink(sock)
+                done.append("removed \(sock)")
+            }
+        }
+        var updated = r
+        updated.status = .disconnected
+        updated.connectedSince = nil
+        updated.stopReason = .providerFailed
+        updated.lastDisconnectError = status.lastDisconnectError
+        updated.updatedAt = Date()
+        try? runtime.write(updated)
+        try? runtime.appendEvent(TransitionEvent(time: updated.updatedAt, id: r.id.uuidString.lowercased(), name: r.name,
+                                                 status: "disconnected", previous: r.status.name, interface: r.interface,
+                                                 error: updated.lastDisconnectError), id: r.id)
+        return done
+    }
+
+    /// Spawns the detached supervisor for `profile`; returns its pid.
+    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?) throws -> pid_t {
+        try runtime.prepare()
+        let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if logFD < 0 { throw VPNError(.configurationReadWriteFailed, "cannot open \(runtime.logPath(profile.id)): \(Errno.current)") }
+        defer { close(logFD) }
+        let exe = Processes.currentExecutable()
+        var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+        env["LANG"] = "C"
+        do {
+            return try Processes.spawn(exe, [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
+                                             "--timeout", String(timeout), profile.id.uuidString.lowercased()],
+                                       environment: env, outputFD: logFD, newSession: true)
+        } catch {
+            throw VPNError(.failure, "cannot start the tunnel supervisor: \(error)")
+        }
+    }
+
+    /// Waits, event-driven (inotify on the run dir, pidfd on the supervisor),
+    /// until `done` says so or `timeoutMs` passes. `onWake` runs on every wake.
+    public func wait(for profile: Profile, timeoutMs: Int64, supervisor: pid_t?,
+                     onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
+        try runtime.prepare()
+        let watch = try DirectoryWatch([runtime.directory])
+        let pidfd = supervisor.map { vpn_pidfd_open($0) } ?? -1
+        defer { if pidfd >= 0 { close(pidfd) } }
+        let deadline = monotonicMilliseconds() + timeoutMs
+        var supervisorGone = false
+        while true {
+            let d = try derive(profile)
+            if done(d) { return d }
+            // Once the supervisor has exited nothing else will change.
+            if supervisorGone { return d }
+            let left = deadline - monotonicMilliseconds()
+            if left <= 0 { return nil }
+            let fds = [watch.fd] + (pidfd >= 0 ? [pidfd] : [])
+            let ready = pollReadable(fds, timeoutMs: Int32(min(left, 250)))
+            if ready.contains(1) { supervisorGone = true }
+            watch.drain()
+            onWake()
+        }
+    }
+}

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// The system operations a tunnel bring-up needs. The real one talks to the
+/// kernel; unit tests use a fake that records the sequence and can fail at step N.
+public protocol TunnelSystem: AnyObject {
+    func interfaceExists(_ name: String) -> Bool
+    func uapiSocketIsLive(_ name: String) -> Bool
+    func createTun(_ name: String) throws -> Int32
+    func closeFD(_ fd: Int32)
+    func listenUAPI(_ name: String) throws -> Int32
+    func removeUAPI(_ name: String)
+    func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t
+    func stopProvider(_ pid: pid_t)
+    func ifindex(_ name: String) throws -> Int32
+    func addAddress(_ cidr: String, ifindex: Int32) throws
+    func deleteAddress(_ cidr: String, ifindex: Int32) throws
+    func setMTU(_ name: String, _ mtu: Int) throws
+    func setUp(_ name: String) throws
+    func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws
+    func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws
+    func deleteLink(_ name: String) throws
+    func uapi(_ name: String, _ request: String) throws -> String
+    func route(to address: IPAddress) -> RouteDecision?
+}
+
+public final class KernelTunnelSystem: TunnelSystem {
+    let netlink: NetlinkRouteSocket
+    public static let uapiDirectory = "/var/run/wireguard"
+
+    public init() throws {
+        netlink = try NetlinkRouteSocket()
+    }
+
+    public static func uapiPath(_ name: String) -> String { "\(uapiDirectory)/\(name).sock" }
+
+    public func interfaceExists(_ name: String) -> Bool {
+        (try? netlink.linkIndex(named: name)) != nil
+    }
+
+    public func uapiSocketIsLive(_ name: String) -> Bool {
+        UnixSocket.isLive(KernelTunnelSystem.uapiPath(name))
+    }
+
+    public func createTun(_ name: String) throws -> Int32 {
+        try TunDevice.create(name: name, packetInformation: true).fd
+    }
+
+    public func closeFD(_ fd: Int32) { close(fd) }
+
+    public func listenUAPI(_ name: String) throws -> Int32 {
+        mkdir(KernelTunnelSystem.uapiDirectory, 0o755)
+        let path = KernelTunnelSystem.uapiPath(name)
+        // A socket file nobody answers on is left over from a dead process.
+        if FileSystem.exists(path) && !UnixSocket.isLive(path) { unlink(path) }
+        return try UnixSocket.listen(at: path)
+    }
+
+    public func removeUAPI(_ name: String) {
+        unlink(KernelTunnelSystem.uapiPath(name))
+    }
+
+    public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t {
+        try Processes.spawn(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD)
+    }
+
+    public func stopProvider(_ pid: pid_t) {
+        Processes.terminate(pid, signal: SIGTERM, timeoutMs: 3000)
+    }
+
+    public func ifindex(_ name: String) throws -> Int32 {
+        guard let i = try netlink.linkIndex(named: name) else {
+            throw SystemError("find", path: "interface \(name)", errno: Errno(ENODEV))
+        }
+        return i
+    }
+
+    public func addAddress(_ cidr: String, ifindex: Int32) throws { try netlink.addAddress(cidr, ifindex: ifindex) }
+    public func deleteAddress(_ cidr: String, ifindex: Int32) throws { try netlink.deleteAddress(cidr, ifindex: ifindex) }
+    public func setMTU(_ name: String, _ mtu: Int) throws { try netlink.setLink(name, mtu: UInt32(mtu)) }
+    public func setUp(_ name: String) throws { try netlink.setLink(name, up: true) }
+
+    public func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {
+        try netlink.changeRoute(prefix, ifindex: ifindex, gateway: gateway, table: table, add: true)
+    }
+
+    public func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {
+        try netlink.changeRoute(prefix, ifindex: ifindex, gateway: gateway, table: table, add: false)
+    }
+
+    public func deleteLink(_ name: String) throws { try netlink.deleteLink(name) }
+
+    public func uapi(_ name: String, _ request: String) throws -> String {
+        let fd = try UnixSocket.connect(to: KernelTunnelSystem.uapiPath(name))
+        defer { close(fd) }
+        return try UnixSocket.exchange(fd: fd, request: request)
+    }
+
+    public func route(to address: IPAddress) -> RouteDecision? {
+        try? RouteLookup.route(to: address.bytes)
+    }
+}

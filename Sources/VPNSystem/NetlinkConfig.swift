@@ -1,0 +1,135 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetlink
+
+/// Link, address and route changes through libnl-route. Each method names
+/// the libnl call it makes.
+extension NetlinkRouteSocket {
+    func withLink<T>(_ name: String, _ body: (OpaquePointer) throws -> T) throws -> T {
+        var link: OpaquePointer? = nil
+        let r = rtnl_link_get_kernel(handle, 0, name, &link)
+        if r < 0 { throw NetlinkError("get link \(name)", code: r) }
+        defer { rtnl_link_put(link) }
+        return try body(link!)
+    }
+
+    /// Facts about one link. The corresponding libnl call is rtnl_link_get_kernel().
+    public struct LinkInfo: Sendable {
+        public let index: Int32
+        public let isUp: Bool
+        public let hasCarrier: Bool
+        public let mtu: UInt32
+    }
+
+    public func linkInfo(named name: String) throws -> LinkInfo? {
+        var link: OpaquePointer? = nil
+        let r = rtnl_link_get_kernel(handle, 0, name, &link)
+        if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
+        if r < 0 { throw NetlinkError("get link \(name)", code: r) }
+        defer { rtnl_link_put(link) }
+        let flags = rtnl_link_get_flags(link)
+        return LinkInfo(index: rtnl_link_get_ifindex(link), isUp: flags & UInt32(IFF_UP) != 0,
+                        hasCarrier: flags & UInt32(IFF_RUNNING) != 0, mtu: rtnl_link_get_mtu(link))
+    }
+
+    public func linkInfo(index: Int32) throws -> (name: String, info: LinkInfo)? {
+        var link: OpaquePointer? = nil
+        let r = rtnl_link_get_kernel(handle, index, nil, &link)
+        if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
+        if r < 0 { throw NetlinkError("get link \(index)", code: r) }
+        defer { rtnl_link_put(link) }
+        let flags = rtnl_link_get_flags(link)
+        let name = rtnl_link_get_name(link).map { String(cString: $0) } ?? "if\(index)"
+        return (name, LinkInfo(index: index, isUp: flags & UInt32(IFF_UP) != 0,
+                               hasCarrier: flags & UInt32(IFF_RUNNING) != 0, mtu: rtnl_link_get_mtu(link)))
+    }
+
+    /// Sets the link up and, optionally, its MTU. The corresponding libnl call is rtnl_link_change().
+    public func setLink(_ name: String, up: Bool? = nil, mtu: UInt32? = nil) throws {
+        try withLink(name) { orig in
+            guard let change = rtnl_link_alloc() else { throw NetlinkError("allocate link", code: NLE_NOMEM) }
+            defer { rtnl_link_put(change) }
+            if let up {
+                if up { rtnl_link_set_flags(change, UInt32(IFF_UP)) } else { rtnl_link_unset_flags(change, UInt32(IFF_UP)) }
+            }
+            if let mtu { rtnl_link_set_mtu(change, mtu) }
+            let r = rtnl_link_change(handle, orig, change, 0)
+            if r < 0 { throw NetlinkError("change link \(name)", code: r) }
+        }
+    }
+
+    /// Deletes a link by name. The corresponding libnl call is rtnl_link_delete().
+    public func deleteLink(_ name: String) throws {
+        guard let link = rtnl_link_alloc() else { throw NetlinkError("allocate link", code: NLE_NOMEM) }
+        defer { rtnl_link_put(link) }
+        rtnl_link_set_name(link, name)
+        let r = rtnl_link_delete(handle, link)
+        if r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV { throw NetlinkError("delete link \(name)", code: r) }
+    }
+
+    func parseAddress(_ text: String) throws -> OpaquePointer {
+        var addr: OpaquePointer? = nil
+        let r = nl_addr_parse(text, AF_UNSPEC, &addr)
+        if r < 0 || addr == nil { throw NetlinkError("parse address \(text)", code: r) }
+        return addr!
+    }
+
+    /// Adds an address ("10.0.0.2/32", "fd00::2/64"). IPv6 gets IFA_F_NODAD,
+    /// or it stays tentative. The corresponding libnl call is rtnl_addr_add().
+    public func addAddress(_ cidr: String, ifindex: Int32) throws {
+        try changeAddress(cidr, ifindex: ifindex, add: true)
+    }
+
+    /// The corresponding libnl call is rtnl_addr_delete().
+    public func deleteAddress(_ cidr: String, ifindex: Int32) throws {
+        try changeAddress(cidr, ifindex: ifindex, add: false)
+    }
+
+    func changeAddress(_ cidr: String, ifindex: Int32, add: Bool) throws {
+        let local = try parseAddress(cidr)
+        defer { nl_addr_put(local) }
+        guard let addr = rtnl_addr_alloc() else { throw NetlinkError("allocate address", code: NLE_NOMEM) }
+        defer { rtnl_addr_put(addr) }
+        rtnl_addr_set_ifindex(addr, ifindex)
+        rtnl_addr_set_family(addr, nl_addr_get_family(local))
+        var r = rtnl_addr_set_local(addr, local)
+        if r < 0 { throw NetlinkError("set address \(cidr)", code: r) }
+        if nl_addr_get_family(local) == AF_INET6 { rtnl_addr_set_flags(addr, UInt32(IFA_F_NODAD)) }
+        r = add ? rtnl_addr_add(handle, addr, 0) : rtnl_addr_delete(handle, addr, 0)
+        if r < 0 && !(add == false && (r == -NLE_OBJ_NOTFOUND || r == -NLE_NOADDR)) {
+            throw NetlinkError("\(add ? "add" : "delete") address \(cidr)", code: r)
+        }
+    }
+
+    /// Adds or deletes a route to `destination` (a network prefix) out of
+    /// `ifindex`, optionally via `gateway`. The corresponding libnl calls are
+    /// rtnl_route_add() and rtnl_route_delete().
+    public func changeRoute(_ destination: String, ifindex: Int32, gateway: String? = nil, table: UInt32 = 254, add: Bool) throws {
+        let dst = try parseAddress(destination)
+        defer { nl_addr_put(dst) }
+        guard let route = rtnl_route_alloc() else { throw NetlinkError("allocate route", code: NLE_NOMEM) }
+        defer { rtnl_route_put(route) }
+        rtnl_route_set_family(route, UInt8(nl_addr_get_family(dst)))
+        var r = rtnl_route_set_dst(route, dst)
+        if r < 0 { throw NetlinkError("set route destination \(destination)", code: r) }
+        rtnl_route_set_table(route, table)
+        rtnl_route_set_protocol(route, UInt8(RTPROT_STATIC))
+        if add { rtnl_route_set_scope(route, UInt8(gateway == nil ? RT_SCOPE_LINK.rawValue : RT_SCOPE_UNIVERSE.rawValue)) }
+        // ifindex 0 on delete: match by destination and table alone.
+        if ifindex != 0 || gateway != nil {
+            guard let nh = rtnl_route_nh_alloc() else { throw NetlinkError("allocate nexthop", code: NLE_NOMEM) }
+            if ifindex != 0 { rtnl_route_nh_set_ifindex(nh, ifindex) }
+            if let gateway {
+                let gw = try parseAddress(gateway)
+                defer { nl_addr_put(gw) }
+                rtnl_route_nh_set_gateway(nh, gw)
+            }
+            rtnl_route_add_nexthop(route, nh)
+        }
+        r = add ? rtnl_route_add(handle, route, NLM_F_EXCL) : rtnl_route_delete(handle, route, 0)
+        if r < 0 && !(add == false && (r == -NLE_OBJ_NOTFOUND)) {
+            throw NetlinkError("\(add ? "add" : "delete") route \(destination)", code: r)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetlink
+
+/// AF_UNIX stream sockets: the WireGuard UAPI listener and its client.
+public enum UnixSocket {
+    static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) throws -> T {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw SystemError("use socket path", path: path, errno: Errno(ENAMETOOLONG))
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        return withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    /// Binds and listens at `path` (mode 0600 via umask). Returns the fd.
+    public static func listen(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0 { throw SystemError("create socket for", path: path, errno: .current) }
+        let old = umask(0o077)
+        defer { umask(old) }
+        let r = try withAddress(path) { bind(fd, $0, $1) }
+        if r < 0 {
+            let e = Errno.current
+            close(fd)
+            throw SystemError("bind", path: path, errno: e)
+        }
+        if Glibc.listen(fd, 16) < 0 {
+            let e = Errno.current
+            close(fd)
+            throw SystemError("listen on", path: path, errno: e)
+        }
+        return fd
+    }
+
+    /// Connects to `path`. Returns the fd.
+    public static func connect(to path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0 { throw SystemError("create socket for", path: path, errno: .current) }
+        let r = try withAddress(path) { Glibc.connect(fd, $0, $1) }
+        if r < 0 {
+            let e = Errno.current
+            close(fd)
+            throw SystemError("connect to", path: path, errno: e)
+        }
+        return fd
+    }
+
+    /// True when something accepts connections at `path`.
+    public static func isLive(_ path: String) -> Bool {
+        guard let fd = try? connect(to: path) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Writes a request and reads until the peer closes or `terminator` ends the reply.
+    public static func exchange(fd: Int32, request: String, terminator: [UInt8] = [0x0A, 0x0A], timeoutMs: Int32 = 2000) throws -> String {
+        var bytes = Array(request.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("write", path: "socket", errno: .current)
+            }
+            offset += n
+        }
+        var reply: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 8192)
+        while true {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let p = poll(&pfd, 1, timeoutMs)
+            if p == 0 { throw SystemError("read reply from", path: "socket", errno: Errno(ETIMEDOUT)) }
+            if p < 0 { if errno == EINTR { continue }; throw SystemError("poll", path: "socket", errno: .current) }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw SystemError("read", path: "socket", errno: .current) }
+            if n == 0 { break }
+            reply += chunk[0..<n]
+            if reply.count >= terminator.count && Array(reply.suffix(terminator.count)) == terminator { break }
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+}

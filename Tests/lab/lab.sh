@@ -1,0 +1,115 @@
+# The network lab: a client and a server namespace joined by a veth pair,
+# a wireguard-go peer in the server namespace, and an HTTP server reachable
+# only through the tunnel. Source it; every name carries $LAB (unique per
+# run), everything is cleaned up by lab_down (call it from a trap), and only
+# processes this lab started are ended, by pid.
+#
+#   underlay  198.18.0.1 (server, ${LAB}s0)  <->  198.18.0.2 (client, ${LAB}c0)
+#   tunnel    198.19.0.1 (server wg)         <->  198.19.0.2 (client utunN)
+#   second    198.19.1.1 (server wg, 2nd)    <->  198.19.1.2 (second profile)
+#   resource  http://198.19.0.1:8080/  (bound to the server's tunnel address)
+
+LAB=${LAB:-vl$(( $$ % 100000 ))}
+LAB_DIR=${LAB_DIR:-$(mktemp -d /tmp/vpnctl-lab.XXXXXX)}
+LAB_PIDS=()
+NS_C=${LAB}c
+NS_S=${LAB}s
+export VPNCTL_CONFIG_DIR=$LAB_DIR/etc VPNCTL_RUN_DIR=$LAB_DIR/run
+
+c() { ip netns exec "$NS_C" "$@"; }
+s() { ip netns exec "$NS_S" "$@"; }
+
+# Prints why the lab cannot run here, or nothing.
+lab_cannot_run() {
+  [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces, tun)"; return; }
+  [ -c /dev/net/tun ] || { echo "no /dev/net/tun"; return; }
+  command -v wireguard-go >/dev/null || { echo "wireguard-go is not installed"; return; }
+  command -v wg >/dev/null || { echo "wg (wireguard-tools) is not installed"; return; }
+  if ! ip netns add "${LAB}probe" 2>/dev/null; then echo "cannot create a network namespace"; return; fi
+  ip netns del "${LAB}probe"
+}
+
+# lab_server_peer NAME TUNNEL_ADDR PORT CLIENT_PUB CLIENT_ADDR: a wireguard-go peer in the server ns.
+lab_server_peer() {
+  local name=$1 addr=$2 port=$3 cpub=$4 caddr=$5
+  wg genkey > "$LAB_DIR/$name.key"
+  wg pubkey < "$LAB_DIR/$name.key" > "$LAB_DIR/$name.pub"
+  s env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$name" > "$LAB_DIR/$name.log" 2>&1 &
+  LAB_PIDS+=($!)
+  echo $! > "$LAB_DIR/$name.pid"
+  local i
+  for i in $(seq 1 200); do [ -S "/var/run/wireguard/$name.sock" ] && break; sleep 0.01; done
+  s wg set "$name" private-key "$LAB_DIR/$name.key" listen-port "$port" peer "$cpub" allowed-ips "$caddr/32"
+  s ip addr add "$addr/24" dev "$name"
+  s ip link set "$name" up
+}
+
+lab_up() {
+  ip netns add "$NS_C"
+  ip netns add "$NS_S"
+  c ip link set lo up
+  s ip link set lo up
+  ip link add "${LAB}c0" netns "$NS_C" type veth peer name "${LAB}s0" netns "$NS_S"
+  c ip addr add 198.18.0.2/24 dev "${LAB}c0"
+  s ip addr add 198.18.0.1/24 dev "${LAB}s0"
+  c ip link set "${LAB}c0" up
+  s ip link set "${LAB}s0" up
+  mkdir -p "$LAB_DIR/www"
+  echo "tunnel-only resource" > "$LAB_DIR/www/index.html"
+
+  wg genkey > "$LAB_DIR/client.key"; wg pubkey < "$LAB_DIR/client.key" > "$LAB_DIR/client.pub"
+  wg genkey > "$LAB_DIR/client2.key"; wg pubkey < "$LAB_DIR/client2.key" > "$LAB_DIR/client2.pub"
+  lab_server_peer "${LAB}w" 198.19.0.1 51820 "$(cat "$LAB_DIR/client.pub")" 198.19.0.2
+  lab_server_peer "${LAB}x" 198.19.1.1 51821 "$(cat "$LAB_DIR/client2.pub")" 198.19.1.2
+
+  (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.0.1 8080) > "$LAB_DIR/http.log" 2>&1 &
+  LAB_PIDS+=($!)
+  (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.1.1 8080) > "$LAB_DIR/http2.log" 2>&1 &
+  LAB_PIDS+=($!)
+  local i
+  for i in $(seq 1 300); do s bash -c 'exec 3<>/dev/tcp/198.19.0.1/8080' 2>/dev/null && break; sleep 0.02; done
+
+  lab_profile office client "${LAB}w" 198.19.0.2 198.19.0.0/24 51820 > "$LAB_DIR/office.conf"
+  lab_profile second client2 "${LAB}x" 198.19.1.2 198.19.1.0/24 51821 > "$LAB_DIR/second.conf"
+}
+
+# lab_profile NAME KEYFILE SERVERNAME ADDR ALLOWED PORT: a wg-quick file for the client.
+lab_profile() {
+  cat <<CONF
+# vpnctl lab profile '$1'
+[Interface]
+PrivateKey = $(cat "$LAB_DIR/$2.key")
+Address = $4/32
+
+[Peer]
+PublicKey = $(cat "$LAB_DIR/$3.pub")
+AllowedIPs = $5
+Endpoint = 198.18.0.1:$6
+CONF
+}
+
+# Stops the server's wireguard-go for NAME (to silence the peer), or starts it again.
+lab_server_stop() {
+  local name=$1 pid; pid=$(cat "$LAB_DIR/$name.pid")
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+}
+
+lab_down() {
+  local pid
+  # Supervisors this lab's vpnctl started (by the pids in its own run dir).
+  for f in "$VPNCTL_RUN_DIR"/*.json; do
+    [ -f "$f" ] || continue
+    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("supervisorPid") or "")' "$f" 2>/dev/null)
+    if [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -q "$VPNCTL_RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null; then
+      kill "$pid" 2>/dev/null
+      for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
+    fi
+  done
+  for pid in "${LAB_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${LAB_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  ip netns del "$NS_C" 2>/dev/null
+  ip netns del "$NS_S" 2>/dev/null
+  rm -f "/var/run/wireguard/${LAB}w.sock" "/var/run/wireguard/${LAB}x.sock"
+  rm -rf "$LAB_DIR"
+  LAB_PIDS=()
+}
