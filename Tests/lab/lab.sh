@@ -32,9 +32,14 @@ lab_cannot_run() {
 # lab_server_peer NAME TUNNEL_ADDR PORT CLIENT_PUB CLIENT_ADDR: a wireguard-go peer in the server ns.
 lab_server_peer() {
   local name=$1 addr=$2 port=$3 cpub=$4 caddr=$5
-  wg genkey > "$LAB_DIR/$name.key"
-  wg pubkey < "$LAB_DIR/$name.key" > "$LAB_DIR/$name.pub"
-  s env WG_PROCESS_FOREGROUND=1 wireguard-go -f "$name" > "$LAB_DIR/$name.log" 2>&1 &
+  if [ ! -f "$LAB_DIR/$name.key" ]; then
+    (umask 077; wg genkey > "$LAB_DIR/$name.key")
+    wg pubkey < "$LAB_DIR/$name.key" > "$LAB_DIR/$name.pub"
+  fi
+  echo "$*" > "$LAB_DIR/$name.args"
+  # Not through s(): a backgrounded function would be a subshell, and $!
+  # must be wireguard-go itself so that it can be ended by pid.
+  ip netns exec "$NS_S" wireguard-go -f "$name" > "$LAB_DIR/$name.log" 2>&1 &
   LAB_PIDS+=($!)
   echo $! > "$LAB_DIR/$name.pid"
   local i
@@ -57,8 +62,9 @@ lab_up() {
   mkdir -p "$LAB_DIR/www"
   echo "tunnel-only resource" > "$LAB_DIR/www/index.html"
 
-  wg genkey > "$LAB_DIR/client.key"; wg pubkey < "$LAB_DIR/client.key" > "$LAB_DIR/client.pub"
-  wg genkey > "$LAB_DIR/client2.key"; wg pubkey < "$LAB_DIR/client2.key" > "$LAB_DIR/client2.pub"
+  (umask 077; wg genkey > "$LAB_DIR/client.key"; wg genkey > "$LAB_DIR/client2.key")
+  wg pubkey < "$LAB_DIR/client.key" > "$LAB_DIR/client.pub"
+  wg pubkey < "$LAB_DIR/client2.key" > "$LAB_DIR/client2.pub"
   lab_server_peer "${LAB}w" 198.19.0.1 51820 "$(cat "$LAB_DIR/client.pub")" 198.19.0.2
   lab_server_peer "${LAB}x" 198.19.1.1 51821 "$(cat "$LAB_DIR/client2.pub")" 198.19.1.2
 
@@ -88,10 +94,17 @@ Endpoint = 198.18.0.1:$6
 CONF
 }
 
-# Stops the server's wireguard-go for NAME (to silence the peer), or starts it again.
+# Stops the server's wireguard-go for NAME (to silence the peer)...
 lab_server_stop() {
   local name=$1 pid; pid=$(cat "$LAB_DIR/$name.pid")
   kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do [ -e "/var/run/wireguard/$name.sock" ] || break; sleep 0.02; done
+}
+
+# ...and starts it again with the same keys, port and peer.
+lab_server_start() {
+  # shellcheck disable=SC2046
+  lab_server_peer $(cat "$LAB_DIR/$1.args")
 }
 
 lab_down() {

@@ -85,7 +85,7 @@ enum StatusCommand {
         let watch = try DirectoryWatch([controller.runtime.directory])
         let links = try? NetlinkMonitor(groups: 0x1)
         var offsets: [UUID: Int] = [:]
-        var shown: [UUID: DerivedStatus] = [:]
+        var shown: [UUID: String] = [:]
         var pidfds: [UUID: (pid: Int32, fd: Int32)] = [:]
         var printed = 0
         defer { for (_, p) in pidfds { close(p.fd) } }
@@ -111,7 +111,7 @@ enum StatusCommand {
         // Start from now: existing history is not replayed.
         for p in profiles() {
             offsets[p.id] = (try? FileSystem.info(controller.runtime.eventsPath(p.id)))??.size ?? 0
-            shown[p.id] = try? controller.derive(p)
+            shown[p.id] = (try? controller.derive(p))?.status.name
         }
         if !inv.options.json {
             inv.output.note("watching \(profiles().count) profile\(profiles().count == 1 ? "" : "s"); Ctrl-C to stop")
@@ -127,9 +127,11 @@ enum StatusCommand {
                     if let last = fresh.lastIndex(of: 0x0A) {
                         for line in fresh[..<last].split(separator: 0x0A) {
                             guard let e = try? decoder.decode(TransitionEvent.self, from: Data(line)) else { continue }
-                            if e.status == e.previous || e.status == shown[p.id]?.status.name { continue }
+                            // Same as what was last shown: a clean-up writing down what
+                            // was already reported from the live system.
+                            if e.status == e.previous || e.status == shown[p.id] { continue }
                             emit(e.time, p, status: e.status, previous: e.previous, interface: e.interface, error: e.error)
-                            if let st = VPNStatus.allCases.first(where: { $0.name == e.status }) { shown[p.id]?.status = st }
+                            shown[p.id] = e.status
                             if printed >= limit { return .ok }
                         }
                         offsets[p.id] = last + 1
@@ -139,12 +141,12 @@ enum StatusCommand {
                 }
                 // What the live system says, in case nobody wrote it down.
                 guard let now = try? controller.derive(p) else { continue }
-                if let before = shown[p.id], before.status != now.status, now.record?.status != now.status {
-                    emit(Date(), p, status: now.status.name, previous: before.status.name, interface: before.interface,
+                if now.record?.status != now.status, shown[p.id] != now.status.name {
+                    emit(Date(), p, status: now.status.name, previous: shown[p.id] ?? "invalid", interface: now.record?.interface,
                          error: now.lastDisconnectError)
+                    shown[p.id] = now.status.name
                     if printed >= limit { return .ok }
                 }
-                shown[p.id] = now
                 if now.supervisorAlive, let pid = now.record?.supervisorPid, pidfds[p.id]?.pid != pid {
                     if let old = pidfds[p.id] { close(old.fd) }
                     let fd = vpn_pidfd_open(pid)

@@ -65,7 +65,9 @@ public final class Supervisor {
         } catch {
             log("[!] cannot write the runtime record: \(error)")
         }
-        log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")")
+        if previous != status {
+            log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")")
+        }
     }
 
     /// Runs until the tunnel is down. Returns the process exit status.

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# End-to-end tests: real tun interfaces, real wireguard-go peers, real
+# netlink, inside namespaces this script creates. Usage: e2e.sh path/to/vpnctl
+set -uo pipefail
+V=$(realpath "${1:?usage: e2e.sh path/to/vpnctl}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lab.sh"
+
+passed=0 failed=0 skipped=0
+pass() { passed=$((passed + 1)); echo "ok   - $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
+check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+
+why=$(lab_cannot_run)
+if [ -n "$why" ]; then
+  echo "skip - every lab test: $why"
+  echo "lab: 0 passed, 0 failed, 1 skipped"
+  exit 0
+fi
+trap lab_down EXIT
+lab_up
+c "$V" import "$LAB_DIR/office.conf" >/dev/null
+c "$V" import "$LAB_DIR/second.conf" >/dev/null
+
+field() {  # field PROFILE KEY: one field of `status --json`
+  c "$V" status "$1" --json | python3 -c 'import json,sys; p=json.load(sys.stdin)["profiles"][0]; v=p
+for k in sys.argv[1].split("."): v = (v or {}).get(k)
+print("" if v is None else v)' "$2"
+}
+# wait_status PROFILE STATUS SECONDS: polls (the test may; vpnctl does not).
+wait_status() {
+  local end=$(( $(date +%s%N) / 1000000 + $3 * 1000 ))
+  while [ $(( $(date +%s%N) / 1000000 )) -lt $end ]; do
+    [ "$(field "$1" status)" = "$2" ] && return 0
+    sleep 0.2
+  done
+  echo "  $1 is $(field "$1" status), not $2, after $3 s"; return 1
+}
+# Nothing of a profile's tunnel is left in the client namespace.
+nothing_left() {
+  local out
+  out=$(c ip -o link show | grep -E ' utun[0-9]+[:@]') && { echo "  interface left: $out"; return 1; }
+  out=$(c ip route show | grep utun) && { echo "  route left: $out"; return 1; }
+  out=$(ps -eo pid=,args= | grep -E "__supervise.*$VPNCTL_RUN_DIR|__exec-provider" | grep -v grep) && { echo "  process left: $out"; return 1; }
+  out=$(ps -eo pid=,ppid=,comm= | awk '$3=="wireguard-go"{print $1}' | while read -r p; do
+          [ "$(readlink /proc/$p/ns/net)" = "$(c readlink /proc/self/ns/net)" ] && echo "$p"; done)
+  [ -n "$out" ] && { echo "  wireguard-go left in the client namespace: $out"; return 1; }
+  for sock in /var/run/wireguard/utun*.sock; do
+    [ -e "$sock" ] || continue
+    c "$V" status --json | grep -q "\"interface\":\"$(basename "$sock" .sock)\"" && { echo "  socket left: $sock"; return 1; }
+  done
+  return 0
+}
+
+test_full_cycle() {
+  local out rc
+  out=$(c "$V" start office 2>&1); rc=$?
+  [ $rc = 0 ] || { echo "  start: $rc $out"; return 1; }
+  [ "$out" = "connected 'office' (utun0)" ] || { echo "  start said: $out"; return 1; }
+  [ "$(field office status)" = connected ] || return 1
+  [ -n "$(field office connectedSince)" ] || return 1
+  out=$(c "$V" verify office --probe http://198.19.0.1:8080/ 2>&1) || { echo "$out"; return 1; }
+  grep -q "verdict: path proven" <<<"$out" || return 1
+  c "$V" is-connected office || return 1
+  out=$(c "$V" stop office 2>&1) || { echo "  stop: $out"; return 1; }
+  [ "$(field office status)" = disconnected ] || return 1
+  [ "$(field office stopReason)" = userInitiated ] || return 1
+  c "$V" is-connected office; [ $? = 12 ] || return 1
+  nothing_left
+}
+check "full cycle: import, start, status, verify, stop; nothing left behind" test_full_cycle
+
+test_peer_down() {
+  # A profile whose peer does not answer (no server on that port).
+  sed 's/51820/51999/' "$LAB_DIR/office.conf" > "$LAB_DIR/dead.conf"
+  c "$V" import "$LAB_DIR/dead.conf" >/dev/null || return 1
+  local err rc t0 t1
+  t0=$(date +%s)
+  err=$(c "$V" start dead --timeout 3 2>&1 >/dev/null); rc=$?
+  t1=$(date +%s)
+  [ $rc = 4 ] || { echo "  exit $rc: $err"; return 1; }
+  [ $((t1 - t0)) -le 6 ] || { echo "  took $((t1 - t0)) s"; return 1; }
+  grep -q "serverNotResponding" <<<"$err" || { echo "  $err"; return 1; }
+  grep -q "198.18.0.1:51999" <<<"$err" || { echo "  no endpoint in: $err"; return 1; }
+  [ "$(field dead lastDisconnectError.name)" = serverNotResponding ] || return 1
+  c "$V" remove dead >/dev/null
+  nothing_left
+}
+check "peer down: exit 4 within the timeout, serverNotResponding naming the endpoint" test_peer_down
+
+test_provider_killed() {
+  c "$V" start office >/dev/null || return 1
+  c "$V" status --watch --json --count 2 > "$LAB_DIR/watch1.json" 2>/dev/null &
+  local watcher=$! wgpid
+  sleep 0.3
+  wgpid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR"/$(field office id).json)
+  kill -KILL "$wgpid"
+  wait_status office disconnected 5 || return 1
+  [ "$(field office stopReason)" = providerFailed ] || { echo "  stopReason $(field office stopReason)"; return 1; }
+  [ "$(field office lastDisconnectError.name)" = pluginFailed ] || return 1
+  for _ in $(seq 1 50); do kill -0 $watcher 2>/dev/null || break; sleep 0.1; done
+  kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+  python3 - "$LAB_DIR/watch1.json" <<'PY' || return 1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+seq = [(l["previous"], l["status"]) for l in lines]
+if seq[-1][1] != "disconnected" or ("connected", "disconnecting") not in seq:
+    print("  watch saw", seq); sys.exit(1)
+PY
+  nothing_left
+}
+check "provider killed: disconnected with providerFailed, seen by --watch, nothing left" test_provider_killed
+
+test_supervisor_killed() {
+  c "$V" start office >/dev/null || return 1
+  local sup wg id
+  id=$(field office id)
+  sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisorPid"])' "$VPNCTL_RUN_DIR/$id.json")
+  wg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$id.json")
+  kill -KILL "$sup"
+  for _ in $(seq 1 100); do [ -d "/proc/$wg" ] || break; sleep 0.02; done
+  [ -d "/proc/$wg" ] && { echo "  wireguard-go $wg outlived its supervisor"; return 1; }
+  [ "$(field office status)" = disconnected ] || { echo "  status $(field office status)"; return 1; }
+  [ "$(field office stopReason)" = providerFailed ] || return 1
+  c ping -c 1 -W 1 198.19.0.1 >/dev/null 2>&1 && { echo "  traffic still passes"; return 1; }
+  c "$V" stop office >/dev/null 2>&1 || return 1
+  nothing_left
+}
+check "supervisor killed: the provider dies with it, status says disconnected, stop cleans up" test_supervisor_killed
+
+test_reasserting_peer_silenced() {
+  c "$V" start office >/dev/null || return 1
+  c ping -i 0.2 -w 60 198.19.0.1 >/dev/null 2>&1 &
+  local pinger=$! rc=0
+  sleep 1
+  lab_server_stop "${LAB}w"
+  wait_status office reasserting 22 || rc=1
+  lab_server_start "${LAB}w"
+  [ $rc = 0 ] && { wait_status office connected 20 || rc=1; }
+  kill $pinger 2>/dev/null; wait $pinger 2>/dev/null
+  c "$V" stop office >/dev/null
+  return $rc
+}
+check "peer silenced while sending: connected -> reasserting -> connected" test_reasserting_peer_silenced
+
+test_reasserting_underlay_down() {
+  c "$V" start office >/dev/null || return 1
+  c ping -i 0.2 -w 30 198.19.0.1 >/dev/null 2>&1 &
+  local pinger=$! rc=0
+  sleep 0.5
+  c ip link set "${LAB}c0" down
+  wait_status office reasserting 5 || rc=1
+  c ip link set "${LAB}c0" up
+  [ $rc = 0 ] && { wait_status office connected 20 || rc=1; }
+  kill $pinger 2>/dev/null; wait $pinger 2>/dev/null
+  c "$V" stop office >/dev/null
+  return $rc
+}
+check "underlay down: connected -> reasserting -> connected" test_reasserting_underlay_down
+
+test_two_profiles() {
+  c "$V" start office >/dev/null || return 1
+  c "$V" start second >/dev/null || return 1
+  [ "$(field office interface)" != "$(field second interface)" ] || return 1
+  c "$V" stop second >/dev/null || return 1
+  [ "$(field office status)" = connected ] || return 1
+  [ "$(field second status)" = disconnected ] || return 1
+  c "$V" verify office --probe 198.19.0.1:8080 >/dev/null || { echo "  office lost its path"; return 1; }
+  c "$V" stop office >/dev/null
+  nothing_left
+}
+check "two profiles: stopping one leaves the other connected and passing traffic" test_two_profiles
+
+test_no_wait_never_lies() {
+  local out st
+  out=$(c "$V" start office --no-wait 2>&1) || return 1
+  grep -q "start requested; status: connecting" <<<"$out" || { echo "  $out"; return 1; }
+  st=$(field office status)
+  case $st in
+    connecting) ;;
+    connected) s wg show "${LAB}w" latest-handshakes | awk '{exit !($2 > 0)}' || { echo "  connected without a handshake"; return 1; } ;;
+    *) echo "  status right after --no-wait: $st"; return 1 ;;
+  esac
+  wait_status office connected 10 || return 1
+  c "$V" stop office >/dev/null
+}
+check "start --no-wait: the next status is connecting (or connected after a real handshake)" test_no_wait_never_lies
+
+test_watch_sequence() {
+  c "$V" status office --watch --json --count 4 > "$LAB_DIR/watch2.json" 2>/dev/null &
+  local watcher=$!
+  sleep 0.3
+  c "$V" start office >/dev/null || return 1
+  c "$V" stop office >/dev/null || return 1
+  for _ in $(seq 1 50); do kill -0 $watcher 2>/dev/null || break; sleep 0.1; done
+  kill $watcher 2>/dev/null; wait $watcher 2>/dev/null
+  python3 - "$LAB_DIR/watch2.json" <<'PY'
+import json, sys
+seq = [json.loads(l)["status"] for l in open(sys.argv[1])]
+if seq != ["connecting", "connected", "disconnecting", "disconnected"]:
+    print("  watch saw", seq); sys.exit(1)
+PY
+}
+check "status --watch --json records connecting, connected, disconnecting, disconnected" test_watch_sequence
+
+test_toggle() {
+  local out
+  out=$(c "$V" toggle office) || return 1
+  grep -q "connected  office  utun" <<<"$out" || { echo "  $out"; return 1; }
+  out=$(c "$V" toggle office --json) || return 1
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["action"]=="stop" and d["profile"]["status"]=="disconnected"' <<<"$out" || return 1
+  nothing_left
+}
+check "toggle connects, then disconnects, with a status card" test_toggle
+
+test_bad_input() {
+  local err rc id
+  c "$V" start nosuch >/dev/null 2>&1; rc=$?; [ $rc = 9 ] || { echo "  unknown: $rc"; return 1; }
+  c "$V" disable second >/dev/null
+  err=$(c "$V" start second 2>&1); rc=$?
+  [ $rc = 6 ] && grep -q "profile 'second' is disabled" <<<"$err" || { echo "  disabled: $rc $err"; return 1; }
+  c "$V" enable second >/dev/null
+  err=$(c env PATH=/nonexistent "$V" start second 2>&1); rc=$?
+  [ $rc = 10 ] && grep -q "wireguard-go is not installed" <<<"$err" || { echo "  no provider: $rc $err"; return 1; }
+  # A hand-edited store with an empty peer key.
+  python3 - "$VPNCTL_CONFIG_DIR/preferences.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["profiles"]:
+    if p["name"] == "second": p["protocol"]["peers"][0]["publicKey"] = ""
+json.dump(d, open(sys.argv[1], "w"), indent=2)
+PY
+  err=$(c "$V" start second 2>&1); rc=$?
+  [ $rc = 5 ] && grep -q "protocol.peers\[0\].publicKey: missing" <<<"$err" || { echo "  no peer key: $rc $err"; return 1; }
+  nothing_left
+}
+check "bad input: unknown 9, disabled 6, no wireguard-go 10, missing peer key 5" test_bad_input
+
+lab_down
+trap - EXIT
+left=$(ip netns list | grep -E "^${LAB}[cs]\b")
+[ -z "$left" ] && pass "lab teardown leaves no namespace" || fail "namespaces left: $left"
+echo "lab: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
