@@ -16,7 +16,7 @@ DEMO_PACKAGES  :=
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -static-executable
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test install uninstall clean
+.PHONY: all deps build test test-unit test-cli test-lab demo bench install uninstall clean
 
 all: build
 
@@ -37,10 +37,25 @@ build: deps
 	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl" build/vpnctl
 	@echo "built build/vpnctl"
 
-test: build
+test: build test-unit test-cli test-lab
+
+test-unit:
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+test-cli: build
 	bash Tests/cli/run.sh build/vpnctl
+
+# Real tunnels inside namespaces the tests create (skips, with the reason, where
+# namespaces or tun devices are not available).
+test-lab: build
+	bash Tests/lab/e2e.sh build/vpnctl
+
+demo: build
+	bash Tests/lab/demo.sh build/vpnctl
+
+bench: build
+	bash Benchmarks/run.sh build/vpnctl
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"

@@ -22,7 +22,8 @@ import VPNCore
             let spec = try #require(VPNCLI.commands.first { $0.name == name })
             let heads = spec.subcommands.isEmpty ? [String(name)] : spec.subcommands.map { "\(name) \($0.name)" }
             for head in heads {
-                #expect(man.contains(".SS \"\(head)"), "man page has no section for '\(head)'")
+                let roff = head.replacingOccurrences(of: "-", with: "\\-")
+                #expect(man.contains(".SS \"\(roff)"), "man page has no section for '\(head)'")
             }
             for option in spec.options + spec.subcommands.flatMap(\.options) {
                 #expect(man.contains("\\-\\-\(option.name.replacingOccurrences(of: "-", with: "\\-"))"), "man page lacks --\(option.name)")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make demo`: brings the lab up, runs vpnctl through a whole session inside
+# the client namespace, showing each command and its real output, then tears
+# the lab down. Usage: demo.sh path/to/vpnctl
+set -uo pipefail
+V=$(realpath "${1:?usage: demo.sh path/to/vpnctl}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lab.sh"
+
+why=$(lab_cannot_run)
+if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
+trap lab_down EXIT
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+run() {  # run CMD...: shows the command as a user would type it, then runs it in the client namespace
+  step "$*"
+  local words=("$@"); words[0]=$V
+  c "${words[@]}"
+  local rc=$?
+  [ $rc = 0 ] || echo "(exit $rc)"
+}
+
+echo "== bringing the lab up: namespaces $NS_C (client) and $NS_S (server), wireguard-go peer, HTTP server on 198.19.0.1:8080"
+lab_up
+echo "   the server's tunnel-only resource: http://198.19.0.1:8080/ (reachable only through the tunnel)"
+step "cat office.conf"; sed 's/^PrivateKey = .*/PrivateKey = (hidden)/' "$LAB_DIR/office.conf"
+
+run vpnctl import "$LAB_DIR/office.conf"
+run vpnctl start office --wait --verbose
+run vpnctl status
+run vpnctl verify office --probe http://198.19.0.1:8080/
+step "ip -s link show utun0"; c ip -s link show utun0
+run vpnctl toggle office
+run vpnctl status
+echo
+echo "== tearing the lab down"
