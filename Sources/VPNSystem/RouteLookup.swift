@@ -8,6 +8,11 @@ import CNetlink
 public struct RouteDecision: Equatable, Sendable {
     public let outputInterfaceIndex: Int32
     public let gateway: [UInt8]?
+
+    public init(outputInterfaceIndex: Int32, gateway: [UInt8]?) {
+        self.outputInterfaceIndex = outputInterfaceIndex
+        self.gateway = gateway
+    }
 }
 
 /// Asynchronous rtnetlink notifications (link and route changes), for the

@@ -81,9 +81,9 @@ public struct RuntimeStore: Sendable {
 /// ISO 8601 with milliseconds, UTC, without Foundation's formatters.
 public enum Timestamp {
     public static func iso8601(_ date: Date) -> String {
-        let t = date.timeIntervalSince1970
-        var secs = time_t(t.rounded(.down))
-        let ms = Int(((t - Double(secs)) * 1000).rounded(.down))
+        let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var secs = time_t(totalMs / 1000)
+        let ms = Int(totalMs % 1000)
         var tm = tm()
         gmtime_r(&secs, &tm)
         func pad(_ v: Int32, _ w: Int) -> String {
@@ -122,9 +122,9 @@ public enum Timestamp {
 
     /// "14:03:07.123", local time, for --watch lines.
     public static func clock(_ date: Date) -> String {
-        let t = date.timeIntervalSince1970
-        var secs = time_t(t.rounded(.down))
-        let ms = Int(((t - Double(secs)) * 1000).rounded(.down))
+        let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var secs = time_t(totalMs / 1000)
+        let ms = Int(totalMs % 1000)
         var tm = tm()
         localtime_r(&secs, &tm)
         func pad(_ v: Int, _ w: Int) -> String {

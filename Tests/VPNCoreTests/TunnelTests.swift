@@ -1,0 +1,268 @@
+import Foundation
+import Testing
+@testable import VPNCore
+import VPNSystem
+
+/// Records every call, and fails the Nth one on request.
+final class FakeTunnelSystem: TunnelSystem {
+    var calls: [String] = []
+    var failAt: String? = nil
+    var existing: Set<String> = []
+    var liveSockets: Set<String> = []
+    var uapiReplies: [String] = []
+
+    struct Injected: Error {}
+
+    func record(_ call: String) throws {
+        calls.append(call)
+        if let failAt, call.hasPrefix(failAt) { throw Injected() }
+    }
+
+    func interfaceExists(_ name: String) -> Bool { existing.contains(name) }
+    func uapiSocketIsLive(_ name: String) -> Bool { liveSockets.contains(name) }
+    func createTun(_ name: String) throws -> Int32 { try record("createTun \(name)"); return 10 }
+    func closeFD(_ fd: Int32) { calls.append("close \(fd)") }
+    func listenUAPI(_ name: String) throws -> Int32 { try record("listenUAPI \(name)"); return 11 }
+    func removeUAPI(_ name: String) { calls.append("removeUAPI \(name)") }
+    func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t {
+        try record("spawn \(argv.joined(separator: " ")) fds=\(passFDs)")
+        return 4242
+    }
+    func stopProvider(_ pid: pid_t) { calls.append("stopProvider \(pid)") }
+    func ifindex(_ name: String) throws -> Int32 { try record("ifindex \(name)"); return 7 }
+    func addAddress(_ cidr: String, ifindex: Int32) throws { try record("addAddress \(cidr)") }
+    func deleteAddress(_ cidr: String, ifindex: Int32) throws { calls.append("deleteAddress \(cidr)") }
+    func setMTU(_ name: String, _ mtu: Int) throws { try record("setMTU \(mtu)") }
+    func setUp(_ name: String) throws { try record("setUp \(name)") }
+    func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {
+        try record("addRoute \(prefix) dev \(ifindex)\(gateway.map { " via \($0)" } ?? "")")
+    }
+    func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws { calls.append("deleteRoute \(prefix)") }
+    func deleteLink(_ name: String) throws { calls.append("deleteLink \(name)") }
+    func uapi(_ name: String, _ request: String) throws -> String {
+        let first = request.split(separator: "\n").first.map(String.init) ?? ""
+        try record("uapi \(first)\(request.contains("persistent_keepalive_interval=") && !request.contains("private_key") ? " keepalive" : "")")
+        return "errno=0\n\n"
+    }
+    func route(to address: IPAddress) -> RouteDecision? {
+        calls.append("route \(address)")
+        return RouteDecision(outputInterfaceIndex: 2, gateway: IPAddress("198.18.0.254")!.bytes)
+    }
+}
+
+@Suite struct WireGuardTunnelTests {
+    let key = "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="
+
+    func config(allowed: [String] = ["198.19.0.0/24"]) -> WireGuardConfiguration {
+        WireGuardConfiguration(privateKeySecret: "private-key", addresses: ["198.19.0.2/32", "fd19::2/64"], mtu: 1380,
+                               peers: [WireGuardPeer(publicKey: "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+                                                     allowedIPs: allowed, endpoint: "198.18.0.1:51820")])
+    }
+
+    func start(_ system: FakeTunnelSystem, _ config: WireGuardConfiguration) throws -> WireGuardTunnel {
+        let t = WireGuardTunnel(profileID: UUID(), config: config, system: system, log: { _ in })
+        try t.start(wireguardGo: "/usr/bin/wireguard-go", execWrapper: ["/vpnctl", "__exec-provider", "1"], logFD: 2,
+                    privateKey: key, presharedKeys: [:])
+        return t
+    }
+
+    @Test func bringUpOrder() throws {
+        let system = FakeTunnelSystem()
+        system.existing = ["utun0"]
+        system.liveSockets = ["utun1"]
+        let t = try start(system, config())
+        #expect(t.interface == "utun2")
+        let changes = system.calls.filter { !$0.hasPrefix("route ") && !$0.hasPrefix("close") }
+        #expect(Array(changes.prefix(11)) == [
+            "createTun utun2", "listenUAPI utun2",
+            "spawn /vpnctl __exec-provider 1 /usr/bin/wireguard-go -f utun2 fds=[10, 11]",
+            "uapi get=1", "ifindex utun2", "addAddress 198.19.0.2/32", "addAddress fd19::2/64",
+            "setMTU 1380", "setUp utun2", "uapi set=1", "addRoute 198.19.0.0/24 dev 7",
+        ])
+        #expect(t.settings.routes == ["198.19.0.0/24"])
+        #expect(t.settings.mtu == 1380)
+    }
+
+    @Test(arguments: ["listenUAPI", "spawn", "ifindex", "addAddress fd19", "setMTU", "setUp", "uapi set=1", "addRoute"])
+    func failureAtAnyStepUnwindsEverythingDoneNewestFirst(step: String) {
+        let system = FakeTunnelSystem()
+        system.failAt = step
+        #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, config()) }
+        let failed = system.calls.firstIndex { $0.hasPrefix(step) }!
+        let undo = system.calls[(failed + 1)...].filter { !$0.hasPrefix("close") }
+        var expected: [String] = []
+        let done = system.calls[..<failed]
+        if done.contains(where: { $0.hasPrefix("addAddress fd19::2/64") }) { expected.append("deleteAddress fd19::2/64") }
+        if done.contains(where: { $0.hasPrefix("addAddress 198.19.0.2/32") }) { expected.append("deleteAddress 198.19.0.2/32") }
+        if done.contains(where: { $0.hasPrefix("spawn") }) { expected.append("stopProvider 4242") }
+        if done.contains(where: { $0.hasPrefix("listenUAPI") }) { expected.append("removeUAPI utun0") }
+        expected.append("deleteLink utun0")
+        #expect(Array(undo) == expected, "after failing at \(step): \(system.calls)")
+    }
+
+    @Test func stopUnwindsInReverse() throws {
+        let system = FakeTunnelSystem()
+        let t = try start(system, config())
+        system.calls = []
+        t.stop()
+        #expect(system.calls == ["deleteRoute 198.19.0.0/24", "deleteAddress fd19::2/64", "deleteAddress 198.19.0.2/32",
+                                 "stopProvider 4242", "removeUAPI utun0", "deleteLink utun0"])
+    }
+
+    @Test func defaultRouteIsSplitAndTheEndpointExcluded() throws {
+        let system = FakeTunnelSystem()
+        let t = try start(system, config(allowed: ["0.0.0.0/0"]))
+        #expect(system.calls.contains("addRoute 198.18.0.1/32 dev 2 via 198.18.0.254"))
+        #expect(t.settings.routes == ["0.0.0.0/1", "128.0.0.0/1"])
+        #expect(t.settings.excludedRoutes == ["198.18.0.1/32"])
+        let excluded = system.calls.firstIndex(of: "addRoute 198.18.0.1/32 dev 2 via 198.18.0.254")!
+        let tunnelRoute = system.calls.firstIndex(of: "addRoute 0.0.0.0/1 dev 7")!
+        #expect(excluded < tunnelRoute)
+    }
+
+    @Test func unresolvableEndpointIsNamed() {
+        let system = FakeTunnelSystem()
+        var c = config()
+        c.peers[0].endpoint = "no-such-host.invalid:51820"
+        let f = #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, c) }
+        #expect(f?.error.name == "serverAddressResolutionFailed")
+        #expect(system.calls.filter { $0.hasPrefix("createTun") }.isEmpty)
+    }
+}
+
+@Suite struct WireGuardHealthTests {
+    @Test func connectsOnFirstHandshake() {
+        var h = WireGuardHealth()
+        #expect(h.observe(nowMs: 0, handshakeEpoch: 0, handshakeAgeMs: nil, rxBytes: 0, txBytes: 148, pathProblem: nil) == .connecting)
+        #expect(h.observe(nowMs: 10, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 92, txBytes: 148, pathProblem: nil) == .connected)
+    }
+
+    @Test func sendingWithoutReplyFor15sReasserts() {
+        var h = WireGuardHealth()
+        _ = h.observe(nowMs: 0, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 100, txBytes: 100, pathProblem: nil)
+        var tx: UInt64 = 100
+        var v = WireGuardHealth.Verdict.connected
+        for t in stride(from: Int64(1000), through: 14_000, by: 1000) {
+            tx += 96
+            v = h.observe(nowMs: t, handshakeEpoch: 5, handshakeAgeMs: t, rxBytes: 100, txBytes: tx, pathProblem: nil)
+            #expect(v == .connected, "at \(t) ms")
+        }
+        v = h.observe(nowMs: 16_500, handshakeEpoch: 5, handshakeAgeMs: 16_500, rxBytes: 100, txBytes: tx + 96, pathProblem: nil)
+        guard case .reasserting = v else { Issue.record("expected reasserting, got \(v)"); return }
+        // Back only on evidence: a newer handshake.
+        v = h.observe(nowMs: 17_000, handshakeEpoch: 5, handshakeAgeMs: 17_000, rxBytes: 100, txBytes: tx + 200, pathProblem: nil)
+        guard case .reasserting = v else { Issue.record("recovered without evidence"); return }
+        v = h.observe(nowMs: 21_000, handshakeEpoch: 21_000, handshakeAgeMs: 1, rxBytes: 192, txBytes: tx + 400, pathProblem: nil)
+        #expect(v == .connected)
+    }
+
+    @Test func idleTunnelStaysConnected() {
+        var h = WireGuardHealth()
+        _ = h.observe(nowMs: 0, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 100, txBytes: 100, pathProblem: nil)
+        #expect(h.observe(nowMs: 600_000, handshakeEpoch: 5, handshakeAgeMs: 600_000, rxBytes: 100, txBytes: 100, pathProblem: nil) == .connected)
+    }
+
+    @Test func brokenPathReassertsAtOnceAndRecoversOnTraffic() {
+        var h = WireGuardHealth()
+        _ = h.observe(nowMs: 0, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 100, txBytes: 100, pathProblem: nil)
+        #expect(h.observe(nowMs: 100, handshakeEpoch: 5, handshakeAgeMs: 100, rxBytes: 100, txBytes: 100,
+                          pathProblem: "no route to the endpoint") == .reasserting("no route to the endpoint"))
+        guard case .reasserting = h.observe(nowMs: 200, handshakeEpoch: 5, handshakeAgeMs: 200, rxBytes: 100, txBytes: 196, pathProblem: nil)
+        else { Issue.record("recovered without evidence"); return }
+        #expect(h.observe(nowMs: 300, handshakeEpoch: 5, handshakeAgeMs: 300, rxBytes: 196, txBytes: 292, pathProblem: nil) == .connected)
+    }
+
+    @Test func staleHandshakeWhileSendingReasserts() {
+        var h = WireGuardHealth()
+        _ = h.observe(nowMs: 0, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 100, txBytes: 100, pathProblem: nil)
+        let v = h.observe(nowMs: 1000, handshakeEpoch: 5, handshakeAgeMs: 181_000, rxBytes: 196, txBytes: 196, pathProblem: nil)
+        #expect(v == .reasserting("last handshake 181 s ago"))
+    }
+}
+
+@Suite struct UAPITests {
+    @Test func parsesGetReply() throws {
+        let reply = """
+        private_key=e84b5a6d2717c1003a13b431570353dbaca9146cf150c5f8575680feba52027a
+        listen_port=51820
+        public_key=b85996fecc9c7f1fc6d2572a76eda11d59bcd20be8e543b15ce4bd85a8e75a33
+        endpoint=198.18.0.1:51820
+        last_handshake_time_sec=1764430000
+        last_handshake_time_nsec=500000000
+        tx_bytes=148
+        rx_bytes=92
+        persistent_keepalive_interval=0
+        allowed_ip=198.19.0.0/24
+        protocol_version=1
+        errno=0
+
+
+        """
+        let peers = try WireGuardUAPI.parseGet(reply)
+        #expect(peers.count == 1)
+        #expect(peers[0].lastHandshakeSec == 1_764_430_000)
+        #expect(peers[0].lastHandshakeNsec == 500_000_000)
+        #expect(peers[0].rxBytes == 92 && peers[0].txBytes == 148)
+        #expect(peers[0].endpoint == "198.18.0.1:51820")
+    }
+
+    @Test func errnoAndGarbageAreErrors() {
+        #expect(throws: WireGuardUAPI.ReplyError.errno(1)) { try WireGuardUAPI.parseGet("errno=1\n\n") }
+        #expect(throws: WireGuardUAPI.ReplyError.self) { try WireGuardUAPI.parseGet("hello\n\n") }
+        #expect(throws: WireGuardUAPI.ReplyError.self) { try WireGuardUAPI.parseGet("") }
+    }
+
+    @Test func setRequestUsesHexKeysAndEndsWithABlankLine() {
+        let r = WireGuardUAPI.setRequest(privateKeyHex: "aa", listenPort: nil, fwmark: nil, peers: [
+            .init(publicKeyHex: "bb", presharedKeyHex: nil, endpoint: "198.18.0.1:51820", keepalive: 25, allowedIPs: ["10.0.0.0/8"])])
+        #expect(r == "set=1\nprivate_key=aa\nreplace_peers=true\npublic_key=bb\nendpoint=198.18.0.1:51820\npersistent_keepalive_interval=25\nreplace_allowed_ips=true\nallowed_ip=10.0.0.0/8\n\n")
+        #expect(WireGuardKey.hex("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=")?.count == 64)
+    }
+
+    @Test func networksAndTimestamps() {
+        #expect(CIDR("10.9.0.2/24")!.network.description == "10.9.0.0/24")
+        #expect(CIDR("fd00:9::2/64")!.network.description == "fd00:9::/64")
+        #expect(CIDR("198.19.0.0/24")!.contains(IPAddress("198.19.0.7")!))
+        #expect(!CIDR("198.19.0.0/24")!.contains(IPAddress("198.18.0.7")!))
+        let d = Date(timeIntervalSince1970: 1_764_430_000.123)
+        #expect(Timestamp.iso8601(d) == "2025-11-29T15:26:40.123Z")
+        #expect(abs(Timestamp.parse(Timestamp.iso8601(d))!.timeIntervalSince1970 - d.timeIntervalSince1970) < 0.001)
+    }
+}
+
+@Suite struct StatusDerivationTests {
+    @Test func connectedRecordWithDeadSupervisorReadsDisconnected() throws {
+        let dir = TempDir()
+        let controller = TunnelController(configDirectory: dir.path + "/etc", runDirectory: dir.path + "/run")
+        try controller.runtime.prepare()
+        let profile = sampleProfile("office")
+        #expect(try controller.derive(profile).status == .disconnected)
+        var r = RuntimeRecord(id: profile.id, name: "office", status: .connected)
+        r.supervisorPid = 999_999
+        r.supervisorStartTime = 1
+        r.interface = "utun0"
+        r.ifindex = 9
+        r.connectedSince = Date()
+        try controller.runtime.write(r)
+        let d = try controller.derive(profile)
+        #expect(d.status == .disconnected)
+        #expect(d.stopReason == .providerFailed)
+        #expect(d.lastDisconnectError?.name == "pluginFailed")
+        #expect(d.connectedSince == nil)
+    }
+
+    @Test func recycledPidIsNotOurs() throws {
+        let dir = TempDir()
+        let controller = TunnelController(configDirectory: dir.path + "/etc", runDirectory: dir.path + "/run")
+        try controller.runtime.prepare()
+        let profile = sampleProfile("office")
+        var r = RuntimeRecord(id: profile.id, name: "office", status: .connecting)
+        r.supervisorPid = getpid()  // alive, but started at another time
+        r.supervisorStartTime = (Processes.startTime(of: getpid()) ?? 0) + 1
+        try controller.runtime.write(r)
+        #expect(try controller.derive(profile).status == .disconnected)
+        r.supervisorStartTime = Processes.startTime(of: getpid())
+        try controller.runtime.write(r)
+        #expect(try controller.derive(profile).status == .connecting)
+    }
+}
