@@ -10,6 +10,7 @@ SWIFT   ?= swift
 BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
 TEST_PACKAGES  := iproute2 iputils-ping python3 wireguard-go wireguard-tools
 DEMO_PACKAGES  :=
+EXTRA_PACKAGES ?=
 
 # -static-executable: start-up ~1.4 ms instead of ~4.7 ms with --static-swift-stdlib
 # alone (hyperfine, vpnctl --version); scripts call vpnctl in loops.
@@ -22,7 +23,7 @@ all: build
 
 deps:
 	@missing=""; \
-	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(DEMO_PACKAGES); do \
+	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -55,6 +56,7 @@ demo: build
 	bash Tests/lab/demo.sh build/vpnctl
 
 bench: build
+	@$(MAKE) -s deps EXTRA_PACKAGES=hyperfine
 	bash Benchmarks/run.sh build/vpnctl
 
 install: build

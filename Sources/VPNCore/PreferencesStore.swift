@@ -5,7 +5,7 @@ import FoundationEssentials
 import VPNSystem
 
 /// The on-disk form of the preferences.
-public struct Preferences: Codable, Equatable, Sendable {
+public struct Preferences: Encodable, Equatable, Sendable {
     public static let currentSchemaVersion = 1
     public var schemaVersion: Int
     public var profiles: [Profile]
@@ -147,19 +147,15 @@ public enum PreferencesCodec {
     }
 
     public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
-        if let problem = JSONSyntax.firstError(in: bytes) {
-            throw VPNError(.configurationReadWriteFailed,
-                           "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)",
-                           hint: "fix the file by hand (vpnctl never rewrites a file it cannot read)")
-        }
+        let hint = "fix the file by hand (vpnctl never rewrites a file it cannot read)"
         let prefs: Preferences
         do {
-            prefs = try JSONDecoder().decode(Preferences.self, from: Data(bytes))
-        } catch let e as DecodingError {
-            throw VPNError(.configurationReadWriteFailed, "\(path): \(describe(e))",
-                           hint: "fix the file by hand (vpnctl never rewrites a file it cannot read)")
-        } catch {
-            throw VPNError(.configurationReadWriteFailed, "\(path): \(error)")
+            prefs = try Preferences(json: JSONReader(try JSONSyntax.parse(bytes)))
+        } catch let problem as JSONSyntax.Problem {
+            throw VPNError(.configurationReadWriteFailed,
+                           "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)", hint: hint)
+        } catch let problem as JSONDecodeProblem {
+            throw VPNError(.configurationReadWriteFailed, "\(path): \(problem)", hint: hint)
         }
         if prefs.schemaVersion > Preferences.currentSchemaVersion {
             throw VPNError(.configurationReadWriteFailed,
@@ -179,42 +175,5 @@ public enum PreferencesCodec {
             }
         }
         return prefs
-    }
-
-    /// A decoding error as "at profiles[2].protocol.peers: expected an array".
-    public static func describe(_ e: DecodingError) -> String {
-        func pathText(_ path: [CodingKey]) -> String {
-            var s = ""
-            for k in path {
-                if let i = k.intValue { s += "[\(i)]" } else { s += s.isEmpty ? k.stringValue : ".\(k.stringValue)" }
-            }
-            return s.isEmpty ? "top level" : s
-        }
-        switch e {
-        case .typeMismatch(let type, let ctx):
-            return "at \(pathText(ctx.codingPath)): expected \(typeName(type))"
-        case .valueNotFound(let type, let ctx):
-            return "at \(pathText(ctx.codingPath)): expected \(typeName(type)), found null"
-        case .keyNotFound(let key, let ctx):
-            return "at \(pathText(ctx.codingPath + [key])): missing"
-        case .dataCorrupted(let ctx):
-            return "at \(pathText(ctx.codingPath)): \(ctx.debugDescription)"
-        @unknown default:
-            return "\(e)"
-        }
-    }
-
-    static func typeName(_ t: Any.Type) -> String {
-        switch t {
-        case is String.Type: return "a string"
-        case is Bool.Type: return "true or false"
-        case is Int.Type: return "an integer"
-        case is UUID.Type: return "a UUID string"
-        default:
-            let n = "\(t)"
-            if n.hasPrefix("Array") { return "an array" }
-            if n.hasPrefix("Dictionary") { return "an object" }
-            return "a value of type \(n)"
-        }
     }
 }

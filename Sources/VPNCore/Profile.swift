@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// A saved VPN configuration: the Linux counterpart of an NEVPNManager /
 /// NETunnelProviderManager configuration.
-public struct Profile: Codable, Equatable, Sendable {
+public struct Profile: Encodable, Equatable, Sendable {
     /// Never changes once created; stop and runtime state are keyed by it.
     public var id: UUID
     public var name: String
@@ -29,17 +29,6 @@ public struct Profile: Codable, Equatable, Sendable {
         case id, name, enabled, revision, `protocol`, onDemand, policy
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(UUID.self, forKey: .id)
-        name = try c.decode(String.self, forKey: .name)
-        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
-        revision = try c.decodeIfPresent(Int.self, forKey: .revision) ?? 0
-        `protocol` = try c.decode(ProtocolConfiguration.self, forKey: .protocol)
-        onDemand = try c.decodeIfPresent(OnDemand.self, forKey: .onDemand) ?? OnDemand()
-        policy = try c.decodeIfPresent(Policy.self, forKey: .policy) ?? Policy()
-    }
-
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id.uuidString.lowercased(), forKey: .id)
@@ -56,7 +45,7 @@ public struct Profile: Codable, Equatable, Sendable {
 }
 
 /// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.
-public struct OnDemand: Codable, Equatable, Sendable {
+public struct OnDemand: Encodable, Equatable, Sendable {
     public var enabled: Bool
     public var rules: [OnDemandRule]
 
@@ -65,16 +54,10 @@ public struct OnDemand: Codable, Equatable, Sendable {
         self.rules = rules
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? false
-        rules = try c.decodeIfPresent([OnDemandRule].self, forKey: .rules) ?? []
-    }
-
     enum CodingKeys: String, CodingKey { case enabled, rules }
 }
 
-public struct OnDemandRule: Codable, Equatable, Sendable {
+public struct OnDemandRule: Encodable, Equatable, Sendable {
     public enum Action: String, Codable, Sendable {
         case connect, disconnect, evaluateConnection, ignore
     }
@@ -95,19 +78,13 @@ public struct OnDemandRule: Codable, Equatable, Sendable {
 }
 
 /// Who may control the profile (the isVPNAllowed guard). Empty lists mean root only.
-public struct Policy: Codable, Equatable, Sendable {
+public struct Policy: Encodable, Equatable, Sendable {
     public var users: [String]
     public var groups: [String]
 
     public init(users: [String] = [], groups: [String] = []) {
         self.users = users
         self.groups = groups
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        users = try c.decodeIfPresent([String].self, forKey: .users) ?? []
-        groups = try c.decodeIfPresent([String].self, forKey: .groups) ?? []
     }
 
     enum CodingKeys: String, CodingKey { case users, groups }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// The protocol half of a profile, tagged by `type` in JSON.
-public enum ProtocolConfiguration: Codable, Equatable, Sendable {
+public enum ProtocolConfiguration: Encodable, Equatable, Sendable {
     case wireguard(WireGuardConfiguration)
     case openvpn(OpenVPNConfiguration)
     case ikev2(IKEv2Configuration)
@@ -21,22 +21,6 @@ public enum ProtocolConfiguration: Codable, Equatable, Sendable {
     }
 
     enum TypeKey: String, CodingKey { case type }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: TypeKey.self)
-        let raw = try c.decode(String.self, forKey: .type)
-        guard let kind = Kind(rawValue: raw) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .type, in: c,
-                debugDescription: "unknown protocol type '\(raw)' (expected \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
-        }
-        switch kind {
-        case .wireguard: self = .wireguard(try WireGuardConfiguration(from: decoder))
-        case .openvpn: self = .openvpn(try OpenVPNConfiguration(from: decoder))
-        case .ikev2: self = .ikev2(try IKEv2Configuration(from: decoder))
-        case .provider: self = .provider(try ProviderConfiguration(from: decoder))
-        }
-    }
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: TypeKey.self)
@@ -74,7 +58,7 @@ public enum ProtocolConfiguration: Codable, Equatable, Sendable {
 
 /// A WireGuard tunnel carried by wireguard-go. Keys are base64 as in wg-quick;
 /// the private key and preshared keys are secret names, never values.
-public struct WireGuardConfiguration: Codable, Equatable, Sendable {
+public struct WireGuardConfiguration: Encodable, Equatable, Sendable {
     public var privateKeySecret: String?
     public var addresses: [String]
     public var dns: [String]
@@ -104,21 +88,9 @@ public struct WireGuardConfiguration: Codable, Equatable, Sendable {
         case privateKeySecret, addresses, dns, mtu, listenPort, table, fwmark, interfaceName, peers
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        privateKeySecret = try c.decodeIfPresent(String.self, forKey: .privateKeySecret)
-        addresses = try c.decodeIfPresent([String].self, forKey: .addresses) ?? []
-        dns = try c.decodeIfPresent([String].self, forKey: .dns) ?? []
-        mtu = try c.decodeIfPresent(Int.self, forKey: .mtu)
-        listenPort = try c.decodeIfPresent(Int.self, forKey: .listenPort)
-        table = try c.decodeIfPresent(String.self, forKey: .table)
-        fwmark = try c.decodeIfPresent(String.self, forKey: .fwmark)
-        interfaceName = try c.decodeIfPresent(String.self, forKey: .interfaceName)
-        peers = try c.decodeIfPresent([WireGuardPeer].self, forKey: .peers) ?? []
-    }
 }
 
-public struct WireGuardPeer: Codable, Equatable, Sendable {
+public struct WireGuardPeer: Encodable, Equatable, Sendable {
     public var publicKey: String
     public var presharedKeySecret: String?
     public var allowedIPs: [String]
@@ -138,20 +110,12 @@ public struct WireGuardPeer: Codable, Equatable, Sendable {
         case publicKey, presharedKeySecret, allowedIPs, endpoint, persistentKeepalive
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        publicKey = try c.decodeIfPresent(String.self, forKey: .publicKey) ?? ""
-        presharedKeySecret = try c.decodeIfPresent(String.self, forKey: .presharedKeySecret)
-        allowedIPs = try c.decodeIfPresent([String].self, forKey: .allowedIPs) ?? []
-        endpoint = try c.decodeIfPresent(String.self, forKey: .endpoint)
-        persistentKeepalive = try c.decodeIfPresent(Int.self, forKey: .persistentKeepalive)
-    }
 }
 
 /// An OpenVPN 2.6 client. The CA is a trust-anchor fingerprint; keys and the
 /// password are secret names.
-public struct OpenVPNConfiguration: Codable, Equatable, Sendable {
-    public struct Remote: Codable, Equatable, Sendable {
+public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
+    public struct Remote: Encodable, Equatable, Sendable {
         public var host: String
         public var port: Int
         public var proto: String
@@ -189,22 +153,10 @@ public struct OpenVPNConfiguration: Codable, Equatable, Sendable {
         case remotes, caFingerprint, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret, options
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        remotes = try c.decodeIfPresent([Remote].self, forKey: .remotes) ?? []
-        caFingerprint = try c.decodeIfPresent(String.self, forKey: .caFingerprint)
-        certificate = try c.decodeIfPresent(String.self, forKey: .certificate)
-        keySecret = try c.decodeIfPresent(String.self, forKey: .keySecret)
-        username = try c.decodeIfPresent(String.self, forKey: .username)
-        passwordSecret = try c.decodeIfPresent(String.self, forKey: .passwordSecret)
-        tlsCryptSecret = try c.decodeIfPresent(String.self, forKey: .tlsCryptSecret)
-        tlsAuthSecret = try c.decodeIfPresent(String.self, forKey: .tlsAuthSecret)
-        options = try c.decodeIfPresent([String].self, forKey: .options) ?? []
-    }
 }
 
 /// IKEv2 (NEVPNProtocolIKEv2), carried by strongSwan.
-public struct IKEv2Configuration: Codable, Equatable, Sendable {
+public struct IKEv2Configuration: Encodable, Equatable, Sendable {
     public enum AuthenticationMethod: String, Codable, Sendable {
         case none, sharedSecret, certificate
     }
@@ -238,22 +190,10 @@ public struct IKEv2Configuration: Codable, Equatable, Sendable {
              username, passwordSecret, identitySecret, caFingerprint
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        serverAddress = try c.decodeIfPresent(String.self, forKey: .serverAddress) ?? ""
-        remoteIdentifier = try c.decodeIfPresent(String.self, forKey: .remoteIdentifier)
-        localIdentifier = try c.decodeIfPresent(String.self, forKey: .localIdentifier)
-        authenticationMethod = try c.decodeIfPresent(AuthenticationMethod.self, forKey: .authenticationMethod) ?? .none
-        sharedSecretSecret = try c.decodeIfPresent(String.self, forKey: .sharedSecretSecret)
-        username = try c.decodeIfPresent(String.self, forKey: .username)
-        passwordSecret = try c.decodeIfPresent(String.self, forKey: .passwordSecret)
-        identitySecret = try c.decodeIfPresent(String.self, forKey: .identitySecret)
-        caFingerprint = try c.decodeIfPresent(String.self, forKey: .caFingerprint)
-    }
 }
 
 /// A packet-tunnel provider named by identifier (NETunnelProviderProtocol).
-public struct ProviderConfiguration: Codable, Equatable, Sendable {
+public struct ProviderConfiguration: Encodable, Equatable, Sendable {
     public var providerIdentifier: String
     public var providerConfiguration: [String: String]
     /// providerConfiguration keys whose values live in secrets: key -> secret name.
@@ -267,10 +207,4 @@ public struct ProviderConfiguration: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey { case providerIdentifier, providerConfiguration, secrets }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        providerIdentifier = try c.decodeIfPresent(String.self, forKey: .providerIdentifier) ?? ""
-        providerConfiguration = try c.decodeIfPresent([String: String].self, forKey: .providerConfiguration) ?? [:]
-        secrets = try c.decodeIfPresent([String: String].self, forKey: .secrets) ?? [:]
-    }
 }

@@ -1,5 +1,5 @@
 /// NEVPNStatus, with the same numbers.
-public enum VPNStatus: Int, Codable, CaseIterable, Sendable, CustomStringConvertible {
+public enum VPNStatus: Int, Encodable, CaseIterable, Sendable, CustomStringConvertible {
     case invalid = 0
     case disconnected = 1
     case connecting = 2
@@ -19,15 +19,6 @@ public enum VPNStatus: Int, Codable, CaseIterable, Sendable, CustomStringConvert
     }
 
     public var description: String { name }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        let s = try c.decode(String.self)
-        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else {
-            throw DecodingError.dataCorruptedError(in: c, debugDescription: "unknown status '\(s)'")
-        }
-        self = v
-    }
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()

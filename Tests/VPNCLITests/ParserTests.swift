@@ -103,3 +103,19 @@ import VPNCore
         #expect((jsonObject(r.stdout)["error"] as? [String: Any])?["name"] as? String == "usage")
     }
 }
+
+@Suite struct JSONOutputTests {
+    /// The hand-built status JSON must match what JSONEncoder writes for the same value.
+    @Test func handBuiltStatusMatchesEncoder() throws {
+        var d = DerivedStatus(id: UUID(), name: "o\"ffice\n", status: .disconnected, supervisorAlive: false)
+        d.lastDisconnectError = ConnectionError(.serverNotResponding, "no handshake from \"peer\"")
+        d.stopReason = .connectionFailed
+        d.connectedSince = Date(timeIntervalSince1970: 1_764_430_000.5)
+        d.interface = "utun0"
+        let byHand = StatusJSON(status: d).json.serialized
+        let byEncoder = Output.encodeJSON(StatusJSON(status: d))
+        #expect(byHand == byEncoder)
+        let empty = DerivedStatus(id: UUID(), name: "x", status: .connected, supervisorAlive: true)
+        #expect(StatusJSON(status: empty).json.serialized == Output.encodeJSON(StatusJSON(status: empty)))
+    }
+}

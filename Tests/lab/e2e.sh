@@ -90,7 +90,8 @@ check "peer down: exit 4 within the timeout, serverNotResponding naming the endp
 
 test_provider_killed() {
   c "$V" start office >/dev/null || return 1
-  c "$V" status --watch --json --count 2 > "$LAB_DIR/watch1.json" 2>/dev/null &
+  ip netns exec "$NS_C" "$V" status --watch --json --count 2 > "$LAB_DIR/watch1.json" 2>/dev/null &
+  LAB_PIDS+=($!)
   local watcher=$! wgpid
   sleep 0.3
   wgpid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR"/$(field office id).json)
@@ -130,7 +131,8 @@ check "supervisor killed: the provider dies with it, status says disconnected, s
 
 test_reasserting_peer_silenced() {
   c "$V" start office >/dev/null || return 1
-  c ping -i 0.2 -w 60 198.19.0.1 >/dev/null 2>&1 &
+  ip netns exec "$NS_C" ping -i 0.2 -w 60 198.19.0.1 >/dev/null 2>&1 &
+  LAB_PIDS+=($!)
   local pinger=$! rc=0
   sleep 1
   lab_server_stop "${LAB}w"
@@ -145,7 +147,8 @@ check "peer silenced while sending: connected -> reasserting -> connected" test_
 
 test_reasserting_underlay_down() {
   c "$V" start office >/dev/null || return 1
-  c ping -i 0.2 -w 30 198.19.0.1 >/dev/null 2>&1 &
+  ip netns exec "$NS_C" ping -i 0.2 -w 30 198.19.0.1 >/dev/null 2>&1 &
+  LAB_PIDS+=($!)
   local pinger=$! rc=0
   sleep 0.5
   c ip link set "${LAB}c0" down
@@ -187,7 +190,8 @@ test_no_wait_never_lies() {
 check "start --no-wait: the next status is connecting (or connected after a real handshake)" test_no_wait_never_lies
 
 test_watch_sequence() {
-  c "$V" status office --watch --json --count 4 > "$LAB_DIR/watch2.json" 2>/dev/null &
+  ip netns exec "$NS_C" "$V" status office --watch --json --count 4 > "$LAB_DIR/watch2.json" 2>/dev/null &
+  LAB_PIDS+=($!)
   local watcher=$!
   sleep 0.3
   c "$V" start office >/dev/null || return 1

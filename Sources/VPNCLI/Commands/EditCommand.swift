@@ -71,14 +71,13 @@ enum EditCommand {
             let hint = "your edit is kept in \(file)" + (e.hint.map { "; \($0)" } ?? "")
             return VPNError(e.code, e.message, hint: hint, problems: e.problems)
         }
-        if let problem = JSONSyntax.firstError(in: after) {
-            throw failKeeping(VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
-        }
         var edited: Profile
         do {
-            edited = try JSONDecoder().decode(Profile.self, from: Data(after))
-        } catch let e as DecodingError {
-            throw failKeeping(VPNError(.configurationInvalid, "\(file): \(PreferencesCodec.describe(e))"))
+            edited = try Profile.parse(after)
+        } catch let problem as JSONSyntax.Problem {
+            throw failKeeping(VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
+        } catch let problem as JSONDecodeProblem {
+            throw failKeeping(VPNError(.configurationInvalid, "\(file): \(problem)"))
         }
         if edited.id != original.id {
             throw failKeeping(VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.uuidString.lowercased()))"))

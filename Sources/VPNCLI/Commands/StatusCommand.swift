@@ -20,11 +20,6 @@ enum StatusCommand {
         positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")],
         run: run)
 
-    struct Result: Encodable {
-        var schemaVersion = 1
-        let profiles: [StatusJSON]
-    }
-
     static func run(_ inv: Invocation) throws -> ExitCode {
         let manager = try inv.loadedManager()
         var profiles = manager.profiles
@@ -34,7 +29,9 @@ enum StatusCommand {
         let controller = inv.controller
         let statuses = try profiles.map { try controller.derive($0) }
         if inv.options.json {
-            inv.output.emit(Result(profiles: statuses.map(StatusJSON.init)))
+            let value = JSONValue.object(["schemaVersion": .number("1"),
+                                          "profiles": .array(statuses.map { StatusJSON(status: $0).json })])
+            inv.output.line(value.serialized)
             return .ok
         }
         if statuses.isEmpty {
@@ -116,7 +113,6 @@ enum StatusCommand {
         if !inv.options.json {
             inv.output.note("watching \(profiles().count) profile\(profiles().count == 1 ? "" : "s"); Ctrl-C to stop")
         }
-        let decoder = RuntimeStore.makeDecoder()
         while printed < limit {
             for p in profiles() {
                 // New event lines: every transition, even ones faster than us.
@@ -126,7 +122,7 @@ enum StatusCommand {
                     let fresh = bytes[start...]
                     if let last = fresh.lastIndex(of: 0x0A) {
                         for line in fresh[..<last].split(separator: 0x0A) {
-                            guard let e = try? decoder.decode(TransitionEvent.self, from: Data(line)) else { continue }
+                            guard let e = try? TransitionEvent.parse(Array(line)) else { continue }
                             // Same as what was last shown: a clean-up writing down what
                             // was already reported from the live system.
                             if e.status == e.previous || e.status == shown[p.id] { continue }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// fetchLastDisconnectError: NEVPNConnectionError names and numbers where one fits.
-public struct ConnectionError: Codable, Equatable, Sendable {
+public struct ConnectionError: Encodable, Equatable, Sendable {
     public var domain: String
     public var code: Int
     public var name: String
@@ -48,13 +48,13 @@ public struct ConnectionError: Codable, Equatable, Sendable {
 }
 
 /// NEProviderStopReason, recorded with each disconnect.
-public enum StopReason: String, Codable, Sendable {
+public enum StopReason: String, Codable, CaseIterable, Sendable {
     case userInitiated, providerFailed, noNetworkAvailable, unrecoverableNetworkChange, providerDisabled,
          configurationFailed, idleTimeout, configurationDisabled, configurationRemoved, connectionFailed
 }
 
 /// What the supervisor applied to the interface.
-public struct AppliedSettings: Codable, Equatable, Sendable {
+public struct AppliedSettings: Encodable, Equatable, Sendable {
     public var addresses: [String] = []
     public var routes: [String] = []
     public var excludedRoutes: [String] = []
@@ -66,7 +66,7 @@ public struct AppliedSettings: Codable, Equatable, Sendable {
 /// One record per profile id in the run directory, rewritten atomically on
 /// every transition by the supervisor. It is a cached view: readers check it
 /// against the live system (see `StatusDeriver`).
-public struct RuntimeRecord: Codable, Equatable, Sendable {
+public struct RuntimeRecord: Encodable, Equatable, Sendable {
     public var schemaVersion = 1
     public var id: UUID
     public var name: String
@@ -122,7 +122,7 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
 }
 
 /// One line of a profile's event log.
-public struct TransitionEvent: Codable, Equatable, Sendable {
+public struct TransitionEvent: Encodable, Equatable, Sendable {
     public var time: Date
     public var id: String
     public var name: String

@@ -29,19 +29,6 @@ public struct RuntimeStore: Sendable {
         return e
     }
 
-    public static func makeDecoder() -> JSONDecoder {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .custom { decoder in
-            let c = try decoder.singleValueContainer()
-            let s = try c.decode(String.self)
-            guard let date = Timestamp.parse(s) else {
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "bad timestamp \(s)")
-            }
-            return date
-        }
-        return d
-    }
-
     /// Nil when the profile never ran here.
     public func read(_ id: UUID) throws -> RuntimeRecord? {
         let path = recordPath(id)
@@ -53,7 +40,7 @@ public struct RuntimeStore: Sendable {
             throw storeError(error)
         }
         do {
-            return try RuntimeStore.makeDecoder().decode(RuntimeRecord.self, from: Data(bytes))
+            return try RuntimeRecord(json: JSONReader(try JSONSyntax.parse(bytes)))
         } catch {
             throw VPNError(.configurationReadWriteFailed, "\(path): unreadable runtime record (\(error))",
                            hint: "stop the profile, or remove the file if no supervisor runs")

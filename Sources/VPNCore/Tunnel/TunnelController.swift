@@ -18,6 +18,20 @@ public struct DerivedStatus: Equatable, Sendable {
     public var record: RuntimeRecord?
 
     public var isActive: Bool { [.connecting, .connected, .reasserting, .disconnecting].contains(status) }
+
+    public init(id: UUID, name: String, status: VPNStatus, interface: String? = nil, connectedSince: Date? = nil,
+                lastDisconnectError: ConnectionError? = nil, stopReason: StopReason? = nil, supervisorAlive: Bool,
+                record: RuntimeRecord? = nil) {
+        self.id = id
+        self.name = name
+        self.status = status
+        self.interface = interface
+        self.connectedSince = connectedSince
+        self.lastDisconnectError = lastDisconnectError
+        self.stopReason = stopReason
+        self.supervisorAlive = supervisorAlive
+        self.record = record
+    }
 }
 
 /// The controller's side of tunnels: it derives status, spawns supervisors

@@ -1,0 +1,168 @@
+import FoundationEssentials
+
+/// A parsed JSON document.
+public indirect enum JSONValue: Equatable, Sendable {
+    case object([String: JSONValue])
+    case array([JSONValue])
+    case string(String)
+    /// The number's text, exactly as written.
+    case number(String)
+    case bool(Bool)
+    case null
+}
+
+/// A decoding failure with the path to the offending value, e.g.
+/// "at profiles[2].protocol.mtu: expected an integer".
+public struct JSONDecodeProblem: Error, CustomStringConvertible, Sendable {
+    public let path: String
+    public let message: String
+    public var description: String { "at \(path.isEmpty ? "top level" : path): \(message)" }
+}
+
+/// Reads typed fields out of a `JSONValue`, tracking the path for messages.
+public struct JSONReader {
+    public let value: JSONValue
+    public let path: String
+
+    public init(_ value: JSONValue, path: String = "") {
+        self.value = value
+        self.path = path
+    }
+
+    func problem(_ key: String?, _ message: String) -> JSONDecodeProblem {
+        JSONDecodeProblem(path: key.map { join($0) } ?? path, message: message)
+    }
+
+    func join(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func members() throws -> [String: JSONValue] {
+        guard case .object(let m) = value else { throw problem(nil, "expected an object") }
+        return m
+    }
+
+    /// nil when the key is absent or null.
+    public func optional(_ key: String) throws -> JSONReader? {
+        guard let v = try members()[key], v != .null else { return nil }
+        return JSONReader(v, path: join(key))
+    }
+
+    public func required(_ key: String) throws -> JSONReader {
+        guard let r = try optional(key) else { throw problem(key, "missing") }
+        return r
+    }
+
+    public func string() throws -> String {
+        guard case .string(let s) = value else { throw problem(nil, "expected a string") }
+        return s
+    }
+
+    public func bool() throws -> Bool {
+        guard case .bool(let b) = value else { throw problem(nil, "expected true or false") }
+        return b
+    }
+
+    public func int() throws -> Int {
+        guard case .number(let n) = value, let i = Int(n) else { throw problem(nil, "expected an integer") }
+        return i
+    }
+
+    public func uint64() throws -> UInt64 {
+        guard case .number(let n) = value, let i = UInt64(n) else { throw problem(nil, "expected a non-negative integer") }
+        return i
+    }
+
+    public func uuid() throws -> UUID {
+        guard let u = UUID(uuidString: try string()) else { throw problem(nil, "expected a UUID string") }
+        return u
+    }
+
+    public func array() throws -> [JSONReader] {
+        guard case .array(let items) = value else { throw problem(nil, "expected an array") }
+        return items.enumerated().map { JSONReader($1, path: "\(path)[\($0)]") }
+    }
+
+    public func stringArray() throws -> [String] { try array().map { try $0.string() } }
+
+    public func stringMap() throws -> [String: String] {
+        var out: [String: String] = [:]
+        for (k, v) in try members() { out[k] = try JSONReader(v, path: join(k)).string() }
+        return out
+    }
+
+    public func oneOf<E: RawRepresentable>(_ type: E.Type, _ all: [E]) throws -> E where E.RawValue == String {
+        let s = try string()
+        guard let e = E(rawValue: s) else {
+            throw problem(nil, "'\(s)' is not one of \(all.map(\.rawValue).joined(separator: ", "))")
+        }
+        return e
+    }
+
+    // Conveniences for optional fields.
+    public func string(_ key: String) throws -> String? { try optional(key)?.string() }
+    public func int(_ key: String) throws -> Int? { try optional(key)?.int() }
+    public func bool(_ key: String) throws -> Bool? { try optional(key)?.bool() }
+    public func strings(_ key: String) throws -> [String] { try optional(key)?.stringArray() ?? [] }
+}
+
+extension JSONValue {
+    /// Compact JSON with sorted keys, as JSONEncoder's .sortedKeys writes it.
+    public var serialized: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n): out += n
+        case .string(let s): JSONValue.quote(s, into: &out)
+        case .array(let items):
+            out += "["
+            for (i, v) in items.enumerated() {
+                if i > 0 { out += "," }
+                v.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, key) in members.keys.sorted().enumerated() {
+                if i > 0 { out += "," }
+                JSONValue.quote(key, into: &out)
+                out += ":"
+                members[key]!.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func quote(_ s: String, into out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let h = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        out += "\""
+    }
+
+    public static func optional(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
+}
+
+extension ConnectionError {
+    public var json: JSONValue {
+        .object(["domain": .string(domain), "code": .number(String(code)), "name": .string(name), "message": .string(message)])
+    }
+}

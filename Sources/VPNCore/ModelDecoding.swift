@@ -1,0 +1,201 @@
+import FoundationEssentials
+
+// Decoding of vpnctl's own files from `JSONValue`. Absent optional fields take
+// their defaults, so a hand-written profile can leave them out; a present
+// field of the wrong type is an error naming its path.
+
+extension Preferences {
+    public init(json r: JSONReader) throws {
+        guard let version = try r.int("schemaVersion") else { throw r.problem("schemaVersion", "missing") }
+        schemaVersion = version
+        profiles = try r.optional("profiles")?.array().map(Profile.init(json:)) ?? []
+    }
+}
+
+extension Profile {
+    public init(json r: JSONReader) throws {
+        id = try r.required("id").uuid()
+        name = try r.required("name").string()
+        enabled = try r.bool("enabled") ?? true
+        revision = try r.int("revision") ?? 0
+        `protocol` = try ProtocolConfiguration(json: r.required("protocol"))
+        onDemand = try r.optional("onDemand").map(OnDemand.init(json:)) ?? OnDemand()
+        policy = try r.optional("policy").map(Policy.init(json:)) ?? Policy()
+    }
+
+    /// Parses one profile's JSON text (as `vpnctl edit` writes it).
+    public static func parse(_ bytes: [UInt8]) throws -> Profile {
+        try Profile(json: JSONReader(try JSONSyntax.parse(bytes)))
+    }
+}
+
+extension OnDemand {
+    init(json r: JSONReader) throws {
+        enabled = try r.bool("enabled") ?? false
+        rules = try r.optional("rules")?.array().map(OnDemandRule.init(json:)) ?? []
+    }
+}
+
+extension OnDemandRule {
+    init(json r: JSONReader) throws {
+        action = try r.required("action").oneOf(Action.self, [.connect, .disconnect, .evaluateConnection, .ignore])
+        interfaceType = try r.optional("interfaceType")?.oneOf(InterfaceType.self, [.any, .ethernet, .wifi, .cellular])
+        dnsSearchDomains = try r.optional("dnsSearchDomains")?.stringArray()
+        probeURL = try r.string("probeURL")
+    }
+}
+
+extension Policy {
+    init(json r: JSONReader) throws {
+        users = try r.strings("users")
+        groups = try r.strings("groups")
+    }
+}
+
+extension ProtocolConfiguration {
+    init(json r: JSONReader) throws {
+        switch try r.required("type").oneOf(Kind.self, Kind.allCases) {
+        case .wireguard: self = .wireguard(try WireGuardConfiguration(json: r))
+        case .openvpn: self = .openvpn(try OpenVPNConfiguration(json: r))
+        case .ikev2: self = .ikev2(try IKEv2Configuration(json: r))
+        case .provider: self = .provider(try ProviderConfiguration(json: r))
+        }
+    }
+}
+
+extension WireGuardConfiguration {
+    init(json r: JSONReader) throws {
+        privateKeySecret = try r.string("privateKeySecret")
+        addresses = try r.strings("addresses")
+        dns = try r.strings("dns")
+        mtu = try r.int("mtu")
+        listenPort = try r.int("listenPort")
+        table = try r.string("table")
+        fwmark = try r.string("fwmark")
+        interfaceName = try r.string("interfaceName")
+        peers = try r.optional("peers")?.array().map(WireGuardPeer.init(json:)) ?? []
+    }
+}
+
+extension WireGuardPeer {
+    init(json r: JSONReader) throws {
+        publicKey = try r.string("publicKey") ?? ""
+        presharedKeySecret = try r.string("presharedKeySecret")
+        allowedIPs = try r.strings("allowedIPs")
+        endpoint = try r.string("endpoint")
+        persistentKeepalive = try r.int("persistentKeepalive")
+    }
+}
+
+extension OpenVPNConfiguration {
+    init(json r: JSONReader) throws {
+        remotes = try r.optional("remotes")?.array().map { rr in
+            Remote(host: try rr.string("host") ?? "", port: try rr.int("port") ?? 1194, proto: try rr.string("proto") ?? "udp")
+        } ?? []
+        caFingerprint = try r.string("caFingerprint")
+        certificate = try r.string("certificate")
+        keySecret = try r.string("keySecret")
+        username = try r.string("username")
+        passwordSecret = try r.string("passwordSecret")
+        tlsCryptSecret = try r.string("tlsCryptSecret")
+        tlsAuthSecret = try r.string("tlsAuthSecret")
+        options = try r.strings("options")
+    }
+}
+
+extension IKEv2Configuration {
+    init(json r: JSONReader) throws {
+        serverAddress = try r.string("serverAddress") ?? ""
+        remoteIdentifier = try r.string("remoteIdentifier")
+        localIdentifier = try r.string("localIdentifier")
+        authenticationMethod = try r.optional("authenticationMethod")?
+            .oneOf(AuthenticationMethod.self, [.none, .sharedSecret, .certificate]) ?? .none
+        sharedSecretSecret = try r.string("sharedSecretSecret")
+        username = try r.string("username")
+        passwordSecret = try r.string("passwordSecret")
+        identitySecret = try r.string("identitySecret")
+        caFingerprint = try r.string("caFingerprint")
+    }
+}
+
+extension ProviderConfiguration {
+    init(json r: JSONReader) throws {
+        providerIdentifier = try r.string("providerIdentifier") ?? ""
+        providerConfiguration = try r.optional("providerConfiguration")?.stringMap() ?? [:]
+        secrets = try r.optional("secrets")?.stringMap() ?? [:]
+    }
+}
+
+extension VPNStatus {
+    init(json r: JSONReader) throws {
+        let s = try r.string()
+        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else { throw r.problem(nil, "unknown status '\(s)'") }
+        self = v
+    }
+}
+
+extension ConnectionError {
+    init(json r: JSONReader) throws {
+        domain = try r.string("domain") ?? ""
+        code = try r.int("code") ?? 0
+        name = try r.string("name") ?? ""
+        message = try r.string("message") ?? ""
+    }
+}
+
+extension AppliedSettings {
+    init(json r: JSONReader) throws {
+        addresses = try r.strings("addresses")
+        routes = try r.strings("routes")
+        excludedRoutes = try r.strings("excludedRoutes")
+        mtu = try r.int("mtu")
+        dns = try r.strings("dns")
+    }
+}
+
+extension JSONReader {
+    func date(_ key: String) throws -> Date? {
+        guard let r = try optional(key) else { return nil }
+        guard let d = Timestamp.parse(try r.string()) else { throw r.problem(nil, "expected an ISO 8601 time") }
+        return d
+    }
+}
+
+extension RuntimeRecord {
+    public init(json r: JSONReader) throws {
+        schemaVersion = try r.int("schemaVersion") ?? 1
+        id = try r.required("id").uuid()
+        name = try r.string("name") ?? ""
+        status = try VPNStatus(json: r.required("status"))
+        supervisorPid = try r.int("supervisorPid").map(Int32.init(truncatingIfNeeded:))
+        supervisorStartTime = try r.optional("supervisorStartTime")?.uint64()
+        providerPid = try r.int("providerPid").map(Int32.init(truncatingIfNeeded:))
+        providerStartTime = try r.optional("providerStartTime")?.uint64()
+        interface = try r.string("interface")
+        ifindex = try r.int("ifindex").map(Int32.init(truncatingIfNeeded:))
+        connectedSince = try r.date("connectedSince")
+        lastDisconnectError = try r.optional("lastDisconnectError").map(ConnectionError.init(json:))
+        stopReason = try r.optional("stopReason")?.oneOf(StopReason.self, StopReason.allCases)
+        settings = try r.optional("settings").map(AppliedSettings.init(json:))
+        rxBytesAtConnect = try r.optional("rxBytesAtConnect")?.uint64()
+        txBytesAtConnect = try r.optional("txBytesAtConnect")?.uint64()
+        updatedAt = try r.date("updatedAt") ?? Date(timeIntervalSince1970: 0)
+    }
+}
+
+extension TransitionEvent {
+    public init(json r: JSONReader) throws {
+        guard let t = try r.date("time") else { throw r.problem("time", "missing") }
+        time = t
+        id = try r.string("id") ?? ""
+        name = try r.string("name") ?? ""
+        status = try r.string("status") ?? ""
+        previous = try r.string("previous") ?? ""
+        interface = try r.string("interface")
+        error = try r.optional("error").map(ConnectionError.init(json:))
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws -> TransitionEvent {
+        try TransitionEvent(json: JSONReader(try JSONSyntax.parse(bytes)))
+    }
+}
