@@ -73,6 +73,7 @@ extension WireGuardConfiguration {
         table = try r.string("table")
         fwmark = try r.string("fwmark")
         interfaceName = try r.string("interfaceName")
+        excludedRoutes = try r.strings("excludedRoutes")
         peers = try r.optional("peers")?.array().map(WireGuardPeer.init(json:)) ?? []
     }
 }

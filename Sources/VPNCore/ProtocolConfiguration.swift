@@ -68,6 +68,9 @@ public struct WireGuardConfiguration: Encodable, Equatable, Sendable {
     public var table: String?
     public var fwmark: String?
     public var interfaceName: String?
+    /// Prefixes that must not go through the tunnel even when the allowed IPs
+    /// cover them (NEIPv4Settings.excludedRoutes); they keep the route they had.
+    public var excludedRoutes: [String] = []
     public var peers: [WireGuardPeer]
 
     public init(privateKeySecret: String? = nil, addresses: [String] = [], dns: [String] = [], mtu: Int? = nil,
@@ -85,7 +88,7 @@ public struct WireGuardConfiguration: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case privateKeySecret, addresses, dns, mtu, listenPort, table, fwmark, interfaceName, peers
+        case privateKeySecret, addresses, dns, mtu, listenPort, table, fwmark, interfaceName, excludedRoutes, peers
     }
 
 }

@@ -62,6 +62,9 @@ public struct ProfileValidator {
         if let name = w.interfaceName, !InterfaceName.isValid(name) {
             p.append("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)")
         }
+        for e in w.excludedRoutes where CIDR(e) == nil {
+            p.append("protocol.excludedRoutes: '\(e)' is not a CIDR prefix")
+        }
         if w.peers.isEmpty { p.append("protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)") }
         for (i, peer) in w.peers.enumerated() {
             let f = "protocol.peers[\(i)]"

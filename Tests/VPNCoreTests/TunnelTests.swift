@@ -266,3 +266,21 @@ final class FakeTunnelSystem: TunnelSystem {
         #expect(try controller.derive(profile).status == .connecting)
     }
 }
+
+@Suite struct ExcludedRouteTests {
+    @Test func excludedPrefixKeepsItsRouteAndIsUndone() throws {
+        let system = FakeTunnelSystem()
+        var c = WireGuardConfiguration(privateKeySecret: "k", addresses: ["198.19.0.2/32"],
+                                       peers: [WireGuardPeer(publicKey: "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+                                                             allowedIPs: ["0.0.0.0/0"], endpoint: "198.18.0.1:51820")])
+        c.excludedRoutes = ["198.51.100.7/24"]
+        let t = WireGuardTunnel(profileID: UUID(), config: c, system: system, log: { _ in })
+        try t.start(wireguardGo: "/wg", execWrapper: [], logFD: 2, privateKey: "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=", presharedKeys: [:])
+        #expect(system.calls.contains("addRoute 198.51.100.0/24 dev 2 via 198.18.0.254"))
+        #expect(t.settings.excludedRoutes == ["198.18.0.1/32", "198.51.100.0/24"])
+        #expect(t.settings.mtu == 1420)
+        system.calls = []
+        t.stop()
+        #expect(system.calls.contains("deleteRoute 198.51.100.0/24"))
+    }
+}

@@ -143,18 +143,8 @@ enum TunnelActions {
     static func waitForOutcome(_ inv: Invocation, _ profile: Profile, supervisor: pid_t?, timeout: Int, logStart: Int?) throws -> (ExitCode, DerivedStatus) {
         let controller = inv.controller
         let spinner = Spinner(enabled: inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
-        var logOffset = logStart
-        let logPath = controller.runtime.logPath(profile.id)
-        func echoLog() {
-            guard inv.options.verbose, let start = logOffset,
-                  let bytes = try? FileSystem.readFileIfPresent(logPath), bytes.count > start else { return }
-            let text = String(decoding: bytes[start...], as: UTF8.self)
-            guard let lastNewline = text.lastIndex(of: "\n") else { return }
-            for line in text[..<lastNewline].split(separator: "\n") {
-                if let r = line.firstRange(of: "[#] ") { spinner.clear(); inv.output.note(String(line[r.lowerBound...])) }
-            }
-            logOffset = start + text[...lastNewline].utf8.count
-        }
+        let log = LogFollower(path: controller.runtime.logPath(profile.id), from: logStart, inv: inv, spinner: spinner)
+        func echoLog() { log.echo() }
         let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
                                           onWake: { echoLog(); spinner.tick("connecting \(profile.name)") }) {
             $0.status == .connected || $0.status == .disconnected
@@ -192,6 +182,7 @@ enum TunnelActions {
             }
             return (.ok, try controller.derive(profile))
         }
+        let log = LogFollower(path: controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
         kill(pid, SIGTERM)
         if !wait {
             inv.output.note("stop requested; status: disconnecting")
@@ -205,10 +196,39 @@ enum TunnelActions {
             $0.status == .disconnected && !$0.supervisorAlive
         }
         spinner.clear()
+        log.echo()
         guard let outcome else {
             throw VPNError(.timedOut, "'\(profile.name)' did not stop within \(timeout) s", hint: "try again, or see the supervisor log")
         }
         return (.ok, outcome)
+    }
+}
+
+/// With --verbose, echoes the supervisor's "[#]" lines (each change it made
+/// to the system) that were written after `from` (default: now).
+final class LogFollower {
+    let path: String
+    var offset: Int?
+    let inv: Invocation
+    let spinner: Spinner?
+
+    init(path: String, from: Int?, inv: Invocation, spinner: Spinner?) {
+        self.path = path
+        self.inv = inv
+        self.spinner = spinner
+        offset = inv.options.verbose ? (from ?? ((try? FileSystem.info(path))??.size ?? 0)) : nil
+    }
+
+    func echo() {
+        guard let start = offset, let bytes = try? FileSystem.readFileIfPresent(path), bytes.count > start,
+              let lastNewline = bytes[start...].lastIndex(of: 0x0A) else { return }
+        for line in String(decoding: bytes[start..<lastNewline], as: UTF8.self).split(separator: "\n") {
+            if let r = line.firstRange(of: "[#] ") {
+                spinner?.clear()
+                inv.output.note(String(line[r.lowerBound...]))
+            }
+        }
+        offset = lastNewline + 1
     }
 }
 

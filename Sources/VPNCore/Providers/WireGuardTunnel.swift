@@ -96,8 +96,10 @@ public final class WireGuardTunnel {
         guard let privateHex = WireGuardKey.hex(privateKey) else {
             throw Failure(error: ConnectionError(.configurationFailed, "the private-key secret is not a WireGuard key"), stopReason: .configurationFailed)
         }
-        // Routes to the endpoints as they are before the tunnel changes anything.
+        // Routes to the endpoints and the excluded prefixes as they are before
+        // the tunnel changes anything.
         let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
+        let excluded = config.excludedRoutes.compactMap(CIDR.init).map { ($0.network, system.route(to: $0.network.address)) }
 
         guard let name = config.interfaceName ?? WireGuardTunnel.chooseInterfaceName(system) else {
             throw Failure(error: ConnectionError(.configurationFailed, "no free utunN name"), stopReason: .configurationFailed)
@@ -136,7 +138,10 @@ public final class WireGuardTunnel {
             settings.addresses.append(cidr.description)
             log("[#] address \(cidr) dev \(name)")
             let index = ifindex
-            undo.push("delete address \(cidr)") { [system] in try system.deleteAddress(cidr.description, ifindex: index) }
+            undo.push("delete address \(cidr)") { [system] in
+                try system.deleteAddress(cidr.description, ifindex: index)
+                self.log("[#] address \(cidr) deleted")
+            }
         }
         let mtu = config.mtu ?? 1420
         try system.setMTU(name, mtu)
@@ -161,16 +166,25 @@ public final class WireGuardTunnel {
             let table = config.table.flatMap { UInt32($0) } ?? 254
             let allAllowed = config.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
             // An endpoint inside the allowed IPs would be routed into its own
-            // tunnel: keep it on the route it had (the excluded route).
+            // tunnel, and excluded prefixes must stay out: both keep the
+            // route they had.
+            var keepOut: [(String, RouteDecision)] = []
             for (peer, before) in zip(peers, endpointRoutes) {
                 guard allAllowed.contains(where: { $0.contains(peer.endpointAddress) }), let before else { continue }
-                let host = "\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)"
+                keepOut.append(("\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)", before))
+            }
+            for (prefix, before) in excluded {
+                guard let before else { continue }
+                keepOut.append((prefix.description, before))
+            }
+            for (host, before) in keepOut {
                 let gateway = before.gateway.flatMap { IPAddress(bytes: $0)?.description }
                 try system.addRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
                 settings.excludedRoutes.append(host)
                 log("[#] route \(host)\(gateway.map { " via \($0)" } ?? "") (excluded from the tunnel)")
                 undo.push("delete route \(host)") { [system] in
                     try system.deleteRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
+                    self.log("[#] route \(host) deleted")
                 }
             }
             var seen = Set<String>()
@@ -182,6 +196,7 @@ public final class WireGuardTunnel {
                     log("[#] route \(prefix) dev \(name)\(table == 254 ? "" : " table \(table)")")
                     undo.push("delete route \(prefix)") { [system] in
                         try system.deleteRoute(prefix, ifindex: index, gateway: nil, table: table)
+                        self.log("[#] route \(prefix) deleted")
                     }
                 }
             }
