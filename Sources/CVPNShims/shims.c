@@ -136,3 +136,16 @@ int vpn_pidfd_open(int pid) {
 int vpn_flock_try_exclusive(int fd) {
     return flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
 }
+
+int vpn_link_facts(int sock, const char *name, int *ifindex, int *arphrd_type) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
+    if (ioctl(sock, SIOCGIFINDEX, &ifr) < 0)
+        return -errno;
+    *ifindex = ifr.ifr_ifindex;
+    if (ioctl(sock, SIOCGIFHWADDR, &ifr) < 0)
+        return -errno;
+    *arphrd_type = ifr.ifr_hwaddr.sa_family;
+    return 0;
+}

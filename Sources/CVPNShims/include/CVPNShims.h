@@ -40,3 +40,8 @@ int vpn_pidfd_open(int pid);
 
 /// flock(LOCK_EX | LOCK_NB). Returns 0, or -errno (-EWOULDBLOCK when held).
 int vpn_flock_try_exclusive(int fd);
+
+/// The kernel's ifindex and ARPHRD type of a link, by two ioctls
+/// (SIOCGIFINDEX, SIOCGIFHWADDR) on `sock`, any AF_INET datagram socket.
+/// Returns 0 or -errno.
+int vpn_link_facts(int sock, const char *name, int *ifindex, int *arphrd_type);

@@ -218,6 +218,12 @@ public final class Supervisor {
                 if record.status == .connecting { tunnel.restoreKeepalive() }
                 if record.status != .connected {
                     if record.status == .reasserting { log("[*] path restored") }
+                    if record.rxBytesAtConnect == nil,
+                       let c = try? ProcNetDev.read().first(where: { $0.name == tunnel.interface }) {
+                        // Kept so that `stats --profile` can show this session's bytes.
+                        record.rxBytesAtConnect = c.rxBytes
+                        record.txBytesAtConnect = c.txBytes
+                    }
                     transition(.connected)
                 }
             case .reasserting(let why):
