@@ -42,6 +42,9 @@ public final class InterfaceFacts {
         return f
     }
 
+    /// Drops cached facts, so that a recreated interface shows its new ifindex.
+    public func forget() { cache.removeAll(keepingCapacity: true) }
+
     func exists(_ relative: String) -> Bool {
         var st = stat()
         return lstat("\(sysfs)/\(relative)", &st) == 0

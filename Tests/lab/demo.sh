@@ -29,7 +29,7 @@ run vpnctl import "$LAB_DIR/office.conf"
 run vpnctl start office --wait --verbose
 run vpnctl status
 run vpnctl verify office --probe http://198.19.0.1:8080/
-step "ip -s link show utun0"; c ip -s link show utun0
+run vpnctl stats --profile office
 run vpnctl toggle office
 run vpnctl status
 echo

@@ -240,9 +240,100 @@ PY
 }
 check "bad input: unknown 9, disabled 6, no wireguard-go 10, missing peer key 5" test_bad_input
 
+# ---- stats -------------------------------------------------------------------
+
+# Two quiet namespaces joined by a veth pair: no IPv6, static neighbours, so
+# the only packets are the ones the test sends.
+quiet_pair() {
+  ip netns add "${LAB}a" && ip netns add "${LAB}b" || return 1
+  ip link add "${LAB}va" netns "${LAB}a" type veth peer name "${LAB}vb" netns "${LAB}b"
+  local ns dev addr
+  for ns in a b; do
+    dev=${LAB}v$ns
+    ip netns exec "${LAB}$ns" sysctl -qw "net.ipv6.conf.all.disable_ipv6=1" "net.ipv6.conf.default.disable_ipv6=1"
+    ip netns exec "${LAB}$ns" sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"
+  done
+  ip -n "${LAB}a" addr add 198.18.9.1/24 dev "${LAB}va"
+  ip -n "${LAB}b" addr add 198.18.9.2/24 dev "${LAB}vb"
+  ip -n "${LAB}a" link set "${LAB}va" address 02:00:00:00:09:01
+  ip -n "${LAB}b" link set "${LAB}vb" address 02:00:00:00:09:02
+  ip -n "${LAB}a" neigh add 198.18.9.2 lladdr 02:00:00:00:09:02 dev "${LAB}va" nud permanent
+  ip -n "${LAB}b" neigh add 198.18.9.1 lladdr 02:00:00:00:09:01 dev "${LAB}vb" nud permanent
+  ip -n "${LAB}a" link set "${LAB}va" up
+  ip -n "${LAB}b" link set "${LAB}vb" up
+}
+
+counter() {  # counter JSON FIELD
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["interfaces"][0][sys.argv[2]])' "$1" "$2"
+}
+
+test_stats_exact_counters() {
+  quiet_pair || return 1
+  local before after n=10 size=100 rc=0
+  before=$(ip netns exec "${LAB}a" "$V" stats "${LAB}va" --json) || return 1
+  ip netns exec "${LAB}a" ping -q -c $n -s $size -i 0.01 -W 1 198.18.9.2 >/dev/null || { echo "  ping failed"; return 1; }
+  after=$(ip netns exec "${LAB}a" "$V" stats "${LAB}va" --json) || return 1
+  # Each frame: payload + ICMP 8 + IPv4 20 + Ethernet 14.
+  local frame=$(( size + 8 + 20 + 14 ))
+  local f want got
+  for f in txPackets:$n rxPackets:$n txBytes:$((n * frame)) rxBytes:$((n * frame)); do
+    want=${f#*:}
+    got=$(( $(counter "$after" "${f%%:*}") - $(counter "$before" "${f%%:*}") ))
+    [ "$got" = "$want" ] || { echo "  ${f%%:*}: delta $got, expected $want"; rc=1; }
+  done
+  [ "$(counter "$after" class)" = virtual ] || { echo "  class $(counter "$after" class)"; rc=1; }
+  return $rc
+}
+check "stats: rx/tx deltas after $((10)) pings equal what the packets imply, exactly" test_stats_exact_counters
+
+test_stats_reset_during_watch() {
+  ip -n "${LAB}a" link add "${LAB}i" type ifb || return 1
+  ip -n "${LAB}a" link set "${LAB}i" up
+  ip netns exec "${LAB}a" "$V" stats "${LAB}i" --watch --json --interval 0.2 > "$LAB_DIR/statswatch.json" 2>"$LAB_DIR/statswatch.err" &
+  local watcher=$!
+  LAB_PIDS+=($watcher)
+  sleep 0.7
+  ip -n "${LAB}a" link del "${LAB}i" && ip -n "${LAB}a" link add "${LAB}i" type ifb
+  sleep 0.8
+  kill $watcher; wait $watcher 2>/dev/null
+  python3 - "$LAB_DIR/statswatch.json" <<'PY' || { cat "$LAB_DIR/statswatch.err"; return 1; }
+import json, sys
+samples = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [s["interfaces"][0] for s in samples if s["interfaces"]]
+resets = [r for r in rows if r["resetDetected"]]
+if len(rows) < 4 or not resets:
+    print("  samples:", [(r["ifindex"], r["resetDetected"]) for r in rows]); sys.exit(1)
+if any(r["rxBytesPerSecond"] is not None for r in resets):
+    print("  a reset sample has a rate"); sys.exit(1)
+if len({r["ifindex"] for r in rows}) != 2:
+    print("  expected two ifindexes"); sys.exit(1)
+PY
+}
+check "stats --watch: an interface deleted and recreated is reported as a reset" test_stats_reset_during_watch
+
+test_stats_profile_session() {
+  c "$V" start office >/dev/null || return 1
+  c ping -q -c 5 -i 0.05 -W 1 198.19.0.1 >/dev/null || { echo "  ping through the tunnel failed"; return 1; }
+  local out rc=0
+  out=$(c "$V" stats --profile office --json) || return 1
+  python3 - "$out" <<'PY' || rc=1
+import json, sys
+d = json.loads(sys.argv[1])
+s, i = d["session"], d["interfaces"][0]
+# Inner traffic only: 5 echo requests and 5 replies of 84-byte IPv4 packets.
+if (s["txBytes"], s["rxBytes"]) != (5 * 84, 5 * 84) or s["resetDetected"] or i["class"] != "tunnel" or i.get("profile") != "office":
+    print("  session", s, "interface", i); sys.exit(1)
+PY
+  c "$V" stats --prometheus | grep -q "vpnctl_interface_receive_bytes_total{interface=\"utun0\",class=\"tunnel\",profile=\"office\"}" \
+    || { echo "  no profile label in --prometheus"; rc=1; }
+  c "$V" stop office >/dev/null
+  return $rc
+}
+check "stats --profile: this session's inner bytes, exactly; profile label in --prometheus" test_stats_profile_session
+
 lab_down
 trap - EXIT
-left=$(ip netns list | grep -E "^${LAB}[cs]\b")
+left=$(ip netns list | grep -E "^${LAB}[csab]\b")
 [ -z "$left" ] && pass "lab teardown leaves no namespace" || fail "namespaces left: $left"
 echo "lab: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

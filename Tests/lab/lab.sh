@@ -122,6 +122,8 @@ lab_down() {
   for pid in "${LAB_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
   ip netns del "$NS_C" 2>/dev/null
   ip netns del "$NS_S" 2>/dev/null
+  ip netns del "${LAB}a" 2>/dev/null
+  ip netns del "${LAB}b" 2>/dev/null
   rm -f "/var/run/wireguard/${LAB}w.sock" "/var/run/wireguard/${LAB}x.sock"
   rm -rf "$LAB_DIR"
   LAB_PIDS=()

@@ -86,12 +86,15 @@ enum StatsCommand {
             }
         }
 
-        func select(_ all: [InterfaceCounters]) throws -> [Row] {
+        // While watching, a named interface may vanish for a moment (deleted
+        // and recreated): that sample skips it, and its return is a reset.
+        func select(_ all: [InterfaceCounters], tolerateMissing: Bool = false) throws -> [Row] {
             if !wanted.isEmpty {
                 var byName: [String: InterfaceCounters] = [:]
                 for c in all { byName[c.name] = c }
-                return try wanted.map { name in
+                return try wanted.compactMap { name in
                     guard let c = byName[name] else {
+                        if tolerateMissing { return nil }
                         let close = Suggest.closest(to: name, among: all.map(\.name), limit: 3)
                         throw VPNError(.configurationUnknown, "no interface named '\(name)'",
                                        hint: close.isEmpty ? "see them all with: vpnctl stats --all"
@@ -139,7 +142,8 @@ enum StatsCommand {
         var linesDrawn = 0
         while true {
             let at = monotonicMilliseconds()
-            var rows = try select(try sample())
+            var rows = try select(try sample(), tolerateMissing: !first)
+            facts.forget()
             for i in rows.indices {
                 let c = rows[i].counters
                 if let p = previous[c.name] {
