@@ -58,6 +58,7 @@ demo: build
 bench: build
 	@$(MAKE) -s deps EXTRA_PACKAGES=hyperfine
 	bash Benchmarks/run.sh build/vpnctl
+	bash Benchmarks/stats.sh build/vpnctl
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"

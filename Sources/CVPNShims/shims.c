@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -147,5 +150,20 @@ int vpn_link_facts(int sock, const char *name, int *ifindex, int *arphrd_type) {
     if (ioctl(sock, SIOCGIFHWADDR, &ifr) < 0)
         return -errno;
     *arphrd_type = ifr.ifr_hwaddr.sa_family;
+    return 0;
+}
+
+int vpn_link_driver(int sock, const char *name, char *driver, size_t driver_len, char *bus, size_t bus_len) {
+    struct ifreq ifr;
+    struct ethtool_drvinfo info;
+    memset(&ifr, 0, sizeof ifr);
+    memset(&info, 0, sizeof info);
+    info.cmd = ETHTOOL_GDRVINFO;
+    strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
+    ifr.ifr_data = (void *)&info;
+    if (ioctl(sock, SIOCETHTOOL, &ifr) < 0)
+        return -errno;
+    snprintf(driver, driver_len, "%s", info.driver);
+    snprintf(bus, bus_len, "%s", info.bus_info);
     return 0;
 }

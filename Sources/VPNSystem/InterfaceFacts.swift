@@ -57,8 +57,17 @@ public final class InterfaceFacts {
         case 519, 530: return .cellular                          // RAWIP, and PHONET-style modems
         case 801, 802, 803, 804: return .wifi                    // IEEE802.11 monitor types
         case 1:                                                  // ETHER
-            if exists("\(name)/tun_flags") { return .tunnel }    // a tap device
-            if !exists("\(name)/device") { return .virtual }     // veth, bridge, ifb, dummy, macvlan...
+            // One ethtool ioctl names the driver; no sysfs path walk for the
+            // (many) virtual links.
+            var driver = [CChar](repeating: 0, count: 64), bus = [CChar](repeating: 0, count: 64)
+            if vpn_link_driver(sock, name, &driver, 64, &bus, 64) == 0 {
+                let d = String(cString: driver), b = String(cString: bus)
+                if d == "tun" { return .tunnel }                 // a tap device
+                if b.isEmpty || b == "N/A" || b == "tap" { return .virtual }
+            } else {
+                if exists("\(name)/tun_flags") { return .tunnel }
+                if !exists("\(name)/device") { return .virtual } // veth, bridge, ifb, dummy, macvlan...
+            }
             if exists("\(name)/wireless") || exists("\(name)/phy80211") { return .wifi }
             if let uevent = try? FileSystem.readFileIfPresent("\(sysfs)/\(name)/uevent", followSymlinks: true),
                String(decoding: uevent, as: UTF8.self).contains("DEVTYPE=wwan") { return .cellular }

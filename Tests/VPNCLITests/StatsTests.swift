@@ -31,7 +31,7 @@ import Testing
         #expect(r.stdout.contains("wlp2s0"))
         #expect(r.stdout.contains("16.0 EiB"))
         #expect(!r.stdout.contains("veth-a.b"))
-        #expect(r.stdout.contains("Interface counters from /proc/net/dev, and estimates"))
+        #expect(r.stdout.contains("Interface counters (the kernel's, as in /proc/net/dev), and estimates"))
     }
 
     @Test func unknownInterfaceListsSimilarNames() {

@@ -45,3 +45,7 @@ int vpn_flock_try_exclusive(int fd);
 /// (SIOCGIFINDEX, SIOCGIFHWADDR) on `sock`, any AF_INET datagram socket.
 /// Returns 0 or -errno.
 int vpn_link_facts(int sock, const char *name, int *ifindex, int *arphrd_type);
+
+/// The driver name and bus info of a link (ethtool ETHTOOL_GDRVINFO).
+/// Returns 0 or -errno (-EOPNOTSUPP for drivers without ethtool support).
+int vpn_link_driver(int sock, const char *name, char *driver, size_t driver_len, char *bus, size_t bus_len);

@@ -78,7 +78,20 @@ enum StatsCommand {
             owners = runningProfiles(inv)
         }
 
+        // A few named interfaces are fetched one by one over netlink: the same
+        // kernel counters, without making the kernel print all of /proc/net/dev
+        // (20 ms with 10,000 interfaces) to read one line of it.
+        let fetchByName = !wanted.isEmpty && wanted.count <= 8 && path == ProcNetDev.defaultPath
+        let netlink = fetchByName ? try? NetlinkRouteSocket() : nil
+
         func sample() throws -> [InterfaceCounters] {
+            if let netlink {
+                var found: [InterfaceCounters] = []
+                for name in wanted {
+                    if let c = try? netlink.counters(named: name) { found.append(c.counters) }
+                }
+                if found.count == wanted.count { return found }
+            }
             do { return try ProcNetDev.read(path: path) } catch let e as ProcNetDev.ParseError {
                 throw VPNError(.failure, "\(path): \(e)")
             } catch {
@@ -207,7 +220,7 @@ enum StatsCommand {
     }
 
     static let footer = """
-        Interface counters from /proc/net/dev, and estimates: tunnel counters count inner traffic,
+        Interface counters (the kernel's, as in /proc/net/dev), and estimates: tunnel counters count inner traffic,
         link counters include protocol overhead, and counters reset when an interface is recreated.
         """
 
@@ -242,39 +255,48 @@ enum StatsCommand {
         return rows.count + 2
     }
 
-    /// Written by hand: with thousands of interfaces, JSONEncoder would cost
-    /// more than reading and parsing /proc/net/dev.
+    /// Written by hand into bytes: with 10,000 interfaces JSONEncoder, and
+    /// even string interpolation, would cost more than reading /proc/net/dev.
     static func json(_ rows: [Row], sampledAt: Date, session: Session?, interval: Double?) -> String {
-        var s = "{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"\(Timestamp.iso8601(sampledAt))\""
-        if let interval { s += ",\"intervalSeconds\":\(interval)" }
-        s += ",\"interfaces\":["
-        s.reserveCapacity(rows.count * 260)
+        var w = ByteWriter(capacity: 200 + rows.count * 280)
+        w.raw("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
+        w.raw(Timestamp.iso8601(sampledAt))
+        w.raw("\"")
+        if let interval { w.raw(",\"intervalSeconds\":\(interval)") }
+        w.raw(",\"interfaces\":[")
         for (i, r) in rows.enumerated() {
             let c = r.counters
-            if i > 0 { s += "," }
-            s += "{\"name\":"
-            JSONValue.quote(c.name, into: &s)
-            s += ",\"ifindex\":\(r.facts.ifindex.map(String.init) ?? "null"),\"class\":\"\(r.facts.kind.rawValue)\""
-            if let p = r.profile { s += ",\"profile\":"; JSONValue.quote(p, into: &s) }
-            s += ",\"rxBytes\":\(c.rxBytes),\"rxPackets\":\(c.rxPackets),\"rxErrors\":\(c.rxErrors),\"rxDropped\":\(c.rxDropped)"
-            s += ",\"txBytes\":\(c.txBytes),\"txPackets\":\(c.txPackets),\"txErrors\":\(c.txErrors),\"txDropped\":\(c.txDropped)"
-            s += ",\"resetDetected\":\(r.resetDetected)"
+            if i > 0 { w.byte(UInt8(ascii: ",")) }
+            w.raw("{\"name\":"); w.quoted(c.name)
+            w.raw(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.raw("null") }
+            w.raw(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
+            if let p = r.profile { w.raw(",\"profile\":"); w.quoted(p) }
+            w.raw(",\"rxBytes\":"); w.number(c.rxBytes)
+            w.raw(",\"rxPackets\":"); w.number(c.rxPackets)
+            w.raw(",\"rxErrors\":"); w.number(c.rxErrors)
+            w.raw(",\"rxDropped\":"); w.number(c.rxDropped)
+            w.raw(",\"txBytes\":"); w.number(c.txBytes)
+            w.raw(",\"txPackets\":"); w.number(c.txPackets)
+            w.raw(",\"txErrors\":"); w.number(c.txErrors)
+            w.raw(",\"txDropped\":"); w.number(c.txDropped)
+            w.raw(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
             if interval != nil {
-                s += ",\"rxBytesPerSecond\":\(r.rxRate.map { String(Int64($0.rounded())) } ?? "null")"
-                s += ",\"txBytesPerSecond\":\(r.txRate.map { String(Int64($0.rounded())) } ?? "null")"
+                w.raw(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
+                w.raw(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
             }
-            s += "}"
+            w.byte(UInt8(ascii: "}"))
         }
-        s += "]"
+        w.byte(UInt8(ascii: "]"))
         if let x = session {
-            s += ",\"session\":{\"profile\":"
-            JSONValue.quote(x.profile, into: &s)
-            s += ",\"interface\":"
-            JSONValue.quote(x.interface, into: &s)
-            s += ",\"rxBytes\":\(x.rxBytes.map(String.init) ?? "null"),\"txBytes\":\(x.txBytes.map(String.init) ?? "null")"
-            s += ",\"since\":\(x.since.map { "\"\(Timestamp.iso8601($0))\"" } ?? "null"),\"resetDetected\":\(x.resetDetected)}"
+            w.raw(",\"session\":{\"profile\":"); w.quoted(x.profile)
+            w.raw(",\"interface\":"); w.quoted(x.interface)
+            w.raw(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.raw("null") }
+            w.raw(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.raw("null") }
+            w.raw(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.raw("null") }
+            w.raw(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
         }
-        return s + "}"
+        w.byte(UInt8(ascii: "}"))
+        return w.string
     }
 
     static let metrics: [(String, String, (InterfaceCounters) -> UInt64)] = [
@@ -316,4 +338,43 @@ enum StatsCommand {
         }
         return out
     }
+}
+
+/// Appends JSON pieces to a byte buffer.
+struct ByteWriter {
+    var bytes: [UInt8]
+
+    init(capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+    mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+
+    mutating func number(_ v: UInt64) {
+        if v == 0 { bytes.append(0x30); return }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = v, count = 0
+        withUnsafeMutableBytes(of: &digits) { buf in
+            while n > 0 { buf[count] = UInt8(n % 10) + 0x30; n /= 10; count += 1 }
+            for i in stride(from: count - 1, through: 0, by: -1) { bytes.append(buf[i]) }
+        }
+    }
+
+    mutating func quoted(_ s: String) {
+        var needsEscape = false
+        for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C { needsEscape = true; break }
+        if !needsEscape {
+            bytes.append(0x22); bytes.append(contentsOf: s.utf8); bytes.append(0x22)
+            return
+        }
+        var out = ""
+        JSONValue.quote(s, into: &out)
+        bytes.append(contentsOf: out.utf8)
+    }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
 }
