@@ -67,17 +67,33 @@ public struct RuntimeStore: Sendable {
 
 /// ISO 8601 with milliseconds, UTC, without Foundation's formatters.
 public enum Timestamp {
-    public static func iso8601(_ date: Date) -> String {
+    /// Broken-down time (UTC or local) and the milliseconds.
+    static func fields(_ date: Date, utc: Bool) -> (tm, Int32) {
         let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var secs = time_t(totalMs / 1000)
-        let ms = Int(totalMs % 1000)
         var tm = tm()
-        gmtime_r(&secs, &tm)
-        func pad(_ v: Int32, _ w: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, w - s.count)) + s
-        }
-        return "\(pad(tm.tm_year + 1900, 4))-\(pad(tm.tm_mon + 1, 2))-\(pad(tm.tm_mday, 2))T\(pad(tm.tm_hour, 2)):\(pad(tm.tm_min, 2)):\(pad(tm.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
+        if utc { gmtime_r(&secs, &tm) } else { localtime_r(&secs, &tm) }
+        return (tm, Int32(totalMs % 1000))
+    }
+
+    static func pad(_ v: Int32, _ width: Int) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+
+    public static func iso8601(_ date: Date) -> String {
+        let (t, ms) = fields(date, utc: true)
+        return "\(pad(t.tm_year + 1900, 4))-\(pad(t.tm_mon + 1, 2))-\(pad(t.tm_mday, 2))T\(clockText(t, ms))Z"
+    }
+
+    /// "14:03:07.123", local time, for --watch lines.
+    public static func clock(_ date: Date) -> String {
+        let (t, ms) = fields(date, utc: false)
+        return clockText(t, ms)
+    }
+
+    static func clockText(_ t: tm, _ ms: Int32) -> String {
+        "\(pad(t.tm_hour, 2)):\(pad(t.tm_min, 2)):\(pad(t.tm_sec, 2)).\(pad(ms, 3))"
     }
 
     public static func parse(_ s: String) -> Date? {
@@ -105,19 +121,5 @@ public enum Timestamp {
         var ms = 0.0
         if b.count > 20, b[19] == UInt8(ascii: "."), let f = num(20, 3) { ms = Double(f) / 1000 }
         return Date(timeIntervalSince1970: Double(secs) + ms)
-    }
-
-    /// "14:03:07.123", local time, for --watch lines.
-    public static func clock(_ date: Date) -> String {
-        let totalMs = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        var secs = time_t(totalMs / 1000)
-        let ms = Int(totalMs % 1000)
-        var tm = tm()
-        localtime_r(&secs, &tm)
-        func pad(_ v: Int, _ w: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, w - s.count)) + s
-        }
-        return "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(ms, 3))"
     }
 }
