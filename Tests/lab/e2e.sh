@@ -66,6 +66,11 @@ test_full_cycle() {
   [ "$(field office status)" = disconnected ] || return 1
   [ "$(field office stopReason)" = userInitiated ] || return 1
   c "$V" is-connected office; [ $? = 12 ] || return 1
+  # The private key is in one 0600 secret file and nowhere else: not in the
+  # run dir, the supervisor's log or the preferences.
+  if grep -rqF "$(cat "$LAB_DIR/client.key")" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then
+    echo "  the private key leaked"; return 1
+  fi
   nothing_left
 }
 check "full cycle: import, start, status, verify, stop; nothing left behind" test_full_cycle
