@@ -100,6 +100,7 @@ extension OpenVPNConfiguration {
         passwordSecret = try r.string("passwordSecret")
         tlsCryptSecret = try r.string("tlsCryptSecret")
         tlsAuthSecret = try r.string("tlsAuthSecret")
+        tlsCryptV2Secret = try r.string("tlsCryptV2Secret")
         options = try r.strings("options")
     }
 }

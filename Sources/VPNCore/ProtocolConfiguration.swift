@@ -44,7 +44,8 @@ public enum ProtocolConfiguration: Encodable, Equatable, Sendable {
             return refs
         case .openvpn(let o):
             return [("keySecret", o.keySecret), ("passwordSecret", o.passwordSecret),
-                    ("tlsCryptSecret", o.tlsCryptSecret), ("tlsAuthSecret", o.tlsAuthSecret)]
+                    ("tlsCryptSecret", o.tlsCryptSecret), ("tlsAuthSecret", o.tlsAuthSecret),
+                    ("tlsCryptV2Secret", o.tlsCryptV2Secret)]
                 .compactMap { f, v in v.map { (f, $0) } }
         case .ikev2(let i):
             return [("sharedSecretSecret", i.sharedSecretSecret), ("passwordSecret", i.passwordSecret),
@@ -136,6 +137,8 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     public var passwordSecret: String?
     public var tlsCryptSecret: String?
     public var tlsAuthSecret: String?
+    public var tlsCryptV2Secret: String?
+    /// Further client directives, passed to openvpn as they were imported.
     public var options: [String]
 
     public init(remotes: [Remote] = [], caFingerprint: String? = nil, certificate: String? = nil, keySecret: String? = nil,
@@ -153,7 +156,8 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case remotes, caFingerprint, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret, options
+        case remotes, caFingerprint, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret,
+             tlsCryptV2Secret, options
     }
 
 }

@@ -126,6 +126,7 @@ public struct ProfileValidator {
         }
         p += secretRef("protocol.tlsCryptSecret", o.tlsCryptSecret, required: false, what: "")
         p += secretRef("protocol.tlsAuthSecret", o.tlsAuthSecret, required: false, what: "")
+        p += secretRef("protocol.tlsCryptV2Secret", o.tlsCryptV2Secret, required: false, what: "")
         return p
     }
 

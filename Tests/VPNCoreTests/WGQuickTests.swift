@@ -56,10 +56,12 @@ import Testing
     }
 
     @Test func detectsOtherFormatsAndRefusesThemClearly() throws {
-        let e = #expect(throws: VPNError.self) {
-            try ImportFormat.importProfile(try Fixtures.bytes("wg/client.ovpn"), name: "c", source: "client.ovpn")
+        let ovpn = try ImportFormat.importProfile(try Fixtures.bytes("wg/client.ovpn"), name: "c", source: "client.ovpn")
+        #expect(ovpn.profile.protocol.kind == .openvpn)
+        let plist = #expect(throws: VPNError.self) {
+            try ImportFormat.importProfile(Array("<?xml version=\"1.0\"?>\n<plist version=\"1.0\">\n".utf8), name: "c", source: "x.mobileconfig")
         }
-        #expect(e?.message == "client.ovpn is an OpenVPN .ovpn file, which this vpnctl cannot import yet")
+        #expect(plist?.message == "x.mobileconfig is an Apple .mobileconfig file, which this vpnctl cannot import yet")
         let unknown = #expect(throws: VPNError.self) {
             try ImportFormat.importProfile(Array("hello world\n".utf8), name: "c", source: "notes.txt")
         }

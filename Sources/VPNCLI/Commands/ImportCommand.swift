@@ -4,13 +4,17 @@ import VPNSystem
 
 enum ImportCommand {
     static let spec = CommandSpec(
-        name: "import", abstract: "Import a profile from a wg-quick .conf file.",
+        name: "import", abstract: "Import a profile from a wg-quick .conf or OpenVPN .ovpn file.",
         discussion: """
-        The format is detected from the content. Keys (PrivateKey, PresharedKey) move
-        into secret files; PreUp/PostUp/PreDown/PostDown lines are refused, never run.
+        The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
+        <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; an OpenVPN CA
+        goes into the trust anchors (the config dir's trust/, named by its SHA-256).
+        Lines that run programs (PostUp, up, down, plugin, script-security 2, ...) are
+        refused, never run; directives vpnctl does not carry over are listed.
         Use '-' to read the file from standard input.
         """,
-        options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension).")],
+        options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
+                  OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile.")],
         positionals: [PositionalSpec("file", help: "The file to import.")],
         run: run)
 
@@ -21,6 +25,7 @@ enum ImportCommand {
         let `protocol`: String
         let revision: Int
         let secrets: [String]
+        let trustAnchors: [String]
         let notes: [String]
     }
 
@@ -43,7 +48,9 @@ enum ImportCommand {
         if let problem = ProfileName.problems(name).first {
             throw VPNError(.usage, "invalid profile name '\(name)': \(problem)", hint: "choose another with --name NAME")
         }
-        var result = try ImportFormat.importProfile(bytes, name: name, source: file == "-" ? "standard input" : file)
+        let options = ImportOptions(username: inv.args.value("username"),
+                                    baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file))
+        var result = try ImportFormat.importProfile(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
         let store = inv.store
         let validator = ProfileValidator(secretExists: { result.secrets[$0] != nil })
         let problems = validator.problems(in: result.profile)
@@ -62,6 +69,10 @@ enum ImportCommand {
             for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
                 try store.secrets.set(result.profile.id, name: secretName, value: value)
             }
+            let trust = TrustStore(configDirectory: inv.options.configDirectory)
+            for (fingerprint, pem) in result.anchors.sorted(by: { $0.key < $1.key }) {
+                try trust.install(pem, fingerprint: fingerprint)
+            }
             result.profile = try store.save(result.profile)
         } catch {
             try? store.secrets.removeAll(result.profile.id)
@@ -71,12 +82,14 @@ enum ImportCommand {
         let p = result.profile
         if inv.options.json {
             inv.output.emit(Result(id: p.id.uuidString.lowercased(), name: p.name, protocol: p.protocol.kind.rawValue,
-                                   revision: p.revision, secrets: result.secrets.keys.sorted(), notes: result.notes))
+                                   revision: p.revision, secrets: result.secrets.keys.sorted(),
+                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes))
         } else {
             inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.uuidString.lowercased()))")
             if !result.secrets.isEmpty {
                 inv.output.line("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))")
             }
+            for fp in result.anchors.keys.sorted() { inv.output.line("trust anchor: \(fp)") }
         }
         return .ok
     }

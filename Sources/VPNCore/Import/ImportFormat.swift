@@ -4,6 +4,19 @@ public struct ImportResult: Sendable {
     public var profile: Profile
     public var secrets: [String: [UInt8]]
     public var notes: [String]
+    /// Trust anchors the file carried (a CA), by SHA-256 fingerprint.
+    public var anchors: [String: [UInt8]] = [:]
+}
+
+/// Options an import needs beyond the file itself.
+public struct ImportOptions: Sendable {
+    public var username: String?
+    /// The directory that relative file references in the file are read from.
+    public var baseDirectory: String?
+    public init(username: String? = nil, baseDirectory: String? = nil) {
+        self.username = username
+        self.baseDirectory = baseDirectory
+    }
 }
 
 /// The formats vpnctl recognises, supported or not yet.
@@ -33,24 +46,26 @@ public enum ImportFormat: String, Sendable {
     }
 
     /// Parses `bytes` as a profile named `name`.
-    public static func importProfile(_ bytes: [UInt8], name: String, source: String) throws -> ImportResult {
+    public static func importProfile(_ bytes: [UInt8], name: String, source: String,
+                                     options: ImportOptions = ImportOptions()) throws -> ImportResult {
         if bytes.count > maximumSize {
             throw VPNError(.configurationInvalid, "\(source) is larger than 1 MiB; that is not a VPN configuration file")
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw VPNError(.configurationInvalid, "\(source) is not UTF-8 text",
-                           hint: "vpnctl imports wg-quick .conf files")
+                           hint: "vpnctl imports wg-quick .conf and OpenVPN .ovpn files")
         }
         switch detect(text) {
         case .wgQuick:
             return try WGQuick.parse(text, name: name, source: source)
-        case .openVPN, .mobileconfig:
-            let format = detect(text)!
-            throw VPNError(.configurationInvalid, "\(source) is an \(format.rawValue) file, which this vpnctl cannot import yet",
-                           hint: "vpnctl imports wg-quick .conf files")
+        case .openVPN:
+            return try OpenVPNImport.parse(text, name: name, source: source, options: options)
+        case .mobileconfig:
+            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which this vpnctl cannot import yet",
+                           hint: "vpnctl imports wg-quick .conf and OpenVPN .ovpn files")
         case nil:
             throw VPNError(.configurationInvalid, "cannot tell what kind of file \(source) is",
-                           hint: "vpnctl imports wg-quick .conf files (with an [Interface] section)")
+                           hint: "vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files")
         }
     }
 }
