@@ -5,6 +5,7 @@ set -uo pipefail
 V=$(realpath "${1:?usage: e2e.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
+source "$HERE/openvpn.sh"
 
 passed=0 failed=0 skipped=0
 pass() { passed=$((passed + 1)); echo "ok   - $1"; }
@@ -42,9 +43,9 @@ nothing_left() {
   out=$(c ip -o link show | grep -E ' utun[0-9]+[:@]') && { echo "  interface left: $out"; return 1; }
   out=$(c ip route show | grep utun) && { echo "  route left: $out"; return 1; }
   out=$(ps -eo pid=,args= | grep -E "__supervise.*$VPNCTL_RUN_DIR|__exec-provider" | grep -v grep) && { echo "  process left: $out"; return 1; }
-  out=$(ps -eo pid=,ppid=,comm= | awk '$3=="wireguard-go"{print $1}' | while read -r p; do
+  out=$(ps -eo pid=,ppid=,comm= | awk '$3=="wireguard-go" || $3=="openvpn" {print $1}' | while read -r p; do
           [ "$(readlink /proc/$p/ns/net)" = "$(c readlink /proc/self/ns/net)" ] && echo "$p"; done)
-  [ -n "$out" ] && { echo "  wireguard-go left in the client namespace: $out"; return 1; }
+  [ -n "$out" ] && { echo "  a provider is left in the client namespace: $out"; return 1; }
   for sock in /var/run/wireguard/utun*.sock; do
     [ -e "$sock" ] || continue
     c "$V" status --json | grep -q "\"interface\":\"$(basename "$sock" .sock)\"" && { echo "  socket left: $sock"; return 1; }
@@ -327,6 +328,96 @@ PY
   return $rc
 }
 check "stats --profile: this session's inner bytes, exactly; profile label in --prometheus" test_stats_profile_session
+
+# ---- OpenVPN ---------------------------------------------------------------------
+
+ovpn_ready=no
+if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
+  if ovpn_up; then ovpn_ready=yes; else echo "  the OpenVPN lab did not come up"; fi
+fi
+
+if [ $ovpn_ready = yes ]; then
+  c "$V" import "$LAB_DIR/work.ovpn" --username alice >/dev/null 2>&1
+  printf 's3cret pass\n' | c "$V" secret set work password >/dev/null
+
+  test_ovpn_full_cycle() {
+    local out rc
+    out=$(c "$V" start work --timeout 15 2>&1); rc=$?
+    [ $rc = 0 ] || { echo "  start: $rc $out"; return 1; }
+    [ "$(field work status)" = connected ] || return 1
+    c ip route show | grep -q "^198.19.9.0/24 dev utun" || { echo "  the pushed route is missing"; c ip route; return 1; }
+    out=$(c "$V" verify work --probe http://198.19.9.1:8080/ 2>&1) || { echo "$out"; return 1; }
+    c "$V" stop work >/dev/null || return 1
+    [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = userInitiated ] || return 1
+    c ip route show | grep -q "198.19.9.0/24" && { echo "  the pushed route outlived the tunnel"; return 1; }
+    if grep -rqF "s3cret pass" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the password leaked"; return 1; fi
+    if grep -rqF "$(sed -n 2p "$LAB_DIR/pki/client.key")" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the key leaked"; return 1; fi
+    ls "$VPNCTL_RUN_DIR" | grep -qE '\.(mgmt|conf|cert\.pem)$' && { echo "  run files left: $(ls "$VPNCTL_RUN_DIR")"; return 1; }
+    nothing_left || return 1
+    ps -eo args= | grep -q "^openvpn --config $VPNCTL_RUN_DIR" && { echo "  openvpn left"; return 1; }
+    return 0
+  }
+  check "openvpn: import .ovpn, start, pushed route, verify, stop; nothing left, no secret in run files" test_ovpn_full_cycle
+
+  test_ovpn_wrong_password() {
+    printf 'wrong\n' | c "$V" secret set work password >/dev/null
+    local err rc
+    err=$(c "$V" start work --timeout 15 2>&1); rc=$?
+    printf 's3cret pass\n' | c "$V" secret set work password >/dev/null
+    [ $rc = 4 ] && grep -q authenticationFailed <<<"$err" || { echo "  $rc: $err"; return 1; }
+    nothing_left
+  }
+  check "openvpn: a wrong password gives exit 4 with authenticationFailed" test_ovpn_wrong_password
+
+  test_ovpn_server_down() {
+    c "$V" import "$LAB_DIR/down.ovpn" --username alice >/dev/null 2>&1
+    printf 's3cret pass\n' | c "$V" secret set down password >/dev/null
+    local err rc
+    err=$(c "$V" start down --timeout 3 2>&1); rc=$?
+    { [ $rc = 4 ] || [ $rc = 3 ]; } && grep -qE "serverNotResponding|negotiationFailed" <<<"$err" || { echo "  $rc: $err"; return 1; }
+    grep -q "198.18.0.1:1199" <<<"$err" || { echo "  no remote named: $err"; return 1; }
+    nothing_left
+  }
+  check "openvpn: a server that is down gives exit 4 with a specific reason" test_ovpn_server_down
+
+  test_ovpn_expired() {
+    c "$V" import "$LAB_DIR/expired.ovpn" --username alice >/dev/null 2>&1
+    printf 's3cret pass\n' | c "$V" secret set expired password >/dev/null
+    local err rc
+    err=$(c "$V" start expired --timeout 15 2>&1); rc=$?
+    [ $rc = 4 ] && grep -q serverCertificateExpired <<<"$err" || { echo "  $rc: $err"; return 1; }
+    grep -q "openvpn: VERIFY ERROR" <<<"$err" || { echo "  openvpn's reason is not quoted: $err"; return 1; }
+    nothing_left
+  }
+  check "openvpn: an expired server certificate gives serverCertificateExpired, quoting openvpn" test_ovpn_expired
+
+  test_ovpn_and_wireguard() {
+    c "$V" start office >/dev/null && c "$V" start work --timeout 15 >/dev/null || return 1
+    c "$V" stop work >/dev/null || return 1
+    [ "$(field office status)" = connected ] || return 1
+    c "$V" verify office --probe 198.19.0.1:8080 >/dev/null || { echo "  office lost its path"; return 1; }
+    c "$V" start work --timeout 15 >/dev/null || return 1
+    c "$V" stop office >/dev/null || return 1
+    [ "$(field work status)" = connected ] || return 1
+    c "$V" verify work --probe 198.19.9.1:8080 >/dev/null || { echo "  work lost its path"; return 1; }
+    c "$V" stop work >/dev/null
+    nothing_left
+  }
+  check "openvpn and wireguard at once: stopping one leaves the other up" test_ovpn_and_wireguard
+
+  test_ovpn_killed() {
+    c "$V" start work --timeout 15 >/dev/null || return 1
+    local pid
+    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$(field work id).json")
+    kill -KILL "$pid"
+    wait_status work disconnected 5 || return 1
+    [ "$(field work stopReason)" = providerFailed ] || return 1
+    nothing_left
+  }
+  check "openvpn killed with SIGKILL: disconnected with providerFailed, nothing left" test_ovpn_killed
+else
+  skipped=$((skipped + 1)); echo "skip - openvpn tests: openvpn or openssl is not installed"
+fi
 
 lab_down
 trap - EXIT

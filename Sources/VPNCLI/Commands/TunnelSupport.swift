@@ -92,13 +92,23 @@ enum TunnelActions {
             throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
                                    problems: problems, hint: "fix it with: vpnctl edit \(profile.name) (secrets: vpnctl secret set)")
         }
-        guard case .wireguard = profile.protocol else {
+        let provider: (program: String, package: String)
+        switch profile.protocol {
+        case .wireguard: provider = ("wireguard-go", "wireguard-go")
+        case .openvpn(let o):
+            provider = ("openvpn", "openvpn")
+            let trust = TrustStore(configDirectory: inv.options.configDirectory)
+            if let fp = o.caFingerprint, !trust.exists(fp) {
+                throw VPNError(.configurationInvalid, "profile '\(profile.name)' trusts anchor \(fp), which is not installed",
+                               hint: "import the profile again, or install the CA as \(trust.path(fp))")
+            }
+        default:
             throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
-                           hint: "this version starts wireguard profiles")
+                           hint: "this version starts wireguard and openvpn profiles")
         }
-        guard let wg = Processes.which("wireguard-go", path: inv.context.environment["PATH"]) else {
-            throw VPNError(.providerUnavailable, "wireguard-go is not installed (the provider for wireguard profiles)",
-                           hint: "install it: apt-get install --no-install-recommends wireguard-go")
+        guard let wg = Processes.which(provider.program, path: inv.context.environment["PATH"]) else {
+            throw VPNError(.providerUnavailable, "\(provider.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
+                           hint: "install it: apt-get install --no-install-recommends \(provider.package)")
         }
         if !Privileges.canAdministerNetwork() {
             throw VPNError(.permissionDenied, "starting a tunnel needs CAP_NET_ADMIN", hint: "run as root, or give vpnctl CAP_NET_ADMIN")

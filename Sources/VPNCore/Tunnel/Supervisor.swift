@@ -99,11 +99,14 @@ public final class Supervisor {
         }
         record.name = profile.name
         transition(.connecting)
-        guard case .wireguard(let config) = profile.protocol else {
-            transition(.disconnected, error: ConnectionError(.pluginDisabled, "this vpnctl runs only wireguard profiles"), stopReason: .configurationFailed)
+        switch profile.protocol {
+        case .wireguard(let config): return runWireGuard(profile, config, store: store, signalFD: signalFD)
+        case .openvpn(let config): return runOpenVPN(profile, config, store: store, signalFD: signalFD)
+        default:
+            transition(.disconnected, error: ConnectionError(.pluginDisabled, "no provider for \(profile.protocol.kind.rawValue) profiles"),
+                       stopReason: .configurationFailed)
             return 1
         }
-        return runWireGuard(profile, config, store: store, signalFD: signalFD)
     }
 
     func runWireGuard(_ profile: Profile, _ config: WireGuardConfiguration, store: PreferencesStore, signalFD: Int32) -> Int32 {

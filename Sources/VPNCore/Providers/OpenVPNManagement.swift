@@ -1,0 +1,198 @@
+/// The openvpn management interface (management-notes.txt): real-time
+/// messages start with '>', command replies with SUCCESS: or ERROR:.
+public enum ManagementMessage: Equatable, Sendable {
+    case state(name: String, detail: String)
+    case password(String)
+    case hold(String)
+    case upDown(String)
+    case upDownEnv(key: String, value: String)
+    case upDownEnvEnd
+    case log(flags: String, message: String)
+    case fatal(String)
+    case info(String)
+    case success(String)
+    case error(String)
+    case other(String)
+
+    public static func parse(_ raw: String) -> ManagementMessage {
+        let line = raw.hasSuffix("\r") ? String(raw.dropLast()) : raw
+        if line.hasPrefix("SUCCESS:") { return .success(String(line.dropFirst(8)).trimmingSpaces()) }
+        if line.hasPrefix("ERROR:") { return .error(String(line.dropFirst(6)).trimmingSpaces()) }
+        guard line.hasPrefix(">"), let colon = line.firstIndex(of: ":") else { return .other(line) }
+        let kind = line[line.index(after: line.startIndex)..<colon]
+        let body = String(line[line.index(after: colon)...])
+        switch kind {
+        case "STATE":
+            // time,NAME,detail,local ip,remote ip,remote port,local addr,local port,local ipv6
+            let f = body.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            return .state(name: f.count > 1 ? f[1] : "", detail: f.count > 2 ? f[2] : "")
+        case "PASSWORD": return .password(body)
+        case "HOLD": return .hold(body)
+        case "FATAL": return .fatal(body)
+        case "INFO": return .info(body)
+        case "LOG":
+            // time,flags,message (the message may itself contain commas)
+            let f = body.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            return .log(flags: f.count > 1 ? f[1] : "", message: f.count > 2 ? f[2] : body)
+        case "UPDOWN":
+            if body.hasPrefix("ENV,") {
+                let kv = body.dropFirst(4)
+                if kv == "END" { return .upDownEnvEnd }
+                guard let eq = kv.firstIndex(of: "=") else { return .other(line) }
+                return .upDownEnv(key: String(kv[..<eq]), value: String(kv[kv.index(after: eq)...]))
+            }
+            return .upDown(body)
+        default:
+            return .other(line)
+        }
+    }
+
+    /// Quotes a value for a management command (`password "Auth" "..."`).
+    public static func quote(_ s: String) -> String {
+        "\"" + s.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
+    }
+}
+
+/// What an openvpn state means for vpnctl's status.
+public enum OpenVPNState {
+    public static func status(_ name: String) -> VPNStatus? {
+        switch name {
+        case "CONNECTING", "WAIT", "AUTH", "GET_CONFIG", "ASSIGN_IP", "ADD_ROUTES", "RESOLVE", "TCP_CONNECT", "AUTH_PENDING":
+            return .connecting
+        case "CONNECTED": return .connected
+        case "RECONNECTING": return .reasserting
+        case "EXITING": return .disconnecting
+        default: return nil
+        }
+    }
+}
+
+/// The settings openvpn pushes (`>UPDOWN:ENV` lines), as vpnctl applies them.
+public struct PushedSettings: Equatable, Sendable {
+    public var addresses: [String] = []
+    public var routes: [String] = []
+    public var mtu: Int? = nil
+    public var dns: [String] = []
+    public var domains: [String] = []
+
+    public init() {}
+
+    public init(env: [String: String]) {
+        if let local = env["ifconfig_local"] {
+            if let mask = env["ifconfig_netmask"], let bits = PushedSettings.prefixLength(mask) {
+                addresses.append("\(local)/\(bits)")
+            } else {
+                addresses.append("\(local)/32")
+                if let remote = env["ifconfig_remote"] { routes.append("\(remote)/32") }
+            }
+        }
+        if let v6 = env["ifconfig_ipv6_local"] {
+            addresses.append("\(v6)/\(env["ifconfig_ipv6_netbits"] ?? "128")")
+        }
+        mtu = env["tun_mtu"].flatMap { Int($0) }
+        var n = 1
+        while let network = env["route_network_\(n)"] {
+            let bits = env["route_netmask_\(n)"].flatMap(PushedSettings.prefixLength) ?? 32
+            if let c = CIDR("\(network)/\(bits)") { routes.append(c.network.description) }
+            n += 1
+        }
+        n = 1
+        while let network = env["route_ipv6_network_\(n)"] {
+            if let c = CIDR(network) { routes.append(c.network.description) }
+            n += 1
+        }
+        n = 1
+        while let option = env["foreign_option_\(n)"] {
+            let words = option.split(separator: " ").map(String.init)
+            if words.count >= 3, words[0] == "dhcp-option" {
+                switch words[1] {
+                case "DNS", "DNS6": dns.append(words[2])
+                case "DOMAIN", "DOMAIN-SEARCH": domains.append(words[2])
+                default: break
+                }
+            }
+            n += 1
+        }
+    }
+
+    /// "255.255.255.0" -> 24; nil for a non-contiguous mask.
+    static func prefixLength(_ mask: String) -> Int? {
+        guard let a = IPAddress(mask), !a.isIPv6 else { return nil }
+        var bits = 0, seenZero = false
+        for byte in a.bytes {
+            for i in (0..<8).reversed() {
+                if byte & (1 << i) != 0 {
+                    if seenZero { return nil }
+                    bits += 1
+                } else {
+                    seenZero = true
+                }
+            }
+        }
+        return bits
+    }
+}
+
+/// Turns openvpn's own words into a last-disconnect error, quoting them.
+public struct OpenVPNDiagnosis: Sendable {
+    public private(set) var heardFromServer = false
+    public private(set) var lastReason: String? = nil
+    /// An error that ends the attempt at once (no point retrying).
+    public private(set) var fatal: ConnectionError? = nil
+
+    public init() {}
+
+    public mutating func observe(_ m: ManagementMessage) {
+        switch m {
+        case .password(let text) where text.contains("Verification Failed"):
+            fatal = ConnectionError(.authenticationFailed, "the server rejected the username or password (openvpn: \(text))")
+        case .state(let name, let detail) where name == "RECONNECTING" || name == "EXITING":
+            if detail == "auth-failure" && fatal == nil {
+                fatal = ConnectionError(.authenticationFailed, "the server rejected the credentials (openvpn: AUTH_FAILED)")
+            }
+        case .fatal(let text):
+            lastReason = text
+            if fatal == nil { fatal = classify(text) ?? ConnectionError(.configurationFailed, "openvpn: \(text)") }
+        case .log(let flags, let message):
+            if message.hasPrefix("TLS: Initial packet from") || message.contains("Peer Connection Initiated")
+                || message.hasPrefix("VERIFY OK") || message.hasPrefix("VERIFY ERROR") {
+                heardFromServer = true
+            }
+            if let e = classify(message) {
+                if fatal == nil { fatal = e }
+            } else if flags.contains("F") || flags.contains("N") || message.hasPrefix("TLS Error") || message.contains("error") {
+                lastReason = message
+            }
+        default:
+            break
+        }
+    }
+
+    func classify(_ message: String) -> ConnectionError? {
+        let quoted = "openvpn: \(message)"
+        if message.contains("AUTH_FAILED") { return ConnectionError(.authenticationFailed, quoted) }
+        if message.hasPrefix("VERIFY ERROR") || message.hasPrefix("VERIFY KU ERROR") || message.hasPrefix("VERIFY EKU ERROR")
+            || message.hasPrefix("VERIFY X509NAME ERROR") {
+            if message.contains("certificate has expired") { return ConnectionError(.serverCertificateExpired, quoted) }
+            if message.contains("not yet valid") { return ConnectionError(.serverCertificateNotYetValid, quoted) }
+            return ConnectionError(.serverCertificateInvalid, quoted)
+        }
+        if message.contains("alert certificate expired") { return ConnectionError(.clientCertificateExpired, quoted) }
+        if message.contains("alert bad certificate") || message.contains("alert unknown ca")
+            || message.contains("alert certificate unknown") { return ConnectionError(.clientCertificateInvalid, quoted) }
+        if message.contains("Cannot load certificate file") || message.contains("Cannot load private key")
+            || message.contains("Private key does not match") { return ConnectionError(.clientCertificateInvalid, quoted) }
+        if message.hasPrefix("RESOLVE: Cannot resolve host address") { return ConnectionError(.serverAddressResolutionFailed, quoted) }
+        if message.hasPrefix("Options error") { return ConnectionError(.configurationFailed, quoted) }
+        return nil
+    }
+
+    /// The error for a start that ran out of time.
+    public func timeoutError(seconds: Int64, remote: String) -> ConnectionError {
+        let why = lastReason.map { " (openvpn: \($0))" } ?? ""
+        if heardFromServer {
+            return ConnectionError(.negotiationFailed, "the server at \(remote) answered but the TLS negotiation did not complete within \(seconds) s\(why)")
+        }
+        return ConnectionError(.serverNotResponding, "no answer from the server at \(remote) within \(seconds) s\(why)")
+    }
+}

@@ -1,0 +1,101 @@
+# The OpenVPN part of the lab (source after lab.sh): a throwaway CA and
+# certificates made with openssl for this run only, tls-crypt, and openvpn
+# servers in the server namespace.
+#
+#   server 198.18.0.1:1194/udp  tunnel 198.19.8.0/24 (server .1)
+#   pushed route 198.19.9.0/24  resource http://198.19.9.1:8080/ (server lo)
+#   user alice / password "s3cret pass" (checked by a script on the server side)
+
+ovpn_pki() {
+  local d=$LAB_DIR/pki
+  mkdir -p "$d" && chmod 700 "$d"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 -subj "/CN=vpnctl-lab-ca-$LAB" 2>/dev/null
+  local who eku days
+  for who in server:serverAuth:2 client:clientAuth:2 expired:serverAuth:-1; do
+    IFS=: read -r name eku days <<<"$who"
+    openssl req "${ec[@]}" -keyout "$d/$name.key" -out "$d/$name.csr" -subj "/CN=$name" 2>/dev/null
+    printf 'extendedKeyUsage=%s\nkeyUsage=digitalSignature,keyAgreement\n' "$eku" > "$d/$name.ext"
+    openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+      -out "$d/$name.crt" -days "$days" -extfile "$d/$name.ext" 2>/dev/null
+  done
+  openvpn --genkey secret "$d/tc.key"
+  printf '#!/bin/sh\n{ read -r u; read -r p; } < "$1"\n[ "$u" = alice ] && [ "$p" = "s3cret pass" ]\n' > "$d/check-pass.sh"
+  chmod 700 "$d/check-pass.sh"
+}
+
+# ovpn_server NAME PORT CERTNAME: an openvpn server in the server namespace.
+ovpn_server() {
+  local name=$1 port=$2 cert=$3 d=$LAB_DIR/pki
+  cat > "$d/$name.conf" <<CONF
+dev ${LAB}$name
+dev-type tun
+proto udp
+local 198.18.0.1
+port $port
+topology subnet
+server 198.19.8.0 255.255.255.0
+push "route 198.19.9.0 255.255.255.0"
+push "dhcp-option DNS 198.19.8.1"
+ca $d/ca.crt
+cert $d/$cert.crt
+key $d/$cert.key
+dh none
+tls-crypt $d/tc.key
+data-ciphers AES-256-GCM
+keepalive 10 60
+script-security 2
+auth-user-pass-verify $d/check-pass.sh via-file
+tmp-dir $d
+verb 3
+CONF
+  ip netns exec "$NS_S" openvpn --config "$d/$name.conf" > "$LAB_DIR/ovpn-$name.log" 2>&1 &
+  LAB_PIDS+=($!)
+  echo $! > "$LAB_DIR/ovpn-$name.pid"
+  local i
+  for i in $(seq 1 100); do grep -q "Initialization Sequence Completed" "$LAB_DIR/ovpn-$name.log" && return 0; sleep 0.05; done
+  echo "openvpn server $name did not start:"; tail -5 "$LAB_DIR/ovpn-$name.log"; return 1
+}
+
+# ovpn_client_file PORT: an .ovpn as a provider would hand it out, inline blocks and all.
+ovpn_client_file() {
+  local d=$LAB_DIR/pki
+  cat <<OVPN
+# vpnctl lab OpenVPN client
+client
+dev tun
+proto udp
+remote 198.18.0.1 $1
+nobind
+remote-cert-tls server
+data-ciphers AES-256-GCM
+auth-user-pass
+verb 3
+<ca>
+$(cat "$d/ca.crt")
+</ca>
+<cert>
+$(cat "$d/client.crt")
+</cert>
+<key>
+$(cat "$d/client.key")
+</key>
+<tls-crypt>
+$(cat "$d/tc.key")
+</tls-crypt>
+OVPN
+}
+
+ovpn_up() {
+  ovpn_pki || return 1
+  s ip addr add 198.19.9.1/32 dev lo
+  (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.9.1 8080) > "$LAB_DIR/http3.log" 2>&1 &
+  LAB_PIDS+=($!)
+  ovpn_server o 1194 server || return 1
+  ovpn_server e 1195 expired || return 1
+  ovpn_client_file 1194 > "$LAB_DIR/work.ovpn"
+  ovpn_client_file 1195 > "$LAB_DIR/expired.ovpn"
+  ovpn_client_file 1199 > "$LAB_DIR/down.ovpn"
+  local i
+  for i in $(seq 1 200); do s bash -c 'exec 3<>/dev/tcp/198.19.9.1/8080' 2>/dev/null && break; sleep 0.02; done
+}
