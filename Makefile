@@ -56,9 +56,10 @@ demo: build
 	bash Tests/lab/demo.sh build/vpnctl
 
 bench: build
-	@$(MAKE) -s deps EXTRA_PACKAGES=hyperfine
+	@$(MAKE) -s deps EXTRA_PACKAGES="hyperfine iperf3"
 	bash Benchmarks/run.sh build/vpnctl
 	bash Benchmarks/stats.sh build/vpnctl
+	bash Benchmarks/openvpn.sh build/vpnctl
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"

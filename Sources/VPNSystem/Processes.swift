@@ -71,6 +71,12 @@ public enum Processes {
     /// then SIGKILLs it. Only for our own children.
     @discardableResult
     public static func terminate(_ pid: pid_t, signal: Int32 = SIGTERM, timeoutMs: Int = 3000) -> Int32? {
+        // Already reaped (ECHILD): the pid is not ours any more, and may even
+        // belong to another process now, so it must not be signalled.
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        if r == -1 && errno == ECHILD { return nil }
+        if r == pid { return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f) }
         kill(pid, signal)
         var waited = 0
         while waited < timeoutMs {
@@ -79,7 +85,6 @@ public enum Processes {
             waited += 5
         }
         kill(pid, SIGKILL)
-        var status: Int32 = 0
         waitpid(pid, &status, 0)
         return 128 + SIGKILL
     }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `make bench` (part 3): OpenVPN. start --wait to connected against a hand-run
+# openvpn with the same configuration (the floor), and iperf3 throughput for
+# 3 s through each tunnel, in the same lab and the same run.
+# Usage: Benchmarks/openvpn.sh path/to/vpnctl [runs]
+set -uo pipefail
+V=$(realpath "${1:?usage: openvpn.sh path/to/vpnctl [runs]}")
+RUNS=${2:-15}
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../Tests/lab/lab.sh"
+source "$HERE/../Tests/lab/openvpn.sh"
+why=$(lab_cannot_run); [ -n "$why" ] && { echo "benchmarks cannot run here: $why"; exit 1; }
+command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install --no-install-recommends iperf3"; exit 1; }
+trap lab_down EXIT
+lab_up
+ovpn_up || exit 1
+c "$V" import "$LAB_DIR/work.ovpn" --username alice >/dev/null 2>&1
+printf 's3cret pass\n' | c "$V" secret set work password >/dev/null
+
+# The floor: the same client file run by hand (openvpn configures its own tun
+# with ip), with the password in a file the benchmark owns.
+printf 'alice\ns3cret pass\n' > "$LAB_DIR/pki/pass.txt"; chmod 600 "$LAB_DIR/pki/pass.txt"
+sed "s|^auth-user-pass$|auth-user-pass $LAB_DIR/pki/pass.txt|; s|^dev tun$|dev utun9\ndev-type tun|" "$LAB_DIR/work.ovpn" > "$LAB_DIR/hand.ovpn"
+hand_up() {  # starts openvpn by hand; prints its pid once connected
+  : > "$LAB_DIR/hand.log"
+  ip netns exec "$NS_C" openvpn --config "$LAB_DIR/hand.ovpn" --disable-dco --verb 3 > "$LAB_DIR/hand.log" 2>&1 &
+  local pid=$! end=$(( $(date +%s) + 20 ))
+  until grep -q "Initialization Sequence Completed" "$LAB_DIR/hand.log"; do
+    if ! kill -0 $pid 2>/dev/null || [ "$(date +%s)" -gt $end ]; then
+      echo "hand-run openvpn failed:" >&2; tail -3 "$LAB_DIR/hand.log" >&2; kill $pid 2>/dev/null; exit 1
+    fi
+  done
+  echo $pid
+}
+hand_down() { kill "$1"; wait "$1" 2>/dev/null; }
+
+echo "== start --wait to connected vs hand-run openvpn (runs: $RUNS)"
+for i in $(seq 1 "$RUNS"); do
+  t0=$(date +%s%N); pid=$(hand_up); t1=$(date +%s%N); hand_down "$pid"
+  echo "floor $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
+  t0=$(date +%s%N); c "$V" start work >/dev/null || echo "start failed" >&2; t1=$(date +%s%N); c "$V" stop work >/dev/null
+  echo "vpnctl $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
+done > "$LAB_DIR/start.txt"
+python3 "$HERE/stats.py" < "$LAB_DIR/start.txt"
+python3 - "$LAB_DIR/start.txt" <<'PY'
+import statistics, sys
+d = {}
+for l in open(sys.argv[1]):
+    k, v = l.split(); d.setdefault(k, []).append(float(v))
+f, v = statistics.median(d["floor"]), statistics.median(d["vpnctl"])
+print(f"ratio {v / f:.2f} (target <= 1.2)")
+PY
+
+echo "== iperf3 -t 3 through the tunnel: vpnctl-managed vs hand-run"
+throughput() {  # prints bits per second received
+  ip netns exec "$NS_S" iperf3 -s -1 -B 198.19.8.1 > /dev/null 2>&1 &
+  local srv=$!
+  sleep 0.3
+  c iperf3 -c 198.19.8.1 -t 3 -J 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
+  wait $srv 2>/dev/null
+}
+for i in 1 2 3; do
+  pid=$(hand_up); echo "hand $(throughput)"; hand_down "$pid"
+  c "$V" start work >/dev/null; echo "vpnctl $(throughput)"; c "$V" stop work >/dev/null
+done > "$LAB_DIR/tput.txt"
+python3 - "$LAB_DIR/tput.txt" <<'PY'
+import statistics, sys
+d = {}
+for l in open(sys.argv[1]):
+    k, v = l.split(); d.setdefault(k, []).append(float(v))
+h, v = statistics.median(d["hand"]), statistics.median(d["vpnctl"])
+print(f"hand-run openvpn  median {h / 1e6:8.1f} Mbit/s")
+print(f"vpnctl            median {v / 1e6:8.1f} Mbit/s")
+print(f"ratio {v / h:.2f} (target >= 0.95)")
+PY
