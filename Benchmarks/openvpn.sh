@@ -38,7 +38,12 @@ echo "== start --wait to connected vs hand-run openvpn (runs: $RUNS)"
 for i in $(seq 1 "$RUNS"); do
   t0=$(date +%s%N); pid=$(hand_up); t1=$(date +%s%N); hand_down "$pid"
   echo "floor $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
-  t0=$(date +%s%N); c "$V" start work >/dev/null || echo "start failed" >&2; t1=$(date +%s%N); c "$V" stop work >/dev/null
+  t0=$(date +%s%N)
+  if ! c "$V" start work >/dev/null; then
+    echo "start failed; logs kept in /tmp/vpnctl-bench-failure" >&2
+    mkdir -p /tmp/vpnctl-bench-failure && cp "$VPNCTL_RUN_DIR"/logs/*.log "$LAB_DIR"/ovpn-o.log "$LAB_DIR/hand.log" /tmp/vpnctl-bench-failure/
+  fi
+  t1=$(date +%s%N); c "$V" stop work >/dev/null
   echo "vpnctl $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
 done > "$LAB_DIR/start.txt"
 python3 "$HERE/stats.py" < "$LAB_DIR/start.txt"

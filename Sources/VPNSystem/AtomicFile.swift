@@ -8,7 +8,10 @@ import Glibc
 public enum AtomicFile {
     /// `beforeRename` runs after the temp file is synced and before it
     /// replaces the target; the tests use it to inject a failure or a crash.
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600,
+    /// `durable: false` skips both fsyncs but keeps the rename, so readers
+    /// still never see a half-written file: for state that does not outlive a
+    /// boot anyway (the run directory is a tmpfs), where an fsync only adds latency.
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, durable: Bool = true,
                              beforeRename: (() throws -> Void)? = nil) throws {
         let dir = FileSystem.parentDirectory(of: path)
         let base = path.split(separator: "/").last.map(String.init) ?? path
@@ -35,12 +38,12 @@ public enum AtomicFile {
                 }
                 offset += n
             }
-            if fsync(fd) != 0 { throw SystemError("fsync", path: tempPath, errno: .current) }
+            if durable && fsync(fd) != 0 { throw SystemError("fsync", path: tempPath, errno: .current) }
         }
         try beforeRename?()
         if rename(tempPath, path) != 0 { throw SystemError("replace", path: path, errno: .current) }
         renamed = true
-        try syncDirectory(dir)
+        if durable { try syncDirectory(dir) }
     }
 
     public static func syncDirectory(_ dir: String) throws {

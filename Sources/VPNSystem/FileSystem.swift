@@ -39,6 +39,15 @@ public enum FileSystem {
         return result
     }
 
+    /// The bytes of a file from `offset` to its end (empty when shorter).
+    public static func readFile(_ path: String, from offset: Int) throws -> [UInt8] {
+        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        if fd < 0 { throw SystemError("read", path: path, errno: .current) }
+        defer { close(fd) }
+        if lseek(fd, off_t(offset), SEEK_SET) < 0 { throw SystemError("seek in", path: path, errno: .current) }
+        return try readAll(fd: fd, path: path)
+    }
+
     public static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0

@@ -94,11 +94,15 @@ public enum Processes {
 public final class DirectoryWatch {
     public let fd: Int32
 
-    public init(_ paths: [String]) throws {
+    /// Renames (records replaced atomically), appends (event logs), creation and deletion.
+    public static let everything = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MODIFY)
+    /// Only whole-file replacements and deletions: what a record changes by.
+    public static let replacements = UInt32(IN_MOVED_TO | IN_DELETE)
+
+    public init(_ paths: [String], mask: UInt32 = DirectoryWatch.everything) throws {
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         if fd < 0 { throw SystemError("watch", path: paths.joined(separator: ", "), errno: .current) }
         for p in paths {
-            let mask = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MODIFY)
             if inotify_add_watch(fd, p, mask) < 0 {
                 let e = Errno.current
                 close(fd)

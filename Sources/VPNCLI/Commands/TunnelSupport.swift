@@ -230,15 +230,15 @@ final class LogFollower {
     }
 
     func echo() {
-        guard let start = offset, let bytes = try? FileSystem.readFileIfPresent(path), bytes.count > start,
-              let lastNewline = bytes[start...].lastIndex(of: 0x0A) else { return }
-        for line in String(decoding: bytes[start..<lastNewline], as: UTF8.self).split(separator: "\n") {
+        guard let start = offset, let bytes = try? FileSystem.readFile(path, from: start),
+              let lastNewline = bytes.lastIndex(of: 0x0A) else { return }
+        for line in String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n") {
             if let r = line.firstRange(of: "[#] ") {
                 spinner?.clear()
                 inv.output.note(String(line[r.lowerBound...]))
             }
         }
-        offset = lastNewline + 1
+        offset = start + lastNewline + 1
     }
 }
 

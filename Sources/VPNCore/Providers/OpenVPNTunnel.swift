@@ -123,7 +123,7 @@ extension Supervisor {
             var launch = OpenVPNLaunch(interface: name, managementSocket: sockPath, caPath: trust.path(fp))
             if let cert = config.certificate {
                 launch.certificatePath = base + ".cert.pem"
-                try AtomicFile.write(Array(cert.utf8), to: launch.certificatePath!, mode: 0o600)
+                try AtomicFile.write(Array(cert.utf8), to: launch.certificatePath!, mode: 0o600, durable: false)
                 undo.push("remove certificate file") { unlink(base + ".cert.pem") }
             }
             // Key material stays in its 0600 secret file; openvpn reads it there.
@@ -135,7 +135,7 @@ extension Supervisor {
                 _ = try store.secrets.read(id, name: secret)  // refuses symlinks and loose modes
                 set(store.secrets.path(id, secret))
             }
-            try AtomicFile.write(Array(launch.render(config).utf8), to: base + ".conf", mode: 0o600)
+            try AtomicFile.write(Array(launch.render(config).utf8), to: base + ".conf", mode: 0o600, durable: false)
             undo.push("remove config file") { unlink(base + ".conf") }
         } catch {
             return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)

@@ -13,10 +13,18 @@ public struct RuntimeStore: Sendable {
 
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
-    public func logPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).log" }
+    /// Logs live in their own directory: the supervisor and the provider write
+    /// them line by line, and watchers of the run directory must not wake for that.
+    public var logDirectory: String { "\(directory)/logs" }
+    public func logPath(_ id: UUID) -> String { "\(logDirectory)/\(id.uuidString.lowercased()).log" }
 
     public func prepare() throws {
-        do { try FileSystem.ensurePrivateDirectory(directory) } catch { throw storeError(error) }
+        do {
+            try FileSystem.ensurePrivateDirectory(directory)
+            try FileSystem.ensurePrivateDirectory(logDirectory)
+        } catch {
+            throw storeError(error)
+        }
     }
 
     public static func makeEncoder() -> JSONEncoder {
@@ -49,7 +57,7 @@ public struct RuntimeStore: Sendable {
 
     public func write(_ record: RuntimeRecord) throws {
         let bytes = Array(try RuntimeStore.makeEncoder().encode(record)) + [0x0A]
-        do { try AtomicFile.write(bytes, to: recordPath(record.id), mode: 0o600) } catch { throw storeError(error) }
+        do { try AtomicFile.write(bytes, to: recordPath(record.id), mode: 0o600, durable: false) } catch { throw storeError(error) }
     }
 
     public func appendEvent(_ event: TransitionEvent, id: UUID) throws {

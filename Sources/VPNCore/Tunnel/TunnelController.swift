@@ -136,7 +136,7 @@ public struct TunnelController {
     public func wait(for profile: Profile, timeoutMs: Int64, supervisor: pid_t?,
                      onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
         try runtime.prepare()
-        let watch = try DirectoryWatch([runtime.directory])
+        let watch = try DirectoryWatch([runtime.directory], mask: DirectoryWatch.replacements)
         let pidfd = supervisor.map { vpn_pidfd_open($0) } ?? -1
         defer { if pidfd >= 0 { close(pidfd) } }
         let deadline = monotonicMilliseconds() + timeoutMs
