@@ -346,6 +346,7 @@ if [ $ovpn_ready = yes ]; then
     [ $rc = 0 ] || { echo "  start: $rc $out"; return 1; }
     [ "$(field work status)" = connected ] || return 1
     c ip route show | grep -q "^198.19.9.0/24 dev utun" || { echo "  the pushed route is missing"; c ip route; return 1; }
+    c "$V" status work --json | grep -q '"dns":\["198.19.8.1"\]' || { echo "  the pushed DNS is not in status"; return 1; }
     out=$(c "$V" verify work --probe http://198.19.9.1:8080/ 2>&1) || { echo "$out"; return 1; }
     c "$V" stop work >/dev/null || return 1
     [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = userInitiated ] || return 1
@@ -415,6 +416,14 @@ if [ $ovpn_ready = yes ]; then
     nothing_left
   }
   check "openvpn killed with SIGKILL: disconnected with providerFailed, nothing left" test_ovpn_killed
+
+  test_ovpn_missing() {
+    local err rc
+    err=$(c env PATH=/nonexistent "$V" start work 2>&1); rc=$?
+    [ $rc = 10 ] && grep -q "openvpn is not installed" <<<"$err" && grep -q "apt-get install --no-install-recommends openvpn" <<<"$err" \
+      || { echo "  $rc: $err"; return 1; }
+  }
+  check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
 else
   skipped=$((skipped + 1)); echo "skip - openvpn tests: openvpn or openssl is not installed"
 fi

@@ -38,9 +38,11 @@ enum StatusCommand {
             inv.output.note("no profiles; add one with: vpnctl import FILE")
             return .ok
         }
-        inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE", "LAST ERROR"], statuses.map { d in
-            [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-",
-             d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
+        let showDNS = statuses.contains { !$0.dns.isEmpty }
+        inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
+            [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
+                + (showDNS ? [d.dns.isEmpty ? "-" : d.dns.joined(separator: ",")] : [])
+                + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
         })
         return .ok
     }

@@ -10,7 +10,7 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, lastDisconnectError, stopReason
+        case id, name, status, interface, connectedSince, lastDisconnectError, stopReason, dns
     }
 
     func encode(to encoder: Encoder) throws {
@@ -22,6 +22,7 @@ struct StatusJSON: Encodable {
         if let s = status.connectedSince { try c.encode(Timestamp.iso8601(s), forKey: .connectedSince) } else { try c.encodeNil(forKey: .connectedSince) }
         if let e = status.lastDisconnectError { try c.encode(e, forKey: .lastDisconnectError) } else { try c.encodeNil(forKey: .lastDisconnectError) }
         if let r = status.stopReason { try c.encode(r.rawValue, forKey: .stopReason) } else { try c.encodeNil(forKey: .stopReason) }
+        try c.encode(status.dns, forKey: .dns)
     }
 }
 
@@ -37,6 +38,7 @@ extension StatusJSON {
             "connectedSince": .optional(status.connectedSince.map(Timestamp.iso8601)),
             "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
             "stopReason": .optional(status.stopReason?.rawValue),
+            "dns": .array(status.dns.map { .string($0) }),
         ])
     }
 }

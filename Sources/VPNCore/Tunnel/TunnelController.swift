@@ -19,6 +19,10 @@ public struct DerivedStatus: Equatable, Sendable {
 
     public var isActive: Bool { [.connecting, .connected, .reasserting, .disconnecting].contains(status) }
 
+    /// DNS servers and domains the tunnel's settings carry (recorded, not yet
+    /// applied to the system resolver); empty unless the tunnel is up.
+    public var dns: [String] { isActive ? record?.settings?.dns ?? [] : [] }
+
     public init(id: UUID, name: String, status: VPNStatus, interface: String? = nil, connectedSince: Date? = nil,
                 lastDisconnectError: ConnectionError? = nil, stopReason: StopReason? = nil, supervisorAlive: Bool,
                 record: RuntimeRecord? = nil) {
