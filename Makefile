@@ -17,7 +17,7 @@ EXTRA_PACKAGES ?=
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -static-executable
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test test-unit test-cli test-lab demo bench install uninstall clean
+.PHONY: all deps build test test-unit test-cli test-lab test-fuzz fuzz demo bench install uninstall clean
 
 all: build
 
@@ -38,7 +38,7 @@ build: deps
 	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl" build/vpnctl
 	@echo "built build/vpnctl"
 
-test: build test-unit test-cli test-lab
+test: build test-unit test-cli test-lab test-fuzz
 
 test-unit:
 	$(SWIFT) build --build-tests
@@ -51,6 +51,18 @@ test-cli: build
 # namespaces or tun devices are not available).
 test-lab: build
 	bash Tests/lab/e2e.sh build/vpnctl
+
+# Every parser of outside input has a libFuzzer target (Tests/Fuzz/targets),
+# built against the product's own sources. `make fuzz` runs each for
+# FUZZ_SECONDS (default 60); `make test` runs a short pass of 3 s each.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	bash Tests/Fuzz/build.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash Tests/Fuzz/run.sh
+
+test-fuzz: deps
+	bash Tests/Fuzz/build.sh > .build/fuzz-build.log 2>&1 || { tail -20 .build/fuzz-build.log; exit 1; }
+	FUZZ_SECONDS=3 bash Tests/Fuzz/run.sh
 
 demo: build
 	bash Tests/lab/demo.sh build/vpnctl

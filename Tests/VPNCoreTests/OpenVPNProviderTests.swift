@@ -118,3 +118,12 @@ import Testing
         #expect(!text.contains("alice"))
     }
 }
+
+@Suite struct PushedSettingsValidationTests {
+    /// Found by the management fuzzer: an address that is not one.
+    @Test func invalidPushedValuesAreNamedNotApplied() {
+        let s = PushedSettings(env: ["ifconfig_local": "444.19.8.2", "route_network_1": "10.0.0.300", "route_ipv6_network_1": "zz::/64"])
+        #expect(s.addresses.isEmpty && s.routes.isEmpty)
+        #expect(s.invalid == ["ifconfig_local=444.19.8.2/32", "route_network_1=10.0.0.300", "route_ipv6_network_1=zz::/64"])
+    }
+}

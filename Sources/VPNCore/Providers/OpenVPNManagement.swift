@@ -74,31 +74,36 @@ public struct PushedSettings: Equatable, Sendable {
     public var mtu: Int? = nil
     public var dns: [String] = []
     public var domains: [String] = []
+    /// Values the server pushed that are not addresses or prefixes ("key=value").
+    public var invalid: [String] = []
 
     public init() {}
 
     public init(env: [String: String]) {
+        func add(_ cidr: String, to list: inout [String], _ key: String) {
+            if let c = CIDR(cidr) { list.append(c.description) } else { invalid.append("\(key)=\(cidr)") }
+        }
         if let local = env["ifconfig_local"] {
             if let mask = env["ifconfig_netmask"], let bits = PushedSettings.prefixLength(mask) {
-                addresses.append("\(local)/\(bits)")
+                add("\(local)/\(bits)", to: &addresses, "ifconfig_local")
             } else {
-                addresses.append("\(local)/32")
-                if let remote = env["ifconfig_remote"] { routes.append("\(remote)/32") }
+                add("\(local)/32", to: &addresses, "ifconfig_local")
+                if let remote = env["ifconfig_remote"] { add("\(remote)/32", to: &routes, "ifconfig_remote") }
             }
         }
         if let v6 = env["ifconfig_ipv6_local"] {
-            addresses.append("\(v6)/\(env["ifconfig_ipv6_netbits"] ?? "128")")
+            add("\(v6)/\(env["ifconfig_ipv6_netbits"] ?? "128")", to: &addresses, "ifconfig_ipv6_local")
         }
         mtu = env["tun_mtu"].flatMap { Int($0) }
         var n = 1
         while let network = env["route_network_\(n)"] {
             let bits = env["route_netmask_\(n)"].flatMap(PushedSettings.prefixLength) ?? 32
-            if let c = CIDR("\(network)/\(bits)") { routes.append(c.network.description) }
+            if let c = CIDR("\(network)/\(bits)") { routes.append(c.network.description) } else { invalid.append("route_network_\(n)=\(network)") }
             n += 1
         }
         n = 1
         while let network = env["route_ipv6_network_\(n)"] {
-            if let c = CIDR(network) { routes.append(c.network.description) }
+            if let c = CIDR(network) { routes.append(c.network.description) } else { invalid.append("route_ipv6_network_\(n)=\(network)") }
             n += 1
         }
         n = 1

@@ -254,8 +254,15 @@ extension Supervisor {
                     case .upDownEnvEnd:
                         // DOWN needs nothing: the undo steps remove what UP added.
                         if upDown == "UP" && !stopping {
+                            let pushed = PushedSettings(env: env)
+                            if !pushed.invalid.isEmpty {
+                                send("signal SIGTERM")
+                                return fail(ConnectionError(.configurationFailed,
+                                                            "the server pushed settings that are not addresses: \(pushed.invalid.joined(separator: ", "))"),
+                                            .configurationFailed)
+                            }
                             do {
-                                settings = try apply(PushedSettings(env: env), name, system, undo, into: settings)
+                                settings = try apply(pushed, name, system, undo, into: settings)
                                 record.settings = settings
                             } catch {
                                 return fail(ConnectionError(.configurationFailed, "cannot apply the pushed settings: \(error)"), .configurationFailed)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds one libFuzzer binary per parser of outside input. Each target is
+# compiled against the product's own sources (Sources/VPNSystem, Sources/VPNCore
+# and the C shim), instrumented with -sanitize=fuzzer,address: the fuzzers test
+# the functions vpnctl runs, not copies of them.
+# Usage: Tests/Fuzz/build.sh [out-dir]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT=${1:-$ROOT/.build/fuzz}
+mkdir -p "$OUT"
+SWIFTC=${SWIFTC:-swiftc}
+CLANG=${CLANG:-$(dirname "$(command -v swiftc)")/clang}
+NL=$(echo $(pkg-config --cflags-only-I libnl-route-3.0))
+
+cat > "$OUT/module.modulemap" <<MAP
+module CVPNShims {
+    header "$ROOT/Sources/CVPNShims/include/CVPNShims.h"
+    export *
+}
+MAP
+"$CLANG" -c -O1 -g -fsanitize=fuzzer-no-link,address -I "$ROOT/Sources/CVPNShims/include" \
+  "$ROOT/Sources/CVPNShims/shims.c" -o "$OUT/shims.o"
+
+flags=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -I "$OUT" -I "$ROOT/Sources/CNetlink"
+       -Xcc -fmodule-map-file="$OUT/module.modulemap" -Xcc "$NL")
+build_module() {  # build_module NAME SOURCES...
+  local name=$1; shift
+  (cd "$OUT" && "$SWIFTC" "${flags[@]}" -module-name "$name" -emit-module -emit-module-path "$OUT/$name.swiftmodule" \
+     -wmo -c "$@" -o "$OUT/$name.o")
+}
+build_module VPNSystem $(find "$ROOT/Sources/VPNSystem" -name '*.swift' | sort)
+build_module VPNCore $(find "$ROOT/Sources/VPNCore" -name '*.swift' | sort)
+
+for target in "$HERE"/targets/*.swift; do
+  name=$(basename "$target" .swift)
+  "$SWIFTC" "${flags[@]}" -module-name "Fuzz_${name//-/_}" "$target" \
+    "$OUT/VPNCore.o" "$OUT/VPNSystem.o" "$OUT/shims.o" -lnl-route-3 -lnl-3 -o "$OUT/fuzz-$name"
+  echo "built $OUT/fuzz-$name"
+done

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZ_SECONDS (default 60) each, after replaying
+# the saved regressions (inputs that once crashed). Prints executions and
+# coverage per target; exits non-zero if any target crashed.
+# Usage: Tests/Fuzz/run.sh [build-dir]
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT=${1:-$ROOT/.build/fuzz}
+SECONDS_EACH=${FUZZ_SECONDS:-60}
+failed=0 passed=0
+mkdir -p "$OUT/crashes"
+for bin in "$OUT"/fuzz-*; do
+  name=${bin##*/fuzz-}
+  work="$OUT/corpus-$name"
+  mkdir -p "$work"
+  cp -n "$HERE/corpus/$name"/* "$work"/ 2>/dev/null
+  if [ -d "$HERE/regressions/$name" ] && ls "$HERE/regressions/$name"/* >/dev/null 2>&1; then
+    if ! "$bin" "$HERE/regressions/$name"/* > "$OUT/$name.regressions.log" 2>&1; then
+      echo "FAIL - $name: a saved regression crashes again (see $OUT/$name.regressions.log)"
+      failed=$((failed + 1)); continue
+    fi
+  fi
+  "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$OUT/crashes/$name-" "$work" > "$OUT/$name.log" 2>&1
+  rc=$?
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$OUT/$name.log" | awk '{print $2}')
+  cov=$(grep -oE 'cov: [0-9]+' "$OUT/$name.log" | tail -1 | awk '{print $2}')
+  if [ $rc = 0 ]; then
+    passed=$((passed + 1))
+    echo "ok   - fuzz $name: ${execs:-?} execs, coverage ${cov:-?} edges, ${SECONDS_EACH} s"
+  else
+    failed=$((failed + 1))
+    echo "FAIL - fuzz $name crashed after ${execs:-?} execs; input saved under $OUT/crashes/ (log: $OUT/$name.log)"
+    grep -E "Fatal error|ERROR: AddressSanitizer|==ERROR|deadly signal" "$OUT/$name.log" | head -3 | sed 's/^/       /'
+  fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[ $failed = 0 ]
