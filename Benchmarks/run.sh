@@ -58,15 +58,7 @@ vpnctl_once() {
   echo "vpnctl $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
 }
 for i in $(seq 1 "$RUNS"); do floor_once; vpnctl_once; done > "$LAB_DIR/start.txt"
-python3 "$HERE/stats.py" < "$LAB_DIR/start.txt"
-python3 - "$LAB_DIR/start.txt" <<'PY'
-import statistics, sys
-d = {}
-for l in open(sys.argv[1]):
-    k, v = l.split(); d.setdefault(k, []).append(float(v))
-f, v = statistics.median(d["floor"]), statistics.median(d["vpnctl"])
-print(f"ratio {v / f:.2f}, difference {v - f:+.1f} ms (target <= 1.2x, or floor + 10 ms)")
-PY
+python3 "$HERE/stats.py" --ratio vpnctl floor "target <= 1.2x, or floor + 10 ms" < "$LAB_DIR/start.txt"
 
 echo "== 3. watch latency: supervisor transition -> line printed by status --watch"
 ip netns exec "$NS_C" "$V" status --watch --json > "$LAB_DIR/watch.fifo.out" 2>/dev/null &
