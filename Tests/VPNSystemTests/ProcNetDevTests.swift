@@ -27,6 +27,16 @@ import VPNSystem
         #expect(c[3].txBytes == 9 && c[3].txDropped == 12)
     }
 
+    /// The kernel refuses ':' in device names, but the parser must not be the
+    /// thing that breaks if one appears: the name ends at the last ':' that
+    /// is followed by exactly 16 counters.
+    @Test func colonsInANameAndTrailingSpaces() throws {
+        let text = "h1\nh2\nweird:name:1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16   \n a:b:c:   7 0 0 0 0 0 0 0 8 0 0 0 0 0 0 0\n"
+        let c = try ProcNetDev.parse(Array(text.utf8))
+        #expect(c.map(\.name) == ["weird:name", "a:b:c"])
+        #expect(c[0].rxBytes == 1 && c[0].txBytes == 9 && c[1].txBytes == 8)
+    }
+
     @Test(arguments: [
         "h1\nh2\n  eth0: 1 2 3\n",                                          // too few fields
         "h1\nh2\n  eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n",    // too many
