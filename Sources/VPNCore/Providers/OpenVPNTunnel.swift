@@ -223,6 +223,9 @@ extension Supervisor {
                                 return 0
                             }
                             let how = status > 128 ? "was killed by signal \(status - 128)" : "exited with status \(status)"
+                            // openvpn says why before it exits (AUTH_FAILED, VERIFY ERROR...),
+                            // but the exit can be seen first: read what it said.
+                            for line in reader.readLines() { diagnosis.observe(ManagementMessage.parse(line)) }
                             if record.status == .connecting, let e = diagnosis.fatal {
                                 return fail(e, .connectionFailed)
                             }
