@@ -275,10 +275,6 @@ extension Supervisor {
                     case .state(let stateName, _):
                         guard let status = OpenVPNState.status(stateName), !stopping else { break }
                         if status == .connected, record.status != .connected {
-                            if record.rxBytesAtConnect == nil, let c = try? ProcNetDev.read().first(where: { $0.name == name }) {
-                                record.rxBytesAtConnect = c.rxBytes
-                                record.txBytesAtConnect = c.txBytes
-                            }
                             transition(.connected)
                         } else if status == .reasserting, record.status == .connected {
                             transition(.reasserting)

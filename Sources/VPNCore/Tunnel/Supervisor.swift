@@ -53,7 +53,15 @@ public final class Supervisor {
         record.updatedAt = Date()
         if let error { record.lastDisconnectError = error }
         if let stopReason { record.stopReason = stopReason }
-        if status == .connected && record.connectedSince == nil { record.connectedSince = Date() }
+        if status == .connected && record.connectedSince == nil {
+            record.connectedSince = Date()
+            // Kept so that `stats --profile` can show this session's bytes. One
+            // link over netlink, not all of /proc/net/dev, on the way to connected.
+            if let name = record.interface, let c = try? NetlinkRouteSocket().counters(named: name)?.counters {
+                record.rxBytesAtConnect = c.rxBytes
+                record.txBytesAtConnect = c.txBytes
+            }
+        }
         if status == .disconnected { record.connectedSince = nil }
         do {
             try runtime.write(record)
@@ -221,12 +229,6 @@ public final class Supervisor {
                 if record.status == .connecting { tunnel.restoreKeepalive() }
                 if record.status != .connected {
                     if record.status == .reasserting { log("[*] path restored") }
-                    if record.rxBytesAtConnect == nil,
-                       let c = try? ProcNetDev.read().first(where: { $0.name == tunnel.interface }) {
-                        // Kept so that `stats --profile` can show this session's bytes.
-                        record.rxBytesAtConnect = c.rxBytes
-                        record.txBytesAtConnect = c.txBytes
-                    }
                     transition(.connected)
                 }
             case .reasserting(let why):
