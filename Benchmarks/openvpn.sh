@@ -11,7 +11,7 @@ source "$HERE/../Tests/lab/lab.sh"
 source "$HERE/../Tests/lab/openvpn.sh"
 why=$(lab_cannot_run); [ -n "$why" ] && { echo "benchmarks cannot run here: $why"; exit 1; }
 command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install --no-install-recommends iperf3"; exit 1; }
-trap lab_down EXIT
+trap 'hand_down; lab_down' EXIT
 lab_up
 ovpn_up || exit 1
 c "$V" import "$LAB_DIR/work.ovpn" --username alice >/dev/null 2>&1
@@ -21,22 +21,34 @@ printf 's3cret pass\n' | c "$V" secret set work password >/dev/null
 # with ip), with the password in a file the benchmark owns.
 printf 'alice\ns3cret pass\n' > "$LAB_DIR/pki/pass.txt"; chmod 600 "$LAB_DIR/pki/pass.txt"
 sed "s|^auth-user-pass$|auth-user-pass $LAB_DIR/pki/pass.txt|; s|^dev tun$|dev utun9\ndev-type tun|" "$LAB_DIR/work.ovpn" > "$LAB_DIR/hand.ovpn"
-hand_up() {  # starts openvpn by hand; prints its pid once connected
-  : > "$LAB_DIR/hand.log"
-  ip netns exec "$NS_C" openvpn --config "$LAB_DIR/hand.ovpn" --disable-dco --verb 3 > "$LAB_DIR/hand.log" 2>&1 &
-  local pid=$! end=$(( $(date +%s) + 20 ))
-  until grep -q "Initialization Sequence Completed" "$LAB_DIR/hand.log"; do
-    if ! kill -0 $pid 2>/dev/null || [ "$(date +%s)" -gt $end ]; then
-      echo "hand-run openvpn failed:" >&2; tail -3 "$LAB_DIR/hand.log" >&2; kill $pid 2>/dev/null; exit 1
-    fi
+hand_up() {  # starts openvpn by hand; returns once it says it is connected; sets HAND_PID
+  # Its output is read through a pipe as it is written (no polling loop that
+  # would take CPU from openvpn), then copied to hand.log in the background.
+  local line ok=
+  HAND_CAT=
+  exec {HAND_FD}< <(exec ip netns exec "$NS_C" openvpn --config "$LAB_DIR/hand.ovpn" --disable-dco --verb 3 2>&1)
+  HAND_PID=$!
+  while IFS= read -r -t 20 -u "$HAND_FD" line; do
+    echo "$line" >> "$LAB_DIR/hand.log"
+    case $line in *"Initialization Sequence Completed"*) ok=1; break ;; esac
   done
-  echo $pid
+  cat <&"$HAND_FD" >> "$LAB_DIR/hand.log" &
+  HAND_CAT=$!
+  exec {HAND_FD}<&-
+  if [ -z "$ok" ]; then
+    echo "hand-run openvpn failed:" >&2; tail -3 "$LAB_DIR/hand.log" >&2; hand_down; exit 1
+  fi
 }
-hand_down() { kill "$1"; wait "$1" 2>/dev/null; }
+hand_down() {
+  [ -n "${HAND_PID:-}" ] || return 0
+  kill "$HAND_PID" 2>/dev/null; wait "$HAND_PID" ${HAND_CAT:-} 2>/dev/null
+  HAND_PID= HAND_CAT=
+}
 
 echo "== start --wait to connected vs hand-run openvpn (runs: $RUNS)"
 for i in $(seq 1 "$RUNS"); do
-  t0=$(date +%s%N); pid=$(hand_up); t1=$(date +%s%N); hand_down "$pid"
+  : > "$LAB_DIR/hand.log"
+  t0=$(date +%s%N); hand_up; t1=$(date +%s%N); hand_down
   echo "floor $(( (t1 - t0) / 1000 ))" | awk '{printf "%s %.3f\n", $1, $2/1000}'
   t0=$(date +%s%N)
   if ! c "$V" start work >/dev/null; then
@@ -57,7 +69,7 @@ throughput() {  # prints bits per second received
   wait $srv 2>/dev/null
 }
 for i in 1 2 3; do
-  pid=$(hand_up); echo "hand $(throughput)"; hand_down "$pid"
+  hand_up; echo "hand $(throughput)"; hand_down
   c "$V" start work >/dev/null; echo "vpnctl $(throughput)"; c "$V" stop work >/dev/null
 done > "$LAB_DIR/tput.txt"
 # Megabits per second, so that the medians read as such.

@@ -50,6 +50,8 @@ int vpn_isatty(int fd) {
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <pthread.h>
 
 int vpn_spawn(const char *path, char *const argv[], char *const envp[],
               const int *pass_fds, int n_pass_fds, int out_fd, int new_session) {
@@ -100,11 +102,49 @@ int vpn_spawn(const char *path, char *const argv[], char *const envp[],
     return pid;
 }
 
-int vpn_set_parent_death_signal(int sig) {
-    if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) < 0)
-        return -errno;
-    return 0;
+int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
+                   const int *pass_fds, int n_pass_fds, int out_fd, int death_signal) {
+    /* The child shares our memory until it execs: it only makes system
+       calls, and reports a failure through this variable. */
+    volatile int child_errno = 0;
+    pid_t parent = getpid();
+    sigset_t all, old, empty;
+    sigfillset(&all);
+    sigemptyset(&empty);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = vfork();
+    if (pid == 0) {
+        int null_in = open("/dev/null", O_RDONLY);
+        int null_out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
+        if (null_in < 0 || null_out < 0) { child_errno = errno; _exit(127); }
+        for (int i = 0; i < n_pass_fds; i++)
+            if (dup2(pass_fds[i], 100 + i) < 0) { child_errno = errno; _exit(127); }
+        if (dup2(null_in, 0) < 0 || dup2(null_out, 1) < 0 || dup2(null_out, 2) < 0) { child_errno = errno; _exit(127); }
+        for (int i = 0; i < n_pass_fds; i++)
+            if (dup2(100 + i, 3 + i) < 0) { child_errno = errno; _exit(127); }
+        closefrom(3 + n_pass_fds);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                signal(sig, SIG_DFL);  /* our own table: vfork does not share it */
+        if (prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0) { child_errno = errno; _exit(127); }
+        if (getppid() != parent) _exit(127);
+        pthread_sigmask(SIG_SETMASK, &empty, NULL);
+        execve(path, argv, envp);
+        child_errno = errno;
+        _exit(127);
+    }
+    int fork_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return -fork_errno;
+    if (child_errno != 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return -child_errno;
+    }
+    return pid;
 }
+
 
 int vpn_supervisor_signalfd(void) {
     sigset_t mask;

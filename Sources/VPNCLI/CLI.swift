@@ -30,7 +30,6 @@ public enum VPNCLI {
     public static func run(_ argv: [String], context: Context) -> Int32 {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
-        if words.first == "__exec-provider" { return InternalCommands.execProvider(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.contains("--json")
         let early = Output(context: context, json: wantsJSON, color: false)

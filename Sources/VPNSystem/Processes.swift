@@ -58,6 +58,24 @@ public enum Processes {
         return r
     }
 
+    /// Spawns a provider tied to this process: it gets SIGKILL when this
+    /// process dies (PR_SET_PDEATHSIG, armed before the exec), so it never
+    /// outlives its supervisor. Same fds, stdio and signal state as `spawn`.
+    public static func spawnTied(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32] = [],
+                                 outputFD: Int32 = -1) throws -> pid_t {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        let r = passFDs.withUnsafeBufferPointer { fds in
+            vpn_spawn_tied(path, &cArgs, &cEnv, fds.baseAddress, Int32(fds.count), outputFD, SIGKILL)
+        }
+        if r < 0 { throw Spawn.Failure(program: path, errno: Errno(-r)) }
+        return r
+    }
+
     /// Waits without blocking; returns the exit status (or 128+signal) when `pid` has ended.
     public static func reap(_ pid: pid_t) -> Int32? {
         var status: Int32 = 0

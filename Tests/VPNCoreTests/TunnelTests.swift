@@ -61,7 +61,7 @@ final class FakeTunnelSystem: TunnelSystem {
 
     func start(_ system: FakeTunnelSystem, _ config: WireGuardConfiguration) throws -> WireGuardTunnel {
         let t = WireGuardTunnel(profileID: UUID(), config: config, system: system, log: { _ in })
-        try t.start(wireguardGo: "/usr/bin/wireguard-go", execWrapper: ["/vpnctl", "__exec-provider", "1"], logFD: 2,
+        try t.start(wireguardGo: "/usr/bin/wireguard-go", logFD: 2,
                     privateKey: key, presharedKeys: [:])
         return t
     }
@@ -75,7 +75,7 @@ final class FakeTunnelSystem: TunnelSystem {
         let changes = system.calls.filter { !$0.hasPrefix("route ") && !$0.hasPrefix("close") }
         #expect(Array(changes.prefix(11)) == [
             "createTun utun2", "listenUAPI utun2",
-            "spawn /vpnctl __exec-provider 1 /usr/bin/wireguard-go -f utun2 fds=[10, 11]",
+            "spawn /usr/bin/wireguard-go -f utun2 fds=[10, 11]",
             "uapi get=1", "ifindex utun2", "addAddress 198.19.0.2/32", "addAddress fd19::2/64",
             "setMTU 1380", "setUp utun2", "uapi set=1", "addRoute 198.19.0.0/24 dev 7",
         ])
@@ -275,7 +275,7 @@ final class FakeTunnelSystem: TunnelSystem {
                                                              allowedIPs: ["0.0.0.0/0"], endpoint: "198.18.0.1:51820")])
         c.excludedRoutes = ["198.51.100.7/24"]
         let t = WireGuardTunnel(profileID: UUID(), config: c, system: system, log: { _ in })
-        try t.start(wireguardGo: "/wg", execWrapper: [], logFD: 2, privateKey: "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=", presharedKeys: [:])
+        try t.start(wireguardGo: "/wg", logFD: 2, privateKey: "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=", presharedKeys: [:])
         #expect(system.calls.contains("addRoute 198.51.100.0/24 dev 2 via 198.18.0.254"))
         #expect(t.settings.excludedRoutes == ["198.18.0.1/32", "198.51.100.0/24"])
         #expect(t.settings.mtu == 1420)

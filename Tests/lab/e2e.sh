@@ -42,7 +42,7 @@ nothing_left() {
   local out
   out=$(c ip -o link show | grep -E ' utun[0-9]+[:@]') && { echo "  interface left: $out"; return 1; }
   out=$(c ip route show | grep utun) && { echo "  route left: $out"; return 1; }
-  out=$(ps -eo pid=,args= | grep -E "__supervise.*$VPNCTL_RUN_DIR|__exec-provider" | grep -v grep) && { echo "  process left: $out"; return 1; }
+  out=$(ps -eo pid=,args= | grep -E "__supervise.*$VPNCTL_RUN_DIR" | grep -v grep) && { echo "  process left: $out"; return 1; }
   out=$(ps -eo pid=,ppid=,comm= | awk '$3=="wireguard-go" || $3=="openvpn" {print $1}' | while read -r p; do
           [ "$(readlink /proc/$p/ns/net)" = "$(c readlink /proc/self/ns/net)" ] && echo "$p"; done)
   [ -n "$out" ] && { echo "  a provider is left in the client namespace: $out"; return 1; }

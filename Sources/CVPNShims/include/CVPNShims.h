@@ -24,8 +24,15 @@ int vpn_isatty(int fd);
 int vpn_spawn(const char *path, char *const argv[], char *const envp[],
               const int *pass_fds, int n_pass_fds, int out_fd, int new_session);
 
-/// prctl(PR_SET_PDEATHSIG, sig). Returns 0 or -errno.
-int vpn_set_parent_death_signal(int sig);
+/// Like vpn_spawn (no new session), for a provider that must not outlive
+/// its parent: the child arms PR_SET_PDEATHSIG(`death_signal`) and checks
+/// that its parent is still the caller before it execs, so there is no
+/// window in which the caller's death leaves it running. vfork-based, with
+/// every signal blocked in the caller meanwhile. Returns the pid, or -errno
+/// (the exec's own errno when the program cannot run).
+int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
+                   const int *pass_fds, int n_pass_fds, int out_fd, int death_signal);
+
 
 /// Blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and returns a signalfd that
 /// reports them (non-blocking, close-on-exec), or -errno.

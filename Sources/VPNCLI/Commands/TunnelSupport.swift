@@ -131,10 +131,11 @@ enum TunnelActions {
             let cleaned = controller.cleanUpAfterDeadSupervisor(current)
             if !cleaned.isEmpty && inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
             let logStart = (try? FileSystem.info(controller.runtime.logPath(profile.id)))??.size ?? 0
-            let pid = try controller.spawnSupervisor(profile, timeout: timeout, path: inv.context.environment["PATH"])
+            let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: inv.context.environment["PATH"])
+            defer { close(doorbell) }
             supervisor = pid
             // The supervisor's first record means the request was accepted.
-            let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid) {
+            let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
                 $0.record?.supervisorPid == pid
             }
             guard let accepted else {
@@ -146,19 +147,20 @@ enum TunnelActions {
                 inv.output.note("start requested; status: \(current.status.name)")
                 return (.ok, current)
             }
-            return try waitForOutcome(inv, profile, supervisor: supervisor, timeout: timeout, logStart: logStart)
+            return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: doorbell, timeout: timeout, logStart: logStart)
         }
         if !wait { return (.ok, current) }
-        return try waitForOutcome(inv, profile, supervisor: supervisor, timeout: timeout, logStart: nil)
+        return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: nil, timeout: timeout, logStart: nil)
     }
 
-    static func waitForOutcome(_ inv: Invocation, _ profile: Profile, supervisor: pid_t?, timeout: Int, logStart: Int?) throws -> (ExitCode, DerivedStatus) {
+    static func waitForOutcome(_ inv: Invocation, _ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
+                               logStart: Int?) throws -> (ExitCode, DerivedStatus) {
         let controller = inv.controller
         let spinner = Spinner(enabled: inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
         let log = LogFollower(path: controller.runtime.logPath(profile.id), from: logStart, inv: inv, spinner: spinner)
         func echoLog() { log.echo() }
         let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
-                                          onWake: { echoLog(); spinner.tick("connecting \(profile.name)") }) {
+                                          doorbell: doorbell, onWake: { echoLog(); spinner.tick("connecting \(profile.name)") }) {
             $0.status == .connected || $0.status == .disconnected
         }
         echoLog()
@@ -203,7 +205,8 @@ enum TunnelActions {
             return (.ok, d)
         }
         let spinner = Spinner(enabled: inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
-        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout) * 1000, supervisor: pid,
+        // Done means the supervisor is gone: its pidfd is the one wake needed.
+        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout) * 1000, supervisor: pid, watchRecords: false,
                                           onWake: { spinner.tick("disconnecting \(profile.name)") }) {
             $0.status == .disconnected && !$0.supervisorAlive
         }

@@ -149,9 +149,8 @@ extension Supervisor {
 
         // 3. openvpn itself, under the parent-death signal.
         do {
-            providerPid = try Processes.spawn(options.executable,
-                                              [options.executable, "__exec-provider", String(getpid()), ovpn, "--config", base + ".conf"],
-                                              environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputFD: logFD)
+            providerPid = try Processes.spawnTied(ovpn, [ovpn, "--config", base + ".conf"],
+                                                  environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputFD: logFD)
             let pid = providerPid
             log("[#] \(ovpn) --config \(base).conf (pid \(pid))")
             undo.push("stop openvpn \(pid)") {

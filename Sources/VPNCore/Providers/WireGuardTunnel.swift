@@ -72,10 +72,10 @@ public final class WireGuardTunnel {
 
     /// Brings the tunnel up. On any failure, everything done so far is undone
     /// before the error is thrown.
-    public func start(wireguardGo: String, execWrapper: [String], logFD: Int32, privateKey: String,
+    public func start(wireguardGo: String, logFD: Int32, privateKey: String,
                       presharedKeys: [String: String]) throws {
         do {
-            try bringUp(wireguardGo: wireguardGo, execWrapper: execWrapper, logFD: logFD, privateKey: privateKey,
+            try bringUp(wireguardGo: wireguardGo, logFD: logFD, privateKey: privateKey,
                         presharedKeys: presharedKeys)
         } catch {
             undo.unwind()
@@ -84,7 +84,7 @@ public final class WireGuardTunnel {
         }
     }
 
-    func bringUp(wireguardGo: String, execWrapper: [String], logFD: Int32, privateKey: String,
+    func bringUp(wireguardGo: String, logFD: Int32, privateKey: String,
                  presharedKeys: [String: String]) throws {
         for p in config.peers {
             guard let hex = WireGuardKey.hex(p.publicKey) else {
@@ -116,8 +116,7 @@ public final class WireGuardTunnel {
         undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
         defer { system.closeFD(uapiFD) }
 
-        let argv = execWrapper + [wireguardGo, "-f", name]
-        providerPid = try system.spawnProvider(execWrapper.first ?? wireguardGo, argv,
+        providerPid = try system.spawnProvider(wireguardGo, [wireguardGo, "-f", name],
                                                environment: ["WG_TUN_FD": "3", "WG_UAPI_FD": "4",
                                                              "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
                                                passFDs: [tunFD, uapiFD], logFD: logFD)

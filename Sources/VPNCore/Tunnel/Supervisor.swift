@@ -16,13 +16,16 @@ public final class Supervisor {
         public var configDirectory: String
         public var runDirectory: String
         public var startTimeout: Int64
-        public var executable: String
         public var path: String?
-        public init(configDirectory: String, runDirectory: String, startTimeout: Int64, executable: String, path: String?) {
+        /// The starting CLI's doorbell (`Doorbell`): rung on every transition,
+        /// closed once the start has an outcome (connected or disconnected).
+        public var notifyFD: Int32
+        public init(configDirectory: String, runDirectory: String, startTimeout: Int64, path: String?,
+                    notifyFD: Int32 = -1) {
+            self.notifyFD = notifyFD
             self.configDirectory = configDirectory
             self.runDirectory = runDirectory
             self.startTimeout = startTimeout
-            self.executable = executable
             self.path = path
         }
     }
@@ -33,6 +36,7 @@ public final class Supervisor {
     var record: RuntimeRecord
     let logFD: Int32
     let monotonicStart = monotonicMilliseconds()
+    var doorbell: Int32
 
     public init(id: UUID, options: Options) {
         self.id = id
@@ -40,6 +44,7 @@ public final class Supervisor {
         runtime = RuntimeStore(directory: options.runDirectory)
         record = RuntimeRecord(id: id, name: "", status: .disconnected)
         logFD = 2
+        doorbell = options.notifyFD
     }
 
     func log(_ line: String) {
@@ -72,6 +77,13 @@ public final class Supervisor {
             }
         } catch {
             log("[!] cannot write the runtime record: \(error)")
+        }
+        if doorbell >= 0 {
+            Doorbell.ring(doorbell)
+            if status == .connected || status == .disconnected {
+                close(doorbell)
+                doorbell = -1
+            }
         }
         if previous != status {
             log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")")
@@ -134,8 +146,7 @@ public final class Supervisor {
             for p in config.peers {
                 if let s = p.presharedKeySecret { psks[s] = String(decoding: try store.secrets.read(id, name: s), as: UTF8.self) }
             }
-            let wrapper = [options.executable, "__exec-provider", String(getpid())]
-            try tunnel.start(wireguardGo: wg, execWrapper: wrapper, logFD: logFD, privateKey: privateKey, presharedKeys: psks)
+            try tunnel.start(wireguardGo: wg, logFD: logFD, privateKey: privateKey, presharedKeys: psks)
         } catch let f as WireGuardTunnel.Failure {
             record.interface = nil
             transition(.disconnected, error: f.error, stopReason: f.stopReason)

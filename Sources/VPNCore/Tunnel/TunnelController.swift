@@ -117,8 +117,10 @@ public struct TunnelController {
         return done
     }
 
-    /// Spawns the detached supervisor for `profile`; returns its pid.
-    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?) throws -> pid_t {
+    /// Spawns the detached supervisor for `profile`; returns its pid and the
+    /// listening end of a doorbell it rings on every transition (the caller
+    /// closes it).
+    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if logFD < 0 { throw VPNError(.configurationReadWriteFailed, "cannot open \(runtime.logPath(profile.id)): \(Errno.current)") }
@@ -127,22 +129,39 @@ public struct TunnelController {
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         env["LANG"] = "C"
         do {
-            return try Processes.spawn(exe, [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
-                                             "--timeout", String(timeout), profile.id.uuidString.lowercased()],
-                                       environment: env, outputFD: logFD, newSession: true)
+            let bell = try Doorbell.pair()
+            defer { close(bell.ringer) }
+            do {
+                // The ringer becomes fd 3 in the supervisor.
+                let pid = try Processes.spawn(exe, [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
+                                                    "--timeout", String(timeout), "--notify-fd", "3", profile.id.uuidString.lowercased()],
+                                              environment: env, passFDs: [bell.ringer], outputFD: logFD, newSession: true)
+                return (pid, bell.listener)
+            } catch {
+                close(bell.listener)
+                throw error
+            }
         } catch {
             throw VPNError(.failure, "cannot start the tunnel supervisor: \(error)")
         }
     }
 
-    /// Waits, event-driven (inotify on the run dir, pidfd on the supervisor),
-    /// until `done` says so or `timeoutMs` passes. `onWake` runs on every wake.
-    public func wait(for profile: Profile, timeoutMs: Int64, supervisor: pid_t?,
+    /// Waits, event-driven, until `done` says so or `timeoutMs` passes; the
+    /// status is derived afresh on every wake. Wakes come from the pidfd of
+    /// the supervisor and from `doorbell` (a supervisor this process started)
+    /// or else, when `watchRecords`, inotify on the run dir. Without either,
+    /// only the supervisor's exit (or the 250 ms tick) wakes it: right for a
+    /// stop, which is done only when the supervisor is gone. `onWake` runs on
+    /// every wake.
+    public func wait(for profile: Profile, timeoutMs: Int64, supervisor: pid_t?, doorbell: Int32? = nil,
+                     watchRecords: Bool = true,
                      onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
         try runtime.prepare()
-        let watch = try DirectoryWatch([runtime.directory], mask: DirectoryWatch.replacements)
         let pidfd = supervisor.map { vpn_pidfd_open($0) } ?? -1
         defer { if pidfd >= 0 { close(pidfd) } }
+        var bell = doorbell ?? -1
+        let watch = bell < 0 && (watchRecords || pidfd < 0)
+            ? try DirectoryWatch([runtime.directory], mask: DirectoryWatch.replacements) : nil
         let deadline = monotonicMilliseconds() + timeoutMs
         var supervisorGone = false
         while true {
@@ -152,10 +171,13 @@ public struct TunnelController {
             if supervisorGone { return d }
             let left = deadline - monotonicMilliseconds()
             if left <= 0 { return nil }
-            let fds = [watch.fd] + (pidfd >= 0 ? [pidfd] : [])
+            let fds = [bell >= 0 ? bell : watch?.fd ?? -1] + (pidfd >= 0 ? [pidfd] : [])
             let ready = pollReadable(fds, timeoutMs: Int32(min(left, 250)))
             if ready.contains(1) { supervisorGone = true }
-            watch.drain()
+            if ready.contains(0) {
+                // At the end of the line the supervisor's exit and the tick remain.
+                if bell >= 0 { if !Doorbell.drain(bell) { bell = -1 } } else { watch?.drain() }
+            }
             onWake()
         }
     }

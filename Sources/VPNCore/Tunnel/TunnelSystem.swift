@@ -64,7 +64,7 @@ public final class KernelTunnelSystem: TunnelSystem {
     }
 
     public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t {
-        try Processes.spawn(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD)
+        try Processes.spawnTied(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD)
     }
 
     public func stopProvider(_ pid: pid_t) {

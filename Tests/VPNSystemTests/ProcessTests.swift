@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import VPNSystem
+
+@Suite struct ProcessTests {
+    func exitStatus(_ pid: pid_t) -> Int32? {
+        for _ in 0..<500 {
+            if let s = Processes.reap(pid) { return s }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    @Test func tiedSpawnPassesFDsAndOutput() throws {
+        var out: [Int32] = [-1, -1], passed: [Int32] = [-1, -1]
+        #expect(pipe(&out) == 0 && pipe(&passed) == 0)
+        let pid = try Processes.spawnTied("/bin/sh", ["/bin/sh", "-c", "echo three >&3; echo \"out $X\"; read x || echo stdin-empty; exit 7"],
+                                          environment: ["X": "y"], passFDs: [passed[1]], outputFD: out[1])
+        close(out[1]); close(passed[1])
+        #expect(exitStatus(pid) == 7)
+        func readAll(_ fd: Int32) -> String {
+            var bytes: [UInt8] = [], buf = [UInt8](repeating: 0, count: 256)
+            while true {
+                let n = read(fd, &buf, buf.count)
+                if n <= 0 { break }
+                bytes += buf[0..<n]
+            }
+            close(fd)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(readAll(passed[0]) == "three\n")
+        #expect(readAll(out[0]) == "out y\nstdin-empty\n")
+    }
+
+    @Test func tiedSpawnReportsAProgramThatCannotRun() {
+        #expect(throws: Spawn.Failure.self) {
+            _ = try Processes.spawnTied("/nonexistent/provider", ["/nonexistent/provider"], environment: [:])
+        }
+        do {
+            _ = try Processes.spawnTied("/nonexistent/provider", ["/nonexistent/provider"], environment: [:])
+        } catch {
+            #expect("\(error)".contains("/nonexistent/provider"))
+        }
+    }
+
+    @Test func doorbellRingsAndEnds() throws {
+        let bell = try Doorbell.pair()
+        defer { close(bell.listener) }
+        #expect(pollReadable([bell.listener], timeoutMs: 0).isEmpty)
+        Doorbell.ring(bell.ringer)
+        Doorbell.ring(bell.ringer)
+        #expect(pollReadable([bell.listener], timeoutMs: 1000) == [0])
+        #expect(Doorbell.drain(bell.listener))
+        #expect(pollReadable([bell.listener], timeoutMs: 0).isEmpty)
+        close(bell.ringer)
+        #expect(pollReadable([bell.listener], timeoutMs: 1000) == [0])
+        #expect(!Doorbell.drain(bell.listener))
+    }
+}
