@@ -70,7 +70,7 @@ public final class InterfaceFacts {
             }
             if exists("\(name)/wireless") || exists("\(name)/phy80211") { return .wifi }
             if let uevent = try? FileSystem.readFileIfPresent("\(sysfs)/\(name)/uevent", followSymlinks: true),
-               String(decoding: uevent, as: UTF8.self).contains("DEVTYPE=wwan") { return .cellular }
+               String(decoding: uevent, as: UTF8.self).containsUTF8("DEVTYPE=wwan") { return .cellular }
             return .ethernet
         default:
             return .other

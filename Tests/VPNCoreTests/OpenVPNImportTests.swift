@@ -48,6 +48,22 @@ import Testing
         ])
     }
 
+    /// Found by the ovpn fuzzer: 'port 70000' and a remote without its own
+    /// port trapped (index out of range) while naming the bad port.
+    @Test func outOfRangePortsAreProblemsNotCrashes() {
+        let ca = "<ca>\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n</ca>\n"
+        let e = #expect(throws: VPNError.self) {
+            try ImportFormat.importProfile(Array("client\ndev tun\nport 70000\nremote vpn.example.com\nremote b 0\n\(ca)".utf8),
+                                           name: "p", source: "p.ovpn")
+        }
+        #expect(e?.problems.contains("line 3: 'port 70000': the port must be 1–65535") == true)
+        #expect(e?.problems.contains("line 5: remote port '0' is not 1–65535") == true)
+        // The saved fuzzer input itself.
+        #expect(throws: VPNError.self) {
+            try ImportFormat.importProfile(try Fixtures.bytes("../Fuzz/regressions/ovpn/port-out-of-range"), name: "p", source: "p.ovpn")
+        }
+    }
+
     @Test func tokenizerHonoursQuotes() {
         #expect(OpenVPNImport.tokenize(#"verify-x509-name "CN=my server" name # comment"#) == ["verify-x509-name", "CN=my server", "name"])
         #expect(OpenVPNImport.tokenize(#"setenv A 'b c' d\ e"#) == ["setenv", "A", "b c", "d e"])

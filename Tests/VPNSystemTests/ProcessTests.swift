@@ -57,3 +57,15 @@ import VPNSystem
         #expect(!Doorbell.drain(bell.listener))
     }
 }
+
+@Suite struct TextSearchTests {
+    @Test(arguments: [("TLS Error: TLS key negotiation failed", "negotiation", true),
+                      ("abc", "abcd", false), ("", "a", false), ("a", "", true),
+                      ("héllo wörld", "wörld", true), ("VERIFY ERROR: depth=0", "ERROR:", true),
+                      ("AUTH_FAILE", "AUTH_FAILED", false), ("xxAUTH_FAILED", "AUTH_FAILED", true)])
+    func containsUTF8MatchesByteSearch(haystack: String, needle: String, expected: Bool) {
+        #expect(haystack.containsUTF8(needle) == expected)
+        // Substring-backed (not contiguous native) strings take the same path.
+        #expect(String(haystack[...]).containsUTF8(needle) == expected)
+    }
+}

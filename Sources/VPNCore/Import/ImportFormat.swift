@@ -1,3 +1,5 @@
+import VPNSystem
+
 /// What `vpnctl import` hands back: a profile plus the secret values that the
 /// file carried, to be written to the secret store, never to the preferences.
 public struct ImportResult: Sendable {
@@ -34,7 +36,7 @@ public enum ImportFormat: String, Sendable {
             let line = raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\u{FEFF}" })
             let lower = line.lowercased()
             if lower.hasPrefix("[interface]") || lower.hasPrefix("[peer]") { return .wgQuick }
-            if lower.hasPrefix("<plist") || lower.contains("<key>payloadtype</key>") { return .mobileconfig }
+            if lower.hasPrefix("<plist") || lower.containsUTF8("<key>payloadtype</key>") { return .mobileconfig }
             if lower.hasPrefix("<ca>") || lower.hasPrefix("<tls-crypt>") || lower.hasPrefix("<tls-auth>") { return .openVPN }
             let word = lower.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init) ?? ""
             if ["client", "remote", "dev", "proto", "auth-user-pass", "nobind", "persist-tun", "verb", "cipher", "tls-client"].contains(word) {

@@ -124,7 +124,12 @@ public enum OpenVPNImport {
             case "dev-type":
                 if d.args.first != "tun" { problems.append("\(at): 'dev-type \(d.args.first ?? "")': only tun is supported") }
             case "proto": defaultProto = d.args.first ?? "udp"
-            case "port", "rport": defaultPort = d.args.first.flatMap(Int.init) ?? defaultPort
+            case "port", "rport":
+                if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
+                    defaultPort = p
+                } else {
+                    problems.append("\(at): '\(d.name) \(d.args.first ?? "")': the port must be 1–65535")
+                }
             case "remote": remoteDirectives.append(d)
             case "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2": seen[d.name] = d
                 if d.name == "tls-auth", d.args.count > 1 { config.options.append("key-direction \(d.args[1])") }
@@ -141,8 +146,12 @@ public enum OpenVPNImport {
         }
         for d in remoteDirectives {
             guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
+            // Without its own port a remote uses 'port' (already checked).
             let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
-            guard let port, (1...65535).contains(port) else { problems.append("line \(d.line): remote port '\(d.args[1])' is not 1–65535"); continue }
+            guard let port, (1...65535).contains(port) else {
+                problems.append("line \(d.line): remote port '\(d.args.count > 1 ? d.args[1] : String(defaultPort))' is not 1–65535")
+                continue
+            }
             config.remotes.append(.init(host: host, port: port, proto: d.args.count > 2 ? d.args[2] : defaultProto))
         }
         if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
@@ -159,14 +168,14 @@ public enum OpenVPNImport {
             problems.append("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one")
         }
         if let cert = material("cert", seen["cert"]) {
-            guard String(decoding: cert, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+            guard String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") else {
                 problems.append("<cert>: no PEM certificate in it")
                 return try finish()
             }
             config.certificate = String(decoding: cert, as: UTF8.self)
         }
         if let key = material("key", seen["key"]) {
-            guard String(decoding: key, as: UTF8.self).contains("PRIVATE KEY-----") else {
+            guard String(decoding: key, as: UTF8.self).containsUTF8("PRIVATE KEY-----") else {
                 problems.append("<key>: no PEM private key in it")
                 return try finish()
             }
@@ -175,7 +184,7 @@ public enum OpenVPNImport {
         }
         for (tag, secretName) in [("tls-crypt", "tls-crypt"), ("tls-auth", "tls-auth"), ("tls-crypt-v2", "tls-crypt-v2")] {
             guard let m = material(tag, seen[tag]) else { continue }
-            guard String(decoding: m, as: UTF8.self).contains("-----BEGIN OpenVPN") else {
+            guard String(decoding: m, as: UTF8.self).containsUTF8("-----BEGIN OpenVPN") else {
                 problems.append("<\(tag)>: not an OpenVPN static key")
                 continue
             }

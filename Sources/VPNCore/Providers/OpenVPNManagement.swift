@@ -1,3 +1,5 @@
+import VPNSystem
+
 /// The openvpn management interface (management-notes.txt): real-time
 /// messages start with '>', command replies with SUCCESS: or ERROR:.
 public enum ManagementMessage: Equatable, Sendable {
@@ -149,7 +151,7 @@ public struct OpenVPNDiagnosis: Sendable {
 
     public mutating func observe(_ m: ManagementMessage) {
         switch m {
-        case .password(let text) where text.contains("Verification Failed"):
+        case .password(let text) where text.containsUTF8("Verification Failed"):
             fatal = ConnectionError(.authenticationFailed, "the server rejected the username or password (openvpn: \(text))")
         case .state(let name, let detail) where name == "RECONNECTING" || name == "EXITING":
             if detail == "auth-failure" && fatal == nil {
@@ -159,13 +161,13 @@ public struct OpenVPNDiagnosis: Sendable {
             lastReason = text
             if fatal == nil { fatal = classify(text) ?? ConnectionError(.configurationFailed, "openvpn: \(text)") }
         case .log(let flags, let message):
-            if message.hasPrefix("TLS: Initial packet from") || message.contains("Peer Connection Initiated")
+            if message.hasPrefix("TLS: Initial packet from") || message.containsUTF8("Peer Connection Initiated")
                 || message.hasPrefix("VERIFY OK") || message.hasPrefix("VERIFY ERROR") {
                 heardFromServer = true
             }
             if let e = classify(message) {
                 if fatal == nil { fatal = e }
-            } else if flags.contains("F") || flags.contains("N") || message.hasPrefix("TLS Error") || message.contains("error") {
+            } else if flags.contains("F") || flags.contains("N") || message.hasPrefix("TLS Error") || message.containsUTF8("error") {
                 lastReason = message
             }
         default:
@@ -175,18 +177,18 @@ public struct OpenVPNDiagnosis: Sendable {
 
     func classify(_ message: String) -> ConnectionError? {
         let quoted = "openvpn: \(message)"
-        if message.contains("AUTH_FAILED") { return ConnectionError(.authenticationFailed, quoted) }
+        if message.containsUTF8("AUTH_FAILED") { return ConnectionError(.authenticationFailed, quoted) }
         if message.hasPrefix("VERIFY ERROR") || message.hasPrefix("VERIFY KU ERROR") || message.hasPrefix("VERIFY EKU ERROR")
             || message.hasPrefix("VERIFY X509NAME ERROR") {
-            if message.contains("certificate has expired") { return ConnectionError(.serverCertificateExpired, quoted) }
-            if message.contains("not yet valid") { return ConnectionError(.serverCertificateNotYetValid, quoted) }
+            if message.containsUTF8("certificate has expired") { return ConnectionError(.serverCertificateExpired, quoted) }
+            if message.containsUTF8("not yet valid") { return ConnectionError(.serverCertificateNotYetValid, quoted) }
             return ConnectionError(.serverCertificateInvalid, quoted)
         }
-        if message.contains("alert certificate expired") { return ConnectionError(.clientCertificateExpired, quoted) }
-        if message.contains("alert bad certificate") || message.contains("alert unknown ca")
-            || message.contains("alert certificate unknown") { return ConnectionError(.clientCertificateInvalid, quoted) }
-        if message.contains("Cannot load certificate file") || message.contains("Cannot load private key")
-            || message.contains("Private key does not match") { return ConnectionError(.clientCertificateInvalid, quoted) }
+        if message.containsUTF8("alert certificate expired") { return ConnectionError(.clientCertificateExpired, quoted) }
+        if message.containsUTF8("alert bad certificate") || message.containsUTF8("alert unknown ca")
+            || message.containsUTF8("alert certificate unknown") { return ConnectionError(.clientCertificateInvalid, quoted) }
+        if message.containsUTF8("Cannot load certificate file") || message.containsUTF8("Cannot load private key")
+            || message.containsUTF8("Private key does not match") { return ConnectionError(.clientCertificateInvalid, quoted) }
         if message.hasPrefix("RESOLVE: Cannot resolve host address") { return ConnectionError(.serverAddressResolutionFailed, quoted) }
         if message.hasPrefix("Options error") { return ConnectionError(.configurationFailed, quoted) }
         return nil

@@ -40,7 +40,7 @@ public struct OpenVPNLaunch: Sendable {
 }
 
 /// Reads '\n'-terminated lines from a non-blocking fd.
-final class LineReader {
+public final class LineReader {
     let fd: Int32
     var buffer: [UInt8] = []
     private(set) var closed = false
@@ -55,11 +55,19 @@ final class LineReader {
             if n == 0 { closed = true }
             break
         }
+        return LineReader.takeLines(&buffer)
+    }
+
+    /// Takes the complete lines off the front of `buffer` (any bytes; not
+    /// valid UTF-8 becomes U+FFFD), leaving a partial last line in it.
+    public static func takeLines(_ buffer: inout [UInt8]) -> [String] {
         var lines: [String] = []
-        while let nl = buffer.firstIndex(of: 0x0A) {
-            lines.append(String(decoding: buffer[..<nl], as: UTF8.self))
-            buffer.removeSubrange(...nl)
+        var start = 0
+        while let nl = buffer[start...].firstIndex(of: 0x0A) {
+            lines.append(String(decoding: buffer[start..<nl], as: UTF8.self))
+            start = nl + 1
         }
+        buffer.removeFirst(start)
         return lines
     }
 }
