@@ -34,7 +34,10 @@ for bin in "$OUT"/fuzz-*; do
   else
     failed=$((failed + 1))
     echo "FAIL - fuzz $name crashed after ${execs:-?} execs; input saved under $OUT/crashes/ (log: $OUT/$name.log)"
-    grep -E "Fatal error|ERROR: AddressSanitizer|==ERROR|deadly signal" "$OUT/$name.log" | head -3 | sed 's/^/       /'
+    # A Swift trap shows as "Program crashed" with the product's frame under it
+    # (ASan may then also complain about the backtracer's own reads: not the cause).
+    { grep -m1 -E "Fatal error|Program crashed|==ERROR|deadly signal" "$OUT/$name.log"
+      grep -m1 -E " at /.*/Sources/.*\.swift:[0-9]+" "$OUT/$name.log"; } | sed 's/^ */       /'
   fi
 done
 echo "fuzz: $passed passed, $failed failed"
