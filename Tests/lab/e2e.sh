@@ -411,6 +411,23 @@ if [ $ovpn_ready = yes ]; then
   }
   check "openvpn killed with SIGKILL: disconnected with providerFailed, nothing left" test_ovpn_killed
 
+  test_ovpn_supervisor_killed() {
+    c "$V" start work --timeout 15 >/dev/null || return 1
+    local id sup pid f
+    id=$(field work id)
+    sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisorPid"])' "$VPNCTL_RUN_DIR/$id.json")
+    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$id.json")
+    kill -KILL "$sup"
+    for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
+    [ -d "/proc/$pid" ] && { echo "  openvpn $pid outlived its supervisor"; return 1; }
+    [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = providerFailed ] \
+      || { echo "  status $(field work status) / $(field work stopReason)"; return 1; }
+    c "$V" stop work >/dev/null 2>&1 || return 1
+    for f in "$VPNCTL_RUN_DIR/$id".{conf,cert.pem,mgmt}; do [ -e "$f" ] && { echo "  left: $f"; return 1; }; done
+    nothing_left
+  }
+  check "openvpn supervisor killed: openvpn dies with it; stop removes the utun and the run files" test_ovpn_supervisor_killed
+
   test_ovpn_missing() {
     local err rc
     err=$(c env PATH=/nonexistent "$V" start work 2>&1); rc=$?

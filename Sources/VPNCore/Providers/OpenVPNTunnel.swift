@@ -84,7 +84,7 @@ extension Supervisor {
             return 1
         }
         let undo = UndoStack(log: log)
-        let base = "\(options.runDirectory)/\(id.uuidString.lowercased())"
+        let configPath = runtime.providerFile(id, .config), certificatePath = runtime.providerFile(id, .certificate)
         var mgmt: Int32 = -1
         var providerPid: pid_t = 0
         var diagnosis = OpenVPNDiagnosis()
@@ -118,7 +118,7 @@ extension Supervisor {
         }
 
         // 2. The management socket openvpn connects back to, and its config.
-        let sockPath = base + ".mgmt"
+        let sockPath = runtime.providerFile(id, .management)
         let listenFD: Int32
         do {
             unlink(sockPath)
@@ -130,9 +130,9 @@ extension Supervisor {
             }
             var launch = OpenVPNLaunch(interface: name, managementSocket: sockPath, caPath: trust.path(fp))
             if let cert = config.certificate {
-                launch.certificatePath = base + ".cert.pem"
+                launch.certificatePath = certificatePath
                 try AtomicFile.write(Array(cert.utf8), to: launch.certificatePath!, mode: 0o600, durable: false)
-                undo.push("remove certificate file") { unlink(base + ".cert.pem") }
+                undo.push("remove certificate file") { unlink(certificatePath) }
             }
             // Key material stays in its 0600 secret file; openvpn reads it there.
             for (secret, set) in [(config.keySecret, { (p: String) in launch.keyPath = p }),
@@ -143,8 +143,8 @@ extension Supervisor {
                 _ = try store.secrets.read(id, name: secret)  // refuses symlinks and loose modes
                 set(store.secrets.path(id, secret))
             }
-            try AtomicFile.write(Array(launch.render(config).utf8), to: base + ".conf", mode: 0o600, durable: false)
-            undo.push("remove config file") { unlink(base + ".conf") }
+            try AtomicFile.write(Array(launch.render(config).utf8), to: configPath, mode: 0o600, durable: false)
+            undo.push("remove config file") { unlink(configPath) }
         } catch {
             return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
         }
@@ -157,10 +157,10 @@ extension Supervisor {
 
         // 3. openvpn itself, under the parent-death signal.
         do {
-            providerPid = try Processes.spawnTied(ovpn, [ovpn, "--config", base + ".conf"],
+            providerPid = try Processes.spawnTied(ovpn, [ovpn, "--config", configPath],
                                                   environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputFD: logFD)
             let pid = providerPid
-            log("[#] \(ovpn) --config \(base).conf (pid \(pid))")
+            log("[#] \(ovpn) --config \(configPath) (pid \(pid))")
             undo.push("stop openvpn \(pid)") {
                 Processes.terminate(pid, signal: SIGTERM, timeoutMs: 3000)
                 self.log("[#] openvpn \(pid) stopped")
@@ -191,7 +191,7 @@ extension Supervisor {
                     if sig != SIGCHLD { stop = true }
                 }
                 if let status = Processes.reap(providerPid) {
-                    return fail(ConnectionError(.pluginFailed, "openvpn exited with status \(status) before it connected (see \(base).log)"), .providerFailed)
+                    return fail(ConnectionError(.pluginFailed, "openvpn exited with status \(status) before it connected (see \(runtime.logPath(id)))"), .providerFailed)
                 }
                 if stop {
                     transition(.disconnecting)

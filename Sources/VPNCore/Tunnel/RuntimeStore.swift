@@ -13,6 +13,11 @@ public struct RuntimeStore: Sendable {
 
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
+    /// Files a provider needs for one run (openvpn's config, the client
+    /// certificate and the management socket). Removed on stop, or by the
+    /// cleanup after a dead supervisor.
+    public func providerFile(_ id: UUID, _ kind: ProviderFile) -> String { "\(directory)/\(id.uuidString.lowercased()).\(kind.rawValue)" }
+    public enum ProviderFile: String, CaseIterable, Sendable { case config = "conf", certificate = "cert.pem", management = "mgmt" }
     /// Logs live in their own directory: the supervisor and the provider write
     /// them line by line, and watchers of the run directory must not wake for that.
     public var logDirectory: String { "\(directory)/logs" }

@@ -104,6 +104,10 @@ public struct TunnelController {
                 done.append("removed \(sock)")
             }
         }
+        for kind in RuntimeStore.ProviderFile.allCases {
+            let path = runtime.providerFile(r.id, kind)
+            if unlink(path) == 0 { done.append("removed \(path)") }
+        }
         var updated = r
         updated.status = .disconnected
         updated.connectedSince = nil
