@@ -6,6 +6,7 @@ set -uo pipefail
 V=$(realpath "${1:?usage: demo.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
+source "$HERE/openvpn.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
@@ -32,5 +33,23 @@ run vpnctl verify office --probe http://198.19.0.1:8080/
 run vpnctl stats --profile office
 run vpnctl toggle office
 run vpnctl status
+
+if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
+  echo
+  echo "== OpenVPN: a throwaway CA, an openvpn server on 198.18.0.1:1194 that pushes a route to 198.19.9.0/24"
+  ovpn_up || exit 1
+  step "cat work.ovpn   # inline <cert>, <key> and <tls-crypt> blocks not shown"
+  awk '/^<(cert|key|tls-crypt|ca)>/{print; print "  ..."; skip=1; next} /^<\/(cert|key|tls-crypt|ca)>/{skip=0} !skip' "$LAB_DIR/work.ovpn"
+  run vpnctl import "$LAB_DIR/work.ovpn" --username alice
+  step "vpnctl secret set work password   # read from stdin, never echoed"
+  printf 's3cret pass\n' | c "$V" secret set work password
+  run vpnctl start work --wait --verbose
+  run vpnctl status work
+  run vpnctl verify work --probe http://198.19.9.1:8080/
+  run vpnctl stop work --verbose
+else
+  echo
+  echo "== OpenVPN part skipped: openvpn or openssl is not installed (make deps installs both)"
+fi
 echo
 echo "== tearing the lab down"
