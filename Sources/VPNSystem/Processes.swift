@@ -45,17 +45,9 @@ public enum Processes {
     /// else inherited. Output goes to `outputFD` (or /dev/null).
     public static func spawn(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32] = [],
                              outputFD: Int32 = -1, newSession: Bool = false) throws -> pid_t {
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
+        try spawning(path, argv, environment, passFDs) { args, env, fds, count in
+            vpn_spawn(path, args, env, fds, count, outputFD, newSession ? 1 : 0)
         }
-        let r = passFDs.withUnsafeBufferPointer { fds in
-            vpn_spawn(path, &cArgs, &cEnv, fds.baseAddress, Int32(fds.count), outputFD, newSession ? 1 : 0)
-        }
-        if r < 0 { throw Spawn.Failure(program: path, errno: Errno(-r)) }
-        return r
     }
 
     /// Spawns a provider tied to this process: it gets SIGKILL when this
@@ -63,14 +55,26 @@ public enum Processes {
     /// outlives its supervisor. Same fds, stdio and signal state as `spawn`.
     public static func spawnTied(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32] = [],
                                  outputFD: Int32 = -1) throws -> pid_t {
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        try spawning(path, argv, environment, passFDs) { args, env, fds, count in
+            vpn_spawn_tied(path, args, env, fds, count, outputFD, SIGKILL)
+        }
+    }
+
+    /// argv and the environment as C arrays for one of the shims' spawns,
+    /// which returns a pid or -errno.
+    static func spawning(_ path: String, _ argv: [String], _ environment: [String: String], _ passFDs: [Int32],
+                         _ spawn: (UnsafePointer<UnsafeMutablePointer<CChar>?>, UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                                   UnsafePointer<Int32>?, Int32) -> Int32) throws -> pid_t {
+        let cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        let cEnv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             cArgs.forEach { free($0) }
             cEnv.forEach { free($0) }
         }
-        let r = passFDs.withUnsafeBufferPointer { fds in
-            vpn_spawn_tied(path, &cArgs, &cEnv, fds.baseAddress, Int32(fds.count), outputFD, SIGKILL)
+        let r = cArgs.withUnsafeBufferPointer { a in
+            cEnv.withUnsafeBufferPointer { e in
+                passFDs.withUnsafeBufferPointer { fds in spawn(a.baseAddress!, e.baseAddress!, fds.baseAddress, Int32(fds.count)) }
+            }
         }
         if r < 0 { throw Spawn.Failure(program: path, errno: Errno(-r)) }
         return r
