@@ -3,12 +3,14 @@ import Glibc
 #endif
 import FoundationEssentials
 
-/// An IPv4 or IPv6 address, parsed with inet_pton(3).
+/// An IPv4 or IPv6 address, parsed with inet_pton(3). Text with a NUL in it
+/// is refused: inet_pton would read only up to the NUL ("fd00::\0junk").
 public struct IPAddress: Equatable, Hashable, Sendable, CustomStringConvertible {
     public let bytes: [UInt8]
     public var isIPv6: Bool { bytes.count == 16 }
 
     public init?(_ text: String) {
+        if text.utf8.contains(0) { return nil }
         if text.contains(":") {
             var a = in6_addr()
             guard inet_pton(AF_INET6, text, &a) == 1 else { return nil }
@@ -77,10 +79,7 @@ public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
             guard let colon = text.lastIndex(of: ":") else { return .failure(.missingPort) }
             host = text[..<colon]
             portText = text[text.index(after: colon)...]
-            if host.contains(":") { return .failure(.badHost) }
-            guard !host.isEmpty, host.count <= 253,
-                  host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") })
-            else { return .failure(.badHost) }
+            if host.contains(":") || !Endpoint.isHostName(host) { return .failure(.badHost) }
         }
         guard let port = parsePort(portText) else { return .failure(.badPort) }
         return .success(Endpoint(host: String(host), port: port))
@@ -89,6 +88,12 @@ public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
     init(host: String, port: Int) {
         self.host = host
         self.port = port
+    }
+
+    /// A DNS name or an IPv4 address as text: ASCII letters, digits, '.' and
+    /// '-', at most 253 characters.
+    public static func isHostName<S: StringProtocol>(_ host: S) -> Bool {
+        !host.isEmpty && host.count <= 253 && host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

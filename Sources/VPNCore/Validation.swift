@@ -95,15 +95,36 @@ public struct ProfileValidator {
         return p
     }
 
+    func isControl(_ c: Unicode.Scalar) -> Bool { c.value < 0x20 || c.value == 0x7F }
+
     func openvpn(_ o: OpenVPNConfiguration) -> [String] {
         var p: [String] = []
         if o.remotes.isEmpty { p.append("protocol.remotes: missing (at least one remote host and port)") }
         for (i, r) in o.remotes.enumerated() {
-            if r.host.isEmpty { p.append("protocol.remotes[\(i)].host: missing") }
-            if !(1...65535).contains(r.port) { p.append("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)") }
-            if !["udp", "tcp", "udp4", "udp6", "tcp4", "tcp6", "tcp-client"].contains(r.proto) {
-                p.append("protocol.remotes[\(i)].proto: '\(r.proto)' must be udp or tcp")
+            if r.host.isEmpty {
+                p.append("protocol.remotes[\(i)].host: missing")
+            } else if !Endpoint.isHostName(r.host) && IPAddress(r.host) == nil {
+                p.append("protocol.remotes[\(i)].host: '\(r.host)' is not a host name or an IP address")
             }
+            if !(1...65535).contains(r.port) { p.append("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)") }
+            if !OpenVPNImport.protocols.contains(r.proto) {
+                p.append("protocol.remotes[\(i)].proto: '\(r.proto)' is not one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+            }
+        }
+        // Options are written into the file openvpn reads: one directive each,
+        // from the list vpnctl passes on, never one that runs a program.
+        for (i, option) in o.options.enumerated() {
+            let name = OpenVPNImport.tokenize(option).first.map { $0.lowercased().trimmingPrefix("--") } ?? ""
+            if option.unicodeScalars.contains(where: isControl) {
+                p.append("protocol.options[\(i)]: a control character (a line break?) in \(option.debugDescription)")
+            } else if OpenVPNImport.refused.contains(name) || name == "script-security" {
+                p.append("protocol.options[\(i)]: '\(name)' can run programs; vpnctl refuses it")
+            } else if !OpenVPNImport.passed.contains(name) {
+                p.append("protocol.options[\(i)]: '\(name)' is not a directive vpnctl passes to openvpn")
+            }
+        }
+        if let u = o.username, u.unicodeScalars.contains(where: isControl) {
+            p.append("protocol.username: a control character (a line break?) in it")
         }
         if let fp = o.caFingerprint {
             if !TrustAnchor.isFingerprint(fp) {

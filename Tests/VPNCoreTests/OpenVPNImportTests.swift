@@ -64,6 +64,18 @@ import Testing
         }
     }
 
+    @Test func remotesAndControlCharactersAreChecked() {
+        let ca = "<ca>\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n</ca>\n"
+        let e = #expect(throws: VPNError.self) {
+            try ImportFormat.importProfile(Array("client\nremote a$b 1194\nremote ok.example 1194 sctp\nproto quic\ncipher AES\u{1B}[2J\n\(ca)".utf8),
+                                           name: "p", source: "p.ovpn")
+        }
+        for p in ["line 4: 'proto quic': use one of tcp, tcp-client", "line 5: a control character in 'cipher'",
+                  "line 2: remote host 'a$b' is not a host name or an IP address", "line 3: remote protocol 'sctp'"] {
+            #expect(e?.problems.contains { $0.hasPrefix(p) } == true, "missing \(p) in \(e?.problems ?? [])")
+        }
+    }
+
     @Test func tokenizerHonoursQuotes() {
         #expect(OpenVPNImport.tokenize(#"verify-x509-name "CN=my server" name # comment"#) == ["verify-x509-name", "CN=my server", "name"])
         #expect(OpenVPNImport.tokenize(#"setenv A 'b c' d\ e"#) == ["setenv", "A", "b c", "d e"])

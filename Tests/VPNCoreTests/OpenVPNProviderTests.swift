@@ -37,6 +37,8 @@ import Testing
 
     @Test func quotingForCommands() {
         #expect(ManagementMessage.quote(#"pa"ss\word"#) == #""pa\"ss\\word""#)
+        #expect(ManagementMessage.quote("pass\nsignal SIGTERM") == nil)
+        #expect(ManagementMessage.quote("a\u{7F}") == nil)
     }
 }
 
@@ -107,9 +109,11 @@ import Testing
         let c = OpenVPNConfiguration(remotes: [.init(host: "198.18.0.1", port: 1194, proto: "udp")], caFingerprint: "ab",
                                      certificate: "PEM", keySecret: "key", username: "alice", passwordSecret: "password",
                                      tlsCryptSecret: "tls-crypt", options: ["cipher AES-256-GCM"])
-        let text = OpenVPNLaunch(interface: "utun3", managementSocket: "/run/x.mgmt", caPath: "/etc/vpnctl/trust/ab.pem",
-                                 certificatePath: "/run/x.cert.pem", keyPath: "/etc/vpnctl/secrets/id/key",
-                                 tlsCryptPath: "/etc/vpnctl/secrets/id/tls-crypt").render(c)
+        var launch = OpenVPNLaunch(interface: "utun3", managementSocket: "/run/x.mgmt", caPath: "/etc/vpnctl/trust/ab.pem")
+        launch.certificatePath = "/run/x.cert.pem"
+        launch.keyPath = "/etc/vpnctl/secrets/id/key"
+        launch.tlsCryptPath = "/etc/vpnctl/secrets/id/tls-crypt"
+        let text = launch.render(c)
         for line in ["dev utun3", "ifconfig-noexec", "route-noexec", "management /run/x.mgmt unix", "management-client",
                      "management-hold", "management-up-down", "management-query-passwords", "remote 198.18.0.1 1194 udp",
                      "key /etc/vpnctl/secrets/id/key", "auth-user-pass", "cipher AES-256-GCM", "disable-dco"] {

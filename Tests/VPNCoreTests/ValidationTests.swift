@@ -62,6 +62,25 @@ import Testing
         }
     }
 
+    /// `vpnctl edit` must not get around what import refuses: options are
+    /// written into the file openvpn reads.
+    @Test func openVPNOptionsHostsAndUsernameCannotCarryPrograms() {
+        let fp = String(repeating: "ab", count: 32)
+        let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration(
+            remotes: [.init(host: "vpn.example; rm", port: 1194, proto: "udp"), .init(host: "2001:db8::1", port: 1194, proto: "tcp6-client")],
+            caFingerprint: fp, certificate: "-----BEGIN CERTIFICATE-----", keySecret: "key", username: "alice\nsignal SIGTERM",
+            passwordSecret: "password",
+            options: ["cipher AES-256-GCM", "up /tmp/x.sh", "--script-security 2", "verb 3\nup /tmp/x.sh", "config /etc/other.conf"])))
+        #expect(validator.problems(in: p) == [
+            "protocol.remotes[0].host: 'vpn.example; rm' is not a host name or an IP address",
+            "protocol.options[1]: 'up' can run programs; vpnctl refuses it",
+            "protocol.options[2]: 'script-security' can run programs; vpnctl refuses it",
+            #"protocol.options[3]: a control character (a line break?) in "verb 3\nup /tmp/x.sh""#,
+            "protocol.options[4]: 'config' is not a directive vpnctl passes to openvpn",
+            "protocol.username: a control character (a line break?) in it",
+        ])
+    }
+
     @Test func ikev2NamesEachMissingPiece() {
         let shared = Profile(name: "x", protocol: .ikev2(IKEv2Configuration(serverAddress: "", authenticationMethod: .sharedSecret)))
         #expect(validator.problems(in: shared) == [

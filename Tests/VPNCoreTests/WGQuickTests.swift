@@ -32,6 +32,15 @@ import Testing
         #expect(ProfileValidator(secretExists: { r.secrets[$0] != nil }).problems(in: r.profile) == [])
     }
 
+    /// Found by the wgquick fuzzer: inet_pton stops at a NUL, so
+    /// "fd00:9::\0junk" passed as an address and did not survive export.
+    @Test func anAddressWithANULIsNotAnAddress() throws {
+        #expect(IPAddress("fd00:9::\0\0point") == nil)
+        #expect(CIDR("10.0.0.0/8\0") == nil)
+        let input = try Fixtures.bytes("../Fuzz/regressions/wgquick/nul-in-allowed-ips")
+        #expect(throws: VPNError.self) { try ImportFormat.importProfile(input, name: "n", source: "n.conf") }
+    }
+
     @Test func refusesCommandsNamingEachLine() throws {
         let e = #expect(throws: VPNError.self) {
             try ImportFormat.importProfile(try Fixtures.bytes("wg/postup.conf"), name: "p", source: "postup.conf")

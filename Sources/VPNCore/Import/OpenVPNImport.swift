@@ -7,14 +7,17 @@ import VPNSystem
 /// directives that run programs are refused by name, and directives vpnctl
 /// does not carry over are listed.
 public enum OpenVPNImport {
+    /// The transports a client 'proto' or 'remote' may name.
+    static let protocols: Set<String> = ["udp", "udp4", "udp6", "tcp", "tcp4", "tcp6", "tcp-client", "tcp4-client", "tcp6-client"]
+
     /// Directives that make openvpn run a program.
-    static let refused: Set<String> = [
+    public static let refused: Set<String> = [
         "up", "down", "route-up", "route-pre-down", "ipchange", "client-connect", "client-disconnect",
         "learn-address", "tls-verify", "auth-user-pass-verify", "plugin", "iproute", "tls-crypt-v2-verify",
     ]
 
     /// Client directives passed through to openvpn as they are.
-    static let passed: Set<String> = [
+    public static let passed: Set<String> = [
         "cipher", "data-ciphers", "data-ciphers-fallback", "auth", "tls-version-min", "tls-version-max", "tls-cipher",
         "tls-ciphersuites", "tls-groups", "remote-cert-tls", "verify-x509-name", "remote-cert-ku", "remote-cert-eku",
         "key-direction", "tun-mtu", "mssfix", "fragment", "reneg-sec", "reneg-bytes", "reneg-pkts", "auth-nocache",
@@ -78,6 +81,12 @@ public enum OpenVPNImport {
             }
             let words = tokenize(trimmed)
             guard let first = words.first else { continue }
+            // What vpnctl passes on is written into the file openvpn reads, so a
+            // control character (a lone CR, NUL, ESC...) never gets through.
+            if trimmed.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+                problems.append("line \(lineNumber): a control character in '\(first.lowercased())' (binary or corrupted file?)")
+                continue
+            }
             directives.append(Directive(line: lineNumber, name: first.lowercased().trimmingPrefix("--"), args: Array(words.dropFirst())))
         }
 
@@ -123,7 +132,12 @@ public enum OpenVPNImport {
                 if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(dev)': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
             case "dev-type":
                 if d.args.first != "tun" { problems.append("\(at): 'dev-type \(d.args.first ?? "")': only tun is supported") }
-            case "proto": defaultProto = d.args.first ?? "udp"
+            case "proto":
+                if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
+                    defaultProto = p
+                } else {
+                    problems.append("\(at): 'proto \(d.args.first ?? "")': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                }
             case "port", "rport":
                 if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
                     defaultPort = p
@@ -146,13 +160,22 @@ public enum OpenVPNImport {
         }
         for d in remoteDirectives {
             guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
+            guard Endpoint.isHostName(host) || IPAddress(host) != nil else {
+                problems.append("line \(d.line): remote host '\(host)' is not a host name or an IP address")
+                continue
+            }
+            let proto = d.args.count > 2 ? d.args[2] : defaultProto
+            guard OpenVPNImport.protocols.contains(proto) else {
+                problems.append("line \(d.line): remote protocol '\(proto)': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                continue
+            }
             // Without its own port a remote uses 'port' (already checked).
             let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
             guard let port, (1...65535).contains(port) else {
                 problems.append("line \(d.line): remote port '\(d.args.count > 1 ? d.args[1] : String(defaultPort))' is not 1–65535")
                 continue
             }
-            config.remotes.append(.init(host: host, port: port, proto: d.args.count > 2 ? d.args[2] : defaultProto))
+            config.remotes.append(.init(host: host, port: port, proto: proto))
         }
         if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
 

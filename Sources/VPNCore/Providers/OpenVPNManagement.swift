@@ -50,8 +50,11 @@ public enum ManagementMessage: Equatable, Sendable {
     }
 
     /// Quotes a value for a management command (`password "Auth" "..."`).
-    public static func quote(_ s: String) -> String {
-        "\"" + s.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
+    /// Nil for a value with a control character: a command is one line, and
+    /// a line break in a password would start a command of its own.
+    public static func quote(_ s: String) -> String? {
+        if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return nil }
+        return "\"" + s.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
     }
 }
 

@@ -18,6 +18,12 @@ public struct OpenVPNLaunch: Sendable {
     public var tlsAuthPath: String?
     public var tlsCryptV2Path: String?
 
+    public init(interface: String, managementSocket: String, caPath: String) {
+        self.interface = interface
+        self.managementSocket = managementSocket
+        self.caPath = caPath
+    }
+
     public func render(_ c: OpenVPNConfiguration) -> String {
         var lines = [
             "# written by vpnctl for one run; do not edit",
@@ -252,8 +258,15 @@ extension Supervisor {
                     diagnosis.observe(m)
                     switch m {
                     case .password(let text) where text.hasPrefix("Need 'Auth'"):
-                        send("username \"Auth\" \(ManagementMessage.quote(config.username ?? ""))")
-                        send("password \"Auth\" \(ManagementMessage.quote(password ?? ""))")
+                        guard let user = ManagementMessage.quote(config.username ?? ""),
+                              let pass = ManagementMessage.quote(password ?? "") else {
+                            send("signal SIGTERM")
+                            return fail(ConnectionError(.configurationFailed,
+                                                        "the username or the password secret has a control character (a line break?) in it; "
+                                                        + "openvpn's management interface cannot carry it"), .configurationFailed)
+                        }
+                        send("username \"Auth\" \(user)")
+                        send("password \"Auth\" \(pass)")
                     case .password(let text) where text.hasPrefix("Need "):
                         log("[!] openvpn asks for something vpnctl cannot answer: \(text)")
                     case .upDownEnv(let k, let v):
