@@ -41,6 +41,14 @@ import Testing
         #expect(throws: VPNError.self) { try ImportFormat.importProfile(input, name: "n", source: "n.conf") }
     }
 
+    /// Found by the wgquick fuzzer: a [Peer] without a PublicKey parses (it is
+    /// reported by validation, as `vpnctl import` does), and must not count as imported.
+    @Test func aPeerWithoutAPublicKeyDoesNotImport() throws {
+        let input = try Fixtures.bytes("../Fuzz/regressions/wgquick/peer-without-public-key")
+        let e = #expect(throws: VPNError.self) { try ImportFormat.importChecked(input, name: "n", source: "n.conf") }
+        #expect(e?.problems.contains { $0.hasPrefix("protocol.peers[0].publicKey: missing") } == true, "\(e?.problems ?? [])")
+    }
+
     @Test func refusesCommandsNamingEachLine() throws {
         let e = #expect(throws: VPNError.self) {
             try ImportFormat.importProfile(try Fixtures.bytes("wg/postup.conf"), name: "p", source: "postup.conf")

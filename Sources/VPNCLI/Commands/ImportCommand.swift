@@ -50,14 +50,8 @@ enum ImportCommand {
         }
         let options = ImportOptions(username: inv.args.value("username"),
                                     baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file))
-        var result = try ImportFormat.importProfile(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
+        var result = try ImportFormat.importChecked(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
         let store = inv.store
-        let validator = ProfileValidator(secretExists: { result.secrets[$0] != nil })
-        let problems = validator.problems(in: result.profile)
-        if !problems.isEmpty {
-            throw VPNError.invalid("\(file) imports as an incomplete profile (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                   problems: problems, hint: "fix the file and import it again")
-        }
         let existing = try store.load()
         if existing.contains(where: { $0.name == name }) {
             throw VPNError(.configurationInvalid, "a profile named '\(name)' already exists",

@@ -48,6 +48,19 @@ public enum ImportFormat: String, Sendable {
     }
 
     /// Parses `bytes` as a profile named `name`.
+    /// What `vpnctl import` accepts: the file parsed, then the profile checked
+    /// as it would be saved (the secrets the file carries count as set).
+    public static func importChecked(_ bytes: [UInt8], name: String, source: String,
+                                     options: ImportOptions = ImportOptions()) throws -> ImportResult {
+        let result = try importProfile(bytes, name: name, source: source, options: options)
+        let problems = ProfileValidator(secretExists: { result.secrets[$0] != nil }).problems(in: result.profile)
+        if !problems.isEmpty {
+            throw VPNError.invalid("\(source) imports as an incomplete profile (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                                   problems: problems, hint: "fix the file and import it again")
+        }
+        return result
+    }
+
     public static func importProfile(_ bytes: [UInt8], name: String, source: String,
                                      options: ImportOptions = ImportOptions()) throws -> ImportResult {
         if bytes.count > maximumSize {
