@@ -28,6 +28,18 @@ field() {  # field PROFILE KEY: one field of `status --json`
 for k in sys.argv[1].split("."): v = (v or {}).get(k)
 print("" if v is None else v)' "$2"
 }
+record() {  # record PROFILE KEY: one field of the profile's runtime record (pids vpnctl keeps there)
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$VPNCTL_RUN_DIR/$(field "$1" id).json" "$2"
+}
+# kill_supervisor PROFILE PROVIDER: SIGKILLs the profile's supervisor; its
+# provider must be gone within 2 s.
+kill_supervisor() {
+  local sup pid
+  sup=$(record "$1" supervisorPid); pid=$(record "$1" providerPid)
+  kill -KILL "$sup"
+  for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || return 0; sleep 0.02; done
+  echo "  $2 $pid outlived its supervisor"; return 1
+}
 # wait_status PROFILE STATUS SECONDS: polls (the test may; vpnctl does not).
 wait_status() {
   local end=$(( $(date +%s%N) / 1000000 + $3 * 1000 ))
@@ -100,7 +112,7 @@ test_provider_killed() {
   LAB_PIDS+=($!)
   local watcher=$! wgpid
   sleep 0.3
-  wgpid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR"/$(field office id).json)
+  wgpid=$(record office providerPid)
   kill -KILL "$wgpid"
   wait_status office disconnected 5 || return 1
   [ "$(field office stopReason)" = providerFailed ] || { echo "  stopReason $(field office stopReason)"; return 1; }
@@ -120,13 +132,7 @@ check "provider killed: disconnected with providerFailed, seen by --watch, nothi
 
 test_supervisor_killed() {
   c "$V" start office >/dev/null || return 1
-  local sup wg id
-  id=$(field office id)
-  sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisorPid"])' "$VPNCTL_RUN_DIR/$id.json")
-  wg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$id.json")
-  kill -KILL "$sup"
-  for _ in $(seq 1 100); do [ -d "/proc/$wg" ] || break; sleep 0.02; done
-  [ -d "/proc/$wg" ] && { echo "  wireguard-go $wg outlived its supervisor"; return 1; }
+  kill_supervisor office wireguard-go || return 1
   [ "$(field office status)" = disconnected ] || { echo "  status $(field office status)"; return 1; }
   [ "$(field office stopReason)" = providerFailed ] || return 1
   c ping -c 1 -W 1 198.19.0.1 >/dev/null 2>&1 && { echo "  traffic still passes"; return 1; }
@@ -403,7 +409,7 @@ if [ $ovpn_ready = yes ]; then
   test_ovpn_killed() {
     c "$V" start work --timeout 15 >/dev/null || return 1
     local pid
-    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$(field work id).json")
+    pid=$(record work providerPid)
     kill -KILL "$pid"
     wait_status work disconnected 5 || return 1
     [ "$(field work stopReason)" = providerFailed ] || return 1
@@ -413,13 +419,9 @@ if [ $ovpn_ready = yes ]; then
 
   test_ovpn_supervisor_killed() {
     c "$V" start work --timeout 15 >/dev/null || return 1
-    local id sup pid f
+    local id f
     id=$(field work id)
-    sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["supervisorPid"])' "$VPNCTL_RUN_DIR/$id.json")
-    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$id.json")
-    kill -KILL "$sup"
-    for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
-    [ -d "/proc/$pid" ] && { echo "  openvpn $pid outlived its supervisor"; return 1; }
+    kill_supervisor work openvpn || return 1
     [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = providerFailed ] \
       || { echo "  status $(field work status) / $(field work stopReason)"; return 1; }
     c "$V" stop work >/dev/null 2>&1 || return 1
