@@ -93,7 +93,15 @@ extension OpenVPNConfiguration {
         remotes = try r.optional("remotes")?.array().map { rr in
             Remote(host: try rr.string("host") ?? "", port: try rr.int("port") ?? 1194, proto: try rr.string("proto") ?? "udp")
         } ?? []
-        caFingerprint = try r.string("caFingerprint")
+        // Stores written before each CA had an anchor of its own name one.
+        if let list = try r.optional("caFingerprints") {
+            if try r.optional("caFingerprint") != nil {
+                throw r.problem("caFingerprint", "replaced by caFingerprints; keep only caFingerprints")
+            }
+            caFingerprints = try list.stringArray()
+        } else {
+            caFingerprints = try r.string("caFingerprint").map { [$0] } ?? []
+        }
         certificate = try r.string("certificate")
         keySecret = try r.string("keySecret")
         username = try r.string("username")

@@ -116,8 +116,8 @@ public struct WireGuardPeer: Encodable, Equatable, Sendable {
 
 }
 
-/// An OpenVPN 2.6 client. The CA is a trust-anchor fingerprint; keys and the
-/// password are secret names.
+/// An OpenVPN 2.6 client. The CAs are trust-anchor fingerprints, one per
+/// certificate; keys and the password are secret names.
 public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     public struct Remote: Encodable, Equatable, Sendable {
         public var host: String
@@ -130,7 +130,8 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
         }
     }
     public var remotes: [Remote]
-    public var caFingerprint: String?
+    /// The anchors openvpn trusts for this profile, and nothing else.
+    public var caFingerprints: [String]
     public var certificate: String?
     public var keySecret: String?
     public var username: String?
@@ -141,11 +142,11 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     /// Further client directives, passed to openvpn as they were imported.
     public var options: [String]
 
-    public init(remotes: [Remote] = [], caFingerprint: String? = nil, certificate: String? = nil, keySecret: String? = nil,
+    public init(remotes: [Remote] = [], caFingerprints: [String] = [], certificate: String? = nil, keySecret: String? = nil,
                 username: String? = nil, passwordSecret: String? = nil, tlsCryptSecret: String? = nil,
                 tlsAuthSecret: String? = nil, options: [String] = []) {
         self.remotes = remotes
-        self.caFingerprint = caFingerprint
+        self.caFingerprints = caFingerprints
         self.certificate = certificate
         self.keySecret = keySecret
         self.username = username
@@ -156,7 +157,7 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case remotes, caFingerprint, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret,
+        case remotes, caFingerprints, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret,
              tlsCryptV2Secret, options
     }
 

@@ -59,6 +59,9 @@ public struct ProfileValidator {
         if let t = w.table, t != "auto", t != "off", UInt32(t) == nil {
             p.append("protocol.table: '\(t)' must be auto, off, or a routing table number")
         }
+        if let f = w.fwmark, Fwmark(f) == nil {
+            p.append("protocol.fwmark: '\(OpenVPNDirectives.shown(f))' must be off, a number, or 0x and hex digits (up to 32 bits)")
+        }
         if let name = w.interfaceName, !InterfaceName.isValid(name) {
             p.append("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)")
         }
@@ -112,26 +115,18 @@ public struct ProfileValidator {
             }
         }
         // Options are written into the file openvpn reads: one directive each,
-        // from the list vpnctl passes on, never one that runs a program.
+        // on vpnctl's allow-list and fitting its grammar, however wrapped.
         for (i, option) in o.options.enumerated() {
-            let name = OpenVPNImport.tokenize(option).first.map { $0.lowercased().trimmingPrefix("--") } ?? ""
-            if option.unicodeScalars.contains(where: isControl) {
-                p.append("protocol.options[\(i)]: a control character (a line break?) in \(option.debugDescription)")
-            } else if OpenVPNImport.refused.contains(name) || name == "script-security" {
-                p.append("protocol.options[\(i)]: '\(name)' can run programs; vpnctl refuses it")
-            } else if !OpenVPNImport.passed.contains(name) {
-                p.append("protocol.options[\(i)]: '\(name)' is not a directive vpnctl passes to openvpn")
-            }
+            if let problem = OpenVPNDirectives.problem(in: option) { p.append("protocol.options[\(i)]: \(problem)") }
         }
         if let u = o.username, u.unicodeScalars.contains(where: isControl) {
             p.append("protocol.username: a control character (a line break?) in it")
         }
-        if let fp = o.caFingerprint {
-            if !TrustAnchor.isFingerprint(fp) {
-                p.append("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)")
-            }
-        } else {
-            p.append("protocol.caFingerprint: missing (the trust anchor that signs the server's certificate)")
+        if o.caFingerprints.isEmpty {
+            p.append("protocol.caFingerprints: missing (the trust anchors that sign the server's certificate)")
+        }
+        for fp in o.caFingerprints where !TrustAnchor.isFingerprint(fp) {
+            p.append("protocol.caFingerprints: '\(OpenVPNDirectives.shown(fp))' is not a SHA-256 fingerprint (64 hex digits)")
         }
         let hasCert = o.certificate != nil || o.keySecret != nil
         if hasCert {
@@ -237,5 +232,29 @@ public enum InterfaceName {
 public enum TrustAnchor {
     public static func isFingerprint(_ s: String) -> Bool {
         s.count == 64 && s.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
+    }
+}
+
+/// A WireGuard fwmark as wg-quick writes it: off, a number, or 0x-hex.
+public enum Fwmark: Equatable, Sendable {
+    case off
+    case mark(UInt32)
+
+    public init?(_ text: String) {
+        let t = text.lowercased()
+        if t == "off" {
+            self = .off
+        } else if t.hasPrefix("0x"), t.count > 2, t.dropFirst(2).allSatisfy(\.isHexDigit), let v = UInt32(t.dropFirst(2), radix: 16) {
+            self = .mark(v)
+        } else if !t.isEmpty, t.allSatisfy({ $0.isASCII && $0.isNumber }), let v = UInt32(t) {
+            self = .mark(v)
+        } else {
+            return nil
+        }
+    }
+
+    public var value: UInt32? {
+        if case .mark(let v) = self { return v }
+        return nil
     }
 }

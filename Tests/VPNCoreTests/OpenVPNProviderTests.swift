@@ -105,21 +105,43 @@ import Testing
         #expect(PushedSettings.prefixLength("255.0.255.0") == nil)
     }
 
-    @Test func launchFileCarriesPathsNeverSecrets() {
-        let c = OpenVPNConfiguration(remotes: [.init(host: "198.18.0.1", port: 1194, proto: "udp")], caFingerprint: "ab",
+    @Test func launchFileCarriesPathsNeverSecrets() throws {
+        let c = OpenVPNConfiguration(remotes: [.init(host: "198.18.0.1", port: 1194, proto: "udp")], caFingerprints: ["ab"],
                                      certificate: "PEM", keySecret: "key", username: "alice", passwordSecret: "password",
                                      tlsCryptSecret: "tls-crypt", options: ["cipher AES-256-GCM"])
         var launch = OpenVPNLaunch(interface: "utun3", managementSocket: "/run/x.mgmt", caPath: "/etc/vpnctl/trust/ab.pem")
         launch.certificatePath = "/run/x.cert.pem"
         launch.keyPath = "/etc/vpnctl/secrets/id/key"
         launch.tlsCryptPath = "/etc/vpnctl/secrets/id/tls-crypt"
-        let text = launch.render(c)
+        let text = try launch.render(c)
         for line in ["dev utun3", "ifconfig-noexec", "route-noexec", "management /run/x.mgmt unix", "management-client",
                      "management-hold", "management-up-down", "management-query-passwords", "remote 198.18.0.1 1194 udp",
                      "key /etc/vpnctl/secrets/id/key", "auth-user-pass", "cipher AES-256-GCM", "disable-dco"] {
             #expect(text.split(separator: "\n").contains(Substring(line)), "missing '\(line)'")
         }
         #expect(!text.contains("alice"))
+    }
+
+    /// A store edited by hand gets past import and edit: the render checks
+    /// every option again and writes each word back quoted.
+    @Test func renderRefusesWhatValidationRefuses() throws {
+        var c = OpenVPNConfiguration(remotes: [.init(host: "198.18.0.1", port: 1194, proto: "udp")], caFingerprints: ["ab"],
+                                     username: "alice", passwordSecret: "password")
+        let launch = OpenVPNLaunch(interface: "utun3", managementSocket: "/run/x y.mgmt", caPath: "/run/vpnctl/x.ca.pem")
+        for option in ["setenv opt up /bin/sh", "setenv opt script-security 2", "plugin /x.so", "writepid /etc/passwd", "key-direction 9",
+                       "config /tmp/x", "ignore-unknown-option up"] {
+            c.options = ["cipher AES-256-GCM", option]
+            let e = #expect(throws: VPNError.self) { try launch.render(c) }
+            #expect(e?.message.hasPrefix("protocol.options[1]: ") == true, "\(option)")
+        }
+        c.options = ["verify-x509-name O'Brien name", "--Cipher AES-256-GCM"]
+        let lines = try launch.render(c).split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"verify-x509-name "O'Brien" name"#))
+        #expect(lines.contains("cipher AES-256-GCM"))
+        #expect(lines.contains(#"management "/run/x y.mgmt" unix"#))
+        #expect(lines.contains("ca /run/vpnctl/x.ca.pem"))
+        c.remotes = [.init(host: "vpn.example\nup /bin/sh", port: 1194, proto: "udp")]
+        #expect(throws: VPNError.self) { try launch.render(c) }
     }
 }
 

@@ -47,16 +47,16 @@ import Testing
         let problems = validator.problems(in: p)
         #expect(problems.count == 3, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("protocol.remotes: missing") })
-        #expect(problems.contains { $0.hasPrefix("protocol.caFingerprint: missing") })
+        #expect(problems.contains { $0.hasPrefix("protocol.caFingerprints: missing") })
         #expect(problems.contains { $0.hasPrefix("protocol: no client authentication") })
     }
 
     @Test func openVPNUsernameNeedsPasswordAndCertNeedsKey() {
         let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration(
-            remotes: [.init(host: "vpn.example", port: 70000, proto: "sctp")], caFingerprint: "ABC",
+            remotes: [.init(host: "vpn.example", port: 70000, proto: "sctp")], caFingerprints: ["ABC"],
             certificate: "-----BEGIN CERTIFICATE-----", username: "alice")))
         let problems = validator.problems(in: p)
-        for e in ["protocol.remotes[0].port", "protocol.remotes[0].proto", "protocol.caFingerprint: 'ABC'",
+        for e in ["protocol.remotes[0].port", "protocol.remotes[0].proto", "protocol.caFingerprints: 'ABC'",
                   "protocol.keySecret: missing", "protocol.passwordSecret: missing"] {
             #expect(problems.contains { $0.hasPrefix(e) }, "missing \(e) in \(problems)")
         }
@@ -68,7 +68,7 @@ import Testing
         let fp = String(repeating: "ab", count: 32)
         let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration(
             remotes: [.init(host: "vpn.example; rm", port: 1194, proto: "udp"), .init(host: "2001:db8::1", port: 1194, proto: "tcp6-client")],
-            caFingerprint: fp, certificate: "-----BEGIN CERTIFICATE-----", keySecret: "key", username: "alice\nsignal SIGTERM",
+            caFingerprints: [fp], certificate: "-----BEGIN CERTIFICATE-----", keySecret: "key", username: "alice\nsignal SIGTERM",
             passwordSecret: "password",
             options: ["cipher AES-256-GCM", "up /tmp/x.sh", "--script-security 2", "verb 3\nup /tmp/x.sh", "config /etc/other.conf"])))
         #expect(validator.problems(in: p) == [
@@ -76,9 +76,52 @@ import Testing
             "protocol.options[1]: 'up' can run programs; vpnctl refuses it",
             "protocol.options[2]: 'script-security' can run programs; vpnctl refuses it",
             #"protocol.options[3]: a control character (a line break?) in "verb 3\nup /tmp/x.sh""#,
-            "protocol.options[4]: 'config' is not a directive vpnctl passes to openvpn",
+            "protocol.options[4]: 'config' makes openvpn read another file of directives; vpnctl keeps every directive in the profile",
             "protocol.username: a control character (a line break?) in it",
         ])
+    }
+
+    /// `vpnctl edit` gets the import rules: no wrapper, only allowed
+    /// directives, each with arguments that fit its grammar.
+    @Test func openVPNOptionsCannotBeSmuggledThroughWrappers() {
+        let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration(
+            remotes: [.init(host: "vpn.example", port: 1194, proto: "udp")], caFingerprints: [String(repeating: "ab", count: 32)],
+            username: "alice", passwordSecret: "password",
+            options: ["setenv opt script-security 2", "setenv opt up '/bin/sh -c id'", "ignore-unknown-option up", "setenv FORWARD_COMPATIBLE 1",
+                      "writepid /etc/passwd", "key-direction 5", "verify-x509-name \"O'Brien name\" name", "compress lz4-v2"])))
+        #expect(validator.problems(in: p) == [
+            "protocol.options[0]: 'setenv opt' makes openvpn read the rest of the line as a directive; write the directive itself",
+            "protocol.options[1]: 'setenv opt' makes openvpn read the rest of the line as a directive; write the directive itself",
+            "protocol.options[2]: 'ignore-unknown-option' is not a directive vpnctl passes to openvpn",
+            "protocol.options[3]: 'setenv' is not a directive vpnctl passes to openvpn",
+            "protocol.options[4]: 'writepid' is not a directive vpnctl passes to openvpn",
+            "protocol.options[5]: 'key-direction 5' does not fit 'key-direction 0|1'",
+        ])
+    }
+
+    /// Profiles saved before each CA had its own anchor name one fingerprint.
+    @Test func oldSingleCAFingerprintStillLoads() throws {
+        let fp = String(repeating: "ab", count: 32)
+        let json = #"{"id":"6f1c3a52-0d7e-4b8e-9a43-2f6d8c1e5b70","name":"old","protocol":{"type":"openvpn","remotes":[{"host":"vpn.example","port":1194,"proto":"udp"}],"caFingerprint":"\#(fp)","username":"a","passwordSecret":"password"}}"#
+        let p = try Profile.parse(Array(json.utf8))
+        guard case .openvpn(let o) = p.protocol else { Issue.record("not openvpn"); return }
+        #expect(o.caFingerprints == [fp])
+        let encoded = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
+        #expect(encoded.contains(#""caFingerprints":["\#(fp)"]"#) && !encoded.contains(#""caFingerprint":"#))
+        let both = json.replacingOccurrences(of: #""caFingerprint":"#, with: #""caFingerprints":["\#(fp)"],"caFingerprint":"#)
+        #expect(throws: (any Error).self) { try Profile.parse(Array(both.utf8)) }
+    }
+
+    @Test(arguments: [("off", true), ("0", true), ("51820", true), ("0x1f", true), ("0XCA6C", true), ("4294967295", true),
+                      ("junk", false), ("", false), ("0x", false), ("+5", false), ("-1", false), ("0x+f", false), ("4294967296", false)])
+    func wireGuardFwmark(text: String, valid: Bool) {
+        var p = sampleProfile("x")
+        if case .wireguard(var w) = p.protocol {
+            w.fwmark = text
+            p.protocol = .wireguard(w)
+        }
+        let problems = validator.problems(in: p)
+        #expect(problems.contains { $0.hasPrefix("protocol.fwmark:") } == !valid, "\(problems)")
     }
 
     @Test func ikev2NamesEachMissingPiece() {

@@ -68,7 +68,8 @@ enum ShowCommand {
             }
         case .openvpn(let o):
             out.append(("remotes", o.remotes.map { "\($0.host):\($0.port)/\($0.proto)" }.joined(separator: ", ")))
-            out.append(("ca", o.caFingerprint.map { "trust anchor \($0)" } ?? "(none)"))
+            out.append(("ca", o.caFingerprints.isEmpty ? "(none)"
+                        : "trust anchor\(o.caFingerprints.count == 1 ? "" : "s") \(o.caFingerprints.joined(separator: ", "))"))
             if let c = o.certificate { out.append(("certificate", c)) }
             if o.keySecret != nil { out.append(("key", secret(o.keySecret))) }
             if let u = o.username { out.append(("username", u)) }

@@ -99,11 +99,7 @@ enum TunnelActions {
         case .wireguard: provider = ("wireguard-go", "wireguard-go")
         case .openvpn(let o):
             provider = ("openvpn", "openvpn")
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            if let fp = o.caFingerprint, !trust.exists(fp) {
-                throw VPNError(.configurationInvalid, "profile '\(profile.name)' trusts anchor \(fp), which is not installed",
-                               hint: "import the profile again, or install the CA as \(trust.path(fp))")
-            }
+            _ = try TrustStore(configDirectory: inv.options.configDirectory).bundle(o.caFingerprints)
         default:
             throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
                            hint: "this version starts wireguard and openvpn profiles")

@@ -3,31 +3,13 @@ import VPNSystem
 
 /// Real-world OpenVPN client files: directives one per line, inline blocks
 /// (`<ca>`, `<cert>`, `<key>`, `<tls-crypt>`, `<tls-auth>`, `<tls-crypt-v2>`)
-/// or file references. Keys go into secrets, the CA into the trust anchors;
-/// directives that run programs are refused by name, and directives vpnctl
-/// does not carry over are listed.
+/// or file references. Keys go into secrets, each CA certificate into a trust
+/// anchor of its own; directives that run programs are refused by name, the
+/// ones passed on must fit OpenVPNDirectives' allow-list, and the others are
+/// listed as not imported.
 public enum OpenVPNImport {
     /// The transports a client 'proto' or 'remote' may name.
     static let protocols: Set<String> = ["udp", "udp4", "udp6", "tcp", "tcp4", "tcp6", "tcp-client", "tcp4-client", "tcp6-client"]
-
-    /// Directives that make openvpn run a program.
-    public static let refused: Set<String> = [
-        "up", "down", "route-up", "route-pre-down", "ipchange", "client-connect", "client-disconnect",
-        "learn-address", "tls-verify", "auth-user-pass-verify", "plugin", "iproute", "tls-crypt-v2-verify",
-    ]
-
-    /// Client directives passed through to openvpn as they are.
-    public static let passed: Set<String> = [
-        "cipher", "data-ciphers", "data-ciphers-fallback", "auth", "tls-version-min", "tls-version-max", "tls-cipher",
-        "tls-ciphersuites", "tls-groups", "remote-cert-tls", "verify-x509-name", "remote-cert-ku", "remote-cert-eku",
-        "key-direction", "tun-mtu", "mssfix", "fragment", "reneg-sec", "reneg-bytes", "reneg-pkts", "auth-nocache",
-        "nobind", "persist-key", "persist-tun", "resolv-retry", "connect-retry", "connect-retry-max",
-        "server-poll-timeout", "hand-window", "ping", "ping-restart", "ping-exit", "keepalive", "remote-random",
-        "float", "sndbuf", "rcvbuf", "verb", "mute", "compress", "comp-lzo", "allow-compression", "pull",
-        "ns-cert-type", "tls-timeout", "explicit-exit-notify", "route", "route-ipv6", "route-nopull", "pull-filter",
-        "auth-retry", "tran-window", "replay-window", "mute-replay-warnings", "ifconfig-nowarn", "tls-client",
-        "push-peer-info", "setenv", "ignore-unknown-option", "tun-mtu-extra", "mtu-disc", "connect-timeout",
-    ]
 
     /// Handled by vpnctl itself; not passed on.
     static let consumed: Set<String> = [
@@ -42,6 +24,10 @@ public enum OpenVPNImport {
         let line: Int
         let name: String
         let args: [String]
+        /// "setenv opt " when the line was wrapped.
+        var wrapped = ""
+        /// The directive as the file wrote it, for messages.
+        var shown: String { OpenVPNDirectives.shown(wrapped + name) }
     }
 
     public static func parse(_ text: String, name: String, source: String, options: ImportOptions) throws -> ImportResult {
@@ -79,15 +65,24 @@ public enum OpenVPNImport {
                 }
                 continue
             }
-            let words = tokenize(trimmed)
-            guard let first = words.first else { continue }
+            guard var words = OpenVPNDirectives.tokenize(trimmed) else {
+                problems.append("line \(lineNumber): openvpn cannot read '\(OpenVPNDirectives.shown(trimmed))' (a quote never closed, or a stray '\\')")
+                continue
+            }
+            guard !words.isEmpty else { continue }
             // What vpnctl passes on is written into the file openvpn reads, so a
             // control character (a lone CR, NUL, ESC...) never gets through.
             if trimmed.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
-                problems.append("line \(lineNumber): a control character in '\(first.lowercased())' (binary or corrupted file?)")
+                problems.append("line \(lineNumber): a control character in '\(OpenVPNDirectives.shown(OpenVPNDirectives.name(words)))' (binary or corrupted file?)")
                 continue
             }
-            directives.append(Directive(line: lineNumber, name: first.lowercased().trimmingPrefix("--"), args: Array(words.dropFirst())))
+            // openvpn reads 'setenv opt D ...' as D itself: so does vpnctl, with D's rules.
+            var wrapped = ""
+            while OpenVPNDirectives.name(words) == "setenv", words.count > 2, words[1].lowercased() == "opt" {
+                wrapped += "setenv opt "
+                words.removeFirst(2)
+            }
+            directives.append(Directive(line: lineNumber, name: OpenVPNDirectives.name(words), args: Array(words.dropFirst()), wrapped: wrapped))
         }
 
         var config = OpenVPNConfiguration()
@@ -117,15 +112,20 @@ public enum OpenVPNImport {
         var seen: [String: Directive] = [:]
         for d in directives {
             let at = "line \(d.line)"
-            if refused.contains(d.name) {
-                problems.append("\(at): '\(d.name)' runs a program; vpnctl refuses to import it (remove the line)")
+            if d.name == "script-security" {
+                if let level = d.args.first.flatMap(Int.init), (0...1).contains(level) { continue }
+                problems.append("\(at): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)")
+                continue
+            }
+            if OpenVPNDirectives.runsProgram.contains(d.name) {
+                problems.append("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)")
+                continue
+            }
+            if case .wrapper(let why) = OpenVPNDirectives.verdict([d.name] + d.args) {
+                problems.append("\(at): \(why)")
                 continue
             }
             switch d.name {
-            case "script-security":
-                if let level = d.args.first.flatMap(Int.init), level >= 2 {
-                    problems.append("\(at): 'script-security \(level)' allows running programs; vpnctl refuses it (remove the line)")
-                }
             case "client", "tls-client", "pull": continue
             case "dev":
                 let dev = d.args.first ?? ""
@@ -146,15 +146,30 @@ public enum OpenVPNImport {
                 }
             case "remote": remoteDirectives.append(d)
             case "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2": seen[d.name] = d
-                if d.name == "tls-auth", d.args.count > 1 { config.options.append("key-direction \(d.args[1])") }
+                if d.name == "tls-auth", d.args.count > 1 {
+                    if ["0", "1"].contains(d.args[1]) {
+                        config.options.append("key-direction \(d.args[1])")
+                    } else {
+                        problems.append("\(at): tls-auth direction '\(OpenVPNDirectives.shown(d.args[1]))' must be 0 or 1")
+                    }
+                }
             case "auth-user-pass":
                 seen["auth-user-pass"] = d
                 if d.args.first != nil { notes.append("\(at): the credentials file of auth-user-pass is not read; set the password with 'vpnctl secret set \(name) password'") }
             default:
-                if passed.contains(d.name) {
-                    config.options.append(([d.name] + d.args).map(quoteIfNeeded).joined(separator: " "))
-                } else {
-                    unsupported.append("'\(d.name)' (line \(d.line))")
+                let words = [d.name] + d.args
+                switch OpenVPNDirectives.verdict(words) {
+                case .allowed:
+                    if let problem = OpenVPNDirectives.problem(in: OpenVPNDirectives.render(words)) {
+                        problems.append("\(at): \(problem)")
+                    } else {
+                        config.options.append(OpenVPNDirectives.render(words))
+                    }
+                case .badArguments(let usage):
+                    let line = OpenVPNDirectives.shown(d.wrapped + words.joined(separator: " "))
+                    problems.append("\(at): '\(line)' does not fit '\(usage)'")
+                default:
+                    unsupported.append("'\(d.shown)' (line \(d.line))")
                 }
             }
         }
@@ -180,12 +195,28 @@ public enum OpenVPNImport {
         if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
 
         if let ca = material("ca", seen["ca"]) {
-            switch TrustStore.fingerprint(pem: ca) {
-            case .some(let fp):
-                anchors[fp] = ca
-                config.caFingerprint = fp
-            case .none:
+            // Each certificate becomes an anchor of its own, so a profile
+            // trusts exactly the CAs it brought, never what another one did.
+            let text = String(decoding: ca, as: UTF8.self)
+            let blocks = PEM.blocks(text)
+            if text.containsUTF8("PRIVATE KEY-----") {
+                problems.append("<ca>: it holds a private key; a CA holds certificates only: remove the key from the file (and treat it as exposed)")
+            } else if !blocks.contains(where: { $0.label == "CERTIFICATE" }) {
                 problems.append("<ca>: no PEM certificate in it")
+            } else {
+                for (i, block) in blocks.enumerated() where block.label == "CERTIFICATE" {
+                    guard let der = block.der else {
+                        problems.append("<ca>: certificate \(i + 1) is not valid base64")
+                        continue
+                    }
+                    let fp = SHA256.hex(der)
+                    if anchors[fp] == nil {
+                        anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
+                        config.caFingerprints.append(fp)
+                    }
+                }
+                let others = blocks.filter { $0.label != "CERTIFICATE" }.map { OpenVPNDirectives.shown($0.label) }
+                if !others.isEmpty { notes.append("<ca>: not kept (vpnctl keeps certificates only): \(others.joined(separator: ", "))") }
             }
         } else if seen["ca"] == nil && blocks["ca"] == nil {
             problems.append("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one")
@@ -237,43 +268,14 @@ public enum OpenVPNImport {
                 throw VPNError.invalid("\(source) is not a usable OpenVPN client file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
                                        problems: problems, hint: "fix the file and import it again")
             }
+            if options.username != nil && seen["auth-user-pass"] == nil {
+                throw VPNError.usage("--username is for a profile with auth-user-pass, and \(source) has none",
+                                     hint: "import it without --username (it authenticates with its certificate)")
+            }
             var result = ImportResult(profile: Profile(name: name, protocol: .openvpn(config)), secrets: secrets, notes: notes)
             result.anchors = anchors
             return result
         }
-    }
-
-    /// Splits a directive line as openvpn does: whitespace, with "double" and
-    /// 'single' quotes and backslash escapes.
-    static func tokenize(_ line: String) -> [String] {
-        var words: [String] = []
-        var current = ""
-        var inWord = false
-        var quote: Character? = nil
-        var escape = false
-        for ch in line {
-            if escape { current.append(ch); escape = false; continue }
-            if ch == "\\" && quote != "'" { escape = true; inWord = true; continue }
-            if let q = quote {
-                if ch == q { quote = nil } else { current.append(ch) }
-                continue
-            }
-            if ch == "\"" || ch == "'" { quote = ch; inWord = true; continue }
-            if ch == " " || ch == "\t" {
-                if inWord { words.append(current); current = ""; inWord = false }
-                continue
-            }
-            if (ch == "#" || ch == ";") && !inWord { break }
-            current.append(ch)
-            inWord = true
-        }
-        if inWord { words.append(current) }
-        return words
-    }
-
-    static func quoteIfNeeded(_ word: String) -> String {
-        word.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" || $0 == "#" || $0 == ";" })
-            ? "\"" + word.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\"" : word
     }
 }
 
@@ -292,9 +294,9 @@ extension String {
     }
 }
 
-/// vpnctl's trust anchors: `<config-dir>/trust/<sha256>.pem`, one file per
-/// anchor, installed by an administrator or an imported profile. vpnctl never
-/// generates a CA.
+/// vpnctl's trust anchors: `<config-dir>/trust/<sha256>.pem`, one PEM
+/// certificate per file, named by the SHA-256 of its DER; installed by an
+/// administrator or an imported profile. vpnctl never generates a CA.
 public struct TrustStore: Sendable {
     public let directory: String
 
@@ -304,23 +306,103 @@ public struct TrustStore: Sendable {
 
     public func exists(_ fingerprint: String) -> Bool { FileSystem.exists(path(fingerprint)) }
 
+    /// Installs one certificate (as `PEM.encode` writes it). A file already
+    /// there with other content is replaced: the name decides the content.
     public func install(_ pem: [UInt8], fingerprint: String) throws {
         do {
             try FileSystem.ensurePrivateDirectory(FileSystem.parentDirectory(of: directory))
             try FileSystem.ensurePrivateDirectory(directory, mode: 0o755)
-            if !exists(fingerprint) { try AtomicFile.write(pem, to: path(fingerprint), mode: 0o644) }
+            if try FileSystem.readFileIfPresent(path(fingerprint)) != pem {
+                try AtomicFile.write(pem, to: path(fingerprint), mode: 0o644)
+            }
         } catch {
             throw storeError(error)
         }
     }
 
-    /// SHA-256 of the DER of the first certificate in a PEM text.
-    public static func fingerprint(pem: [UInt8]) -> String? {
-        let text = String(decoding: pem, as: UTF8.self)
-        guard let begin = text.firstRange(of: "-----BEGIN CERTIFICATE-----"),
-              let end = text[begin.upperBound...].firstRange(of: "-----END CERTIFICATE-----") else { return nil }
-        let body = text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
-        guard let der = Data(base64Encoded: String(body)), !der.isEmpty else { return nil }
-        return SHA256.hex(Array(der))
+    /// The certificate of an anchor, checked: the file must hold exactly one
+    /// PEM certificate whose SHA-256 is the file's name.
+    public func certificate(_ fingerprint: String) throws -> String {
+        let file = path(fingerprint)
+        guard TrustAnchor.isFingerprint(fingerprint) else {
+            throw VPNError(.configurationInvalid, "'\(OpenVPNDirectives.shown(fingerprint))' is not a trust anchor fingerprint (64 hex digits)",
+                           hint: "fix caFingerprints with: vpnctl edit PROFILE")
+        }
+        let bytes: [UInt8]
+        do {
+            guard let b = try FileSystem.readFileIfPresent(file) else {
+                throw VPNError(.configurationInvalid, "trust anchor \(file) is not installed",
+                               hint: "import the profile again, or install that CA certificate as \(file)")
+            }
+            bytes = b
+        } catch let e as SystemError {
+            throw VPNError(.configurationInvalid, "cannot read trust anchor \(file): \(e)")
+        }
+        let blocks = PEM.blocks(String(decoding: bytes, as: UTF8.self))
+        let certificates = blocks.filter { $0.label == "CERTIFICATE" }.count
+        guard blocks.count == 1, certificates == 1, let der = blocks[0].der, SHA256.hex(der) == fingerprint else {
+            let held = certificates == blocks.count ? "\(certificates) certificate\(certificates == 1 ? "" : "s")"
+                : "\(certificates) certificate\(certificates == 1 ? "" : "s") and \(blocks.count - certificates) other PEM block\(blocks.count - certificates == 1 ? "" : "s")"
+            let what = blocks.count == 1 && certificates == 1 ? "a certificate whose SHA-256 is not its name" : held
+            throw VPNError(.configurationInvalid, "trust anchor \(file) holds \(what); an anchor is exactly one certificate, named by its SHA-256",
+                           hint: "import the profile again (each CA certificate is stored on its own), or put only that certificate in the file")
+        }
+        return PEM.encode(label: "CERTIFICATE", der: der)
+    }
+
+    /// The CA bundle openvpn gets for one run: exactly these anchors, each checked.
+    public func bundle(_ fingerprints: [String]) throws -> [UInt8] {
+        guard !fingerprints.isEmpty else {
+            throw VPNError(.configurationInvalid, "the profile names no trust anchor", hint: "import the profile again with its <ca>")
+        }
+        return Array(try fingerprints.map(certificate).joined().utf8)
+    }
+}
+
+/// PEM text: `-----BEGIN LABEL-----`, base64, `-----END LABEL-----`.
+public enum PEM {
+    public struct Block: Equatable, Sendable {
+        public let label: String
+        /// The decoded body; nil when it is not base64 or the block never ends.
+        public let der: [UInt8]?
+    }
+
+    /// Every block of a text, in order. Text between blocks is skipped.
+    public static func blocks(_ text: String) -> [Block] {
+        var blocks: [Block] = []
+        var label: String?
+        var body = ""
+        for raw in text.split(whereSeparator: \.isNewline) {
+            let line = String(raw).trimmingSpaces()
+            if let open = label {
+                if line == "-----END \(open)-----" {
+                    let der = Data(base64Encoded: body).map(Array.init)
+                    blocks.append(Block(label: open, der: der?.isEmpty == false ? der : nil))
+                    label = nil
+                } else if line.hasPrefix("-----BEGIN ") {
+                    blocks.append(Block(label: open, der: nil))
+                    label = String(line.dropFirst(11).prefix { $0 != "-" })
+                    body = ""
+                } else {
+                    body += line
+                }
+            } else if line.hasPrefix("-----BEGIN "), line.hasSuffix("-----") {
+                label = String(line.dropFirst(11).dropLast(5))
+                body = ""
+            }
+        }
+        if let open = label { blocks.append(Block(label: open, der: nil)) }
+        return blocks
+    }
+
+    public static func encode(label: String, der: [UInt8]) -> String {
+        let b64 = Data(der).base64EncodedString()
+        var lines: [Substring] = []
+        var rest = Substring(b64)
+        while !rest.isEmpty {
+            lines.append(rest.prefix(64))
+            rest = rest.dropFirst(64)
+        }
+        return "-----BEGIN \(label)-----\n" + lines.joined(separator: "\n") + "\n-----END \(label)-----\n"
     }
 }

@@ -110,7 +110,7 @@ public enum WGQuick {
                     else { problems.append("\(at): Table '\(value)' must be auto, off, or a table number") }
                 case "fwmark":
                     let t = value.lowercased()
-                    if t == "off" || UInt32(t) != nil || (t.hasPrefix("0x") && UInt32(t.dropFirst(2), radix: 16) != nil) { config.fwmark = t }
+                    if Fwmark(t) != nil { config.fwmark = t }
                     else { problems.append("\(at): FwMark '\(value)' must be off or a number") }
                 case "saveconfig":
                     notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")

@@ -5,9 +5,9 @@ import CVPNShims
 import FoundationEssentials
 import VPNSystem
 
-/// The files openvpn reads: the paths of the trust anchor, the certificate and
-/// the key secrets. No secret value is written anywhere new; the password is
-/// answered over the management socket, never put in a file or on argv.
+/// The files openvpn reads: the paths of the run's CA bundle, the certificate
+/// and the key secrets. No secret value is written anywhere new; the password
+/// is answered over the management socket, never put in a file or on argv.
 public struct OpenVPNLaunch: Sendable {
     public var interface: String
     public var managementSocket: String
@@ -24,23 +24,46 @@ public struct OpenVPNLaunch: Sendable {
         self.caPath = caPath
     }
 
-    public func render(_ c: OpenVPNConfiguration) -> String {
+    /// The directives vpnctl writes itself; everything else in the file comes
+    /// from the profile's options and is on OpenVPNDirectives' allow-list.
+    public static let ownDirectives: Set<String> = [
+        "client", "dev", "dev-type", "disable-dco", "ifconfig-noexec", "route-noexec", "script-security", "management",
+        "management-client", "management-hold", "management-up-down", "management-query-passwords", "auth-retry", "verb",
+        "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass",
+    ]
+
+    /// The config file for one run. Every option is checked again here (the
+    /// store may have been edited by hand) and written back word by word, so
+    /// openvpn reads exactly the words that were checked.
+    public func render(_ c: OpenVPNConfiguration) throws -> String {
+        let q = OpenVPNDirectives.quote
         var lines = [
             "# written by vpnctl for one run; do not edit",
-            "client", "dev \(interface)", "dev-type tun", "disable-dco",
+            "client", "dev \(q(interface))", "dev-type tun", "disable-dco",
             "ifconfig-noexec", "route-noexec", "script-security 1",
-            "management \(managementSocket) unix", "management-client", "management-hold", "management-up-down",
+            "management \(q(managementSocket)) unix", "management-client", "management-hold", "management-up-down",
             "management-query-passwords", "auth-retry none", "verb 3",
         ]
-        for r in c.remotes { lines.append("remote \(r.host) \(r.port) \(r.proto)") }
-        lines.append("ca \(caPath)")
-        if let p = certificatePath { lines.append("cert \(p)") }
-        if let p = keyPath { lines.append("key \(p)") }
-        if let p = tlsCryptPath { lines.append("tls-crypt \(p)") }
-        if let p = tlsAuthPath { lines.append("tls-auth \(p)") }
-        if let p = tlsCryptV2Path { lines.append("tls-crypt-v2 \(p)") }
+        for (i, r) in c.remotes.enumerated() {
+            guard Endpoint.isHostName(r.host) || IPAddress(r.host) != nil, (1...65535).contains(r.port), OpenVPNImport.protocols.contains(r.proto) else {
+                throw VPNError(.configurationInvalid, "protocol.remotes[\(i)] is not a host, a port and a protocol openvpn can use",
+                               hint: "fix it with: vpnctl edit PROFILE")
+            }
+            lines.append("remote \(r.host) \(r.port) \(r.proto)")
+        }
+        lines.append("ca \(q(caPath))")
+        if let p = certificatePath { lines.append("cert \(q(p))") }
+        if let p = keyPath { lines.append("key \(q(p))") }
+        if let p = tlsCryptPath { lines.append("tls-crypt \(q(p))") }
+        if let p = tlsAuthPath { lines.append("tls-auth \(q(p))") }
+        if let p = tlsCryptV2Path { lines.append("tls-crypt-v2 \(q(p))") }
         if c.username != nil { lines.append("auth-user-pass") }
-        lines += c.options
+        for (i, option) in c.options.enumerated() {
+            if let problem = OpenVPNDirectives.problem(in: option) {
+                throw VPNError(.configurationInvalid, "protocol.options[\(i)]: \(problem)", hint: "fix it with: vpnctl edit PROFILE")
+            }
+            lines.append(OpenVPNDirectives.render(OpenVPNDirectives.tokenize(option) ?? []))
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 }
@@ -130,11 +153,13 @@ extension Supervisor {
             unlink(sockPath)
             listenFD = try UnixSocket.listen(at: sockPath)
             undo.push("remove \(sockPath)") { close(listenFD); unlink(sockPath) }
-            let trust = TrustStore(configDirectory: options.configDirectory)
-            guard let fp = config.caFingerprint, trust.exists(fp) else {
-                return fail(ConnectionError(.configurationFailed, "trust anchor \(config.caFingerprint ?? "?") is not installed"), .configurationFailed)
-            }
-            var launch = OpenVPNLaunch(interface: name, managementSocket: sockPath, caPath: trust.path(fp))
+            // openvpn trusts exactly this profile's anchors, each checked
+            // against its name, through a bundle made for this run.
+            let bundle = try TrustStore(configDirectory: options.configDirectory).bundle(config.caFingerprints)
+            let caPath = runtime.providerFile(id, .caBundle)
+            try AtomicFile.write(bundle, to: caPath, mode: 0o600, durable: false)
+            undo.push("remove CA bundle") { unlink(caPath) }
+            var launch = OpenVPNLaunch(interface: name, managementSocket: sockPath, caPath: caPath)
             if let cert = config.certificate {
                 launch.certificatePath = certificatePath
                 try AtomicFile.write(Array(cert.utf8), to: launch.certificatePath!, mode: 0o600, durable: false)
@@ -149,8 +174,10 @@ extension Supervisor {
                 _ = try store.secrets.read(id, name: secret)  // refuses symlinks and loose modes
                 set(store.secrets.path(id, secret))
             }
-            try AtomicFile.write(Array(launch.render(config).utf8), to: configPath, mode: 0o600, durable: false)
+            try AtomicFile.write(Array(try launch.render(config).utf8), to: configPath, mode: 0o600, durable: false)
             undo.push("remove config file") { unlink(configPath) }
+        } catch let e as VPNError {
+            return fail(ConnectionError(.configurationFailed, e.message + (e.hint.map { " (\($0))" } ?? "")), .configurationFailed)
         } catch {
             return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
         }

@@ -96,6 +96,13 @@ public final class WireGuardTunnel {
         guard let privateHex = WireGuardKey.hex(privateKey) else {
             throw Failure(error: ConnectionError(.configurationFailed, "the private-key secret is not a WireGuard key"), stopReason: .configurationFailed)
         }
+        let fwmark = try config.fwmark.map { text in
+            guard let mark = Fwmark(text) else {
+                throw Failure(error: ConnectionError(.configurationFailed, "fwmark '\(OpenVPNDirectives.shown(text))' is not off, a number or 0x-hex"),
+                              stopReason: .configurationFailed)
+            }
+            return mark
+        }
         // Routes to the endpoints and the excluded prefixes as they are before
         // the tunnel changes anything.
         let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
@@ -151,7 +158,7 @@ public final class WireGuardTunnel {
 
         let request = WireGuardUAPI.setRequest(
             privateKeyHex: privateHex, listenPort: config.listenPort,
-            fwmark: config.fwmark.flatMap { $0 == "off" ? nil : ($0.hasPrefix("0x") ? UInt32($0.dropFirst(2), radix: 16) : UInt32($0)) },
+            fwmark: fwmark?.value,
             peers: zip(config.peers, peers).map { p, resolved in
                 WireGuardUAPI.PeerConfig(publicKeyHex: resolved.publicKeyHex,
                                          presharedKeyHex: p.presharedKeySecret.flatMap { presharedKeys[$0] }.flatMap(WireGuardKey.hex),

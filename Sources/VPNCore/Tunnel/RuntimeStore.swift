@@ -17,7 +17,7 @@ public struct RuntimeStore: Sendable {
     /// certificate and the management socket). Removed on stop, or by the
     /// cleanup after a dead supervisor.
     public func providerFile(_ id: UUID, _ kind: ProviderFile) -> String { "\(directory)/\(id.uuidString.lowercased()).\(kind.rawValue)" }
-    public enum ProviderFile: String, CaseIterable, Sendable { case config = "conf", certificate = "cert.pem", management = "mgmt" }
+    public enum ProviderFile: String, CaseIterable, Sendable { case config = "conf", certificate = "cert.pem", caBundle = "ca.pem", management = "mgmt" }
     /// Logs live in their own directory: the supervisor and the provider write
     /// them line by line, and watchers of the run directory must not wake for that.
     public var logDirectory: String { "\(directory)/logs" }
