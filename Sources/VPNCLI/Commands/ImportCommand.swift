@@ -7,10 +7,11 @@ enum ImportCommand {
         name: "import", abstract: "Import a profile from a wg-quick .conf or OpenVPN .ovpn file.",
         discussion: """
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
-        <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; an OpenVPN CA
-        goes into the trust anchors (the config dir's trust/, named by its SHA-256).
-        Lines that run programs (PostUp, up, down, plugin, script-security 2, ...) are
-        refused, never run; directives vpnctl does not carry over are listed.
+        <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
+        certificate becomes a trust anchor of its own (the config dir's trust/, named by
+        its SHA-256). Lines that run programs (PostUp, up, down, plugin, script-security 2,
+        also inside 'setenv opt') are refused, never run; directives vpnctl does not
+        carry over are listed.
         Use '-' to read the file from standard input.
         """,
         options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
