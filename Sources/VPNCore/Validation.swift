@@ -107,11 +107,11 @@ public struct ProfileValidator {
             if r.host.isEmpty {
                 p.append("protocol.remotes[\(i)].host: missing")
             } else if !Endpoint.isHostName(r.host) && IPAddress(r.host) == nil {
-                p.append("protocol.remotes[\(i)].host: '\(r.host)' is not a host name or an IP address")
+                p.append("protocol.remotes[\(i)].host: '\(OpenVPNDirectives.shown(r.host))' is not a host name or an IP address")
             }
             if !(1...65535).contains(r.port) { p.append("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)") }
             if !OpenVPNImport.protocols.contains(r.proto) {
-                p.append("protocol.remotes[\(i)].proto: '\(r.proto)' is not one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                p.append("protocol.remotes[\(i)].proto: '\(OpenVPNDirectives.shown(r.proto))' is not one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
             }
         }
         // Options are written into the file openvpn reads: one directive each,

@@ -207,6 +207,15 @@ import VPNSystem
         #expect(e?.message.contains("--username") == true && e?.hint?.contains("without --username") == true)
     }
 
+    /// A huge bad value is quoted in part, not copied into the message.
+    @Test func badValuesAreQuotedShort() {
+        let long = String(repeating: "x;", count: 50_000)
+        let text = "client\ndev \(long)\nproto \(long)\nremote \(long) 1194\nremote ok.example \(long)\nsetenv opt \(long)\ntun-mtu \(long)\n"
+        let e = #expect(throws: VPNError.self) { try ImportFormat.importProfile(Array(text.utf8), name: "l", source: "l.ovpn") }
+        #expect((e?.problems.count ?? 0) >= 4)
+        for p in e?.problems ?? [] { #expect(p.count < 300, "\(p.prefix(120))") }
+    }
+
     @Test func tlsAuthDirectionIsChecked() throws {
         let text = try Fixtures.text("ovpn/wrapped-harmless.ovpn").replacingOccurrences(of: "tls-auth [inline] 1", with: "tls-auth [inline] up")
         let e = #expect(throws: VPNError.self) { try ImportFormat.importProfile(Array(text.utf8), name: "t", source: "t.ovpn") }

@@ -97,12 +97,12 @@ public enum OpenVPNImport {
                 let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
                 do {
                     guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true) else {
-                        problems.append("line \(d.line): \(tag) file '\(path)' does not exist")
+                        problems.append("line \(d.line): \(tag) file '\(OpenVPNDirectives.shown(path))' does not exist")
                         return nil
                     }
                     return bytes
                 } catch {
-                    problems.append("line \(d.line): cannot read \(tag) file '\(path)': \(error)")
+                    problems.append("line \(d.line): cannot read \(tag) file '\(OpenVPNDirectives.shown(path))': \(error)")
                     return nil
                 }
             }
@@ -129,20 +129,20 @@ public enum OpenVPNImport {
             case "client", "tls-client", "pull": continue
             case "dev":
                 let dev = d.args.first ?? ""
-                if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(dev)': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
+                if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
             case "dev-type":
-                if d.args.first != "tun" { problems.append("\(at): 'dev-type \(d.args.first ?? "")': only tun is supported") }
+                if d.args.first != "tun" { problems.append("\(at): 'dev-type \(OpenVPNDirectives.shown(d.args.first ?? ""))': only tun is supported") }
             case "proto":
                 if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
                     defaultProto = p
                 } else {
-                    problems.append("\(at): 'proto \(d.args.first ?? "")': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                    problems.append("\(at): 'proto \(OpenVPNDirectives.shown(d.args.first ?? ""))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
                 }
             case "port", "rport":
                 if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
                     defaultPort = p
                 } else {
-                    problems.append("\(at): '\(d.name) \(d.args.first ?? "")': the port must be 1–65535")
+                    problems.append("\(at): '\(d.name) \(OpenVPNDirectives.shown(d.args.first ?? ""))': the port must be 1–65535")
                 }
             case "remote": remoteDirectives.append(d)
             case "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2": seen[d.name] = d
@@ -176,18 +176,18 @@ public enum OpenVPNImport {
         for d in remoteDirectives {
             guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
             guard Endpoint.isHostName(host) || IPAddress(host) != nil else {
-                problems.append("line \(d.line): remote host '\(host)' is not a host name or an IP address")
+                problems.append("line \(d.line): remote host '\(OpenVPNDirectives.shown(host))' is not a host name or an IP address")
                 continue
             }
             let proto = d.args.count > 2 ? d.args[2] : defaultProto
             guard OpenVPNImport.protocols.contains(proto) else {
-                problems.append("line \(d.line): remote protocol '\(proto)': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                problems.append("line \(d.line): remote protocol '\(OpenVPNDirectives.shown(proto))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
                 continue
             }
             // Without its own port a remote uses 'port' (already checked).
             let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
             guard let port, (1...65535).contains(port) else {
-                problems.append("line \(d.line): remote port '\(d.args.count > 1 ? d.args[1] : String(defaultPort))' is not 1–65535")
+                problems.append("line \(d.line): remote port '\(OpenVPNDirectives.shown(d.args.count > 1 ? d.args[1] : String(defaultPort)))' is not 1–65535")
                 continue
             }
             config.remotes.append(.init(host: host, port: port, proto: proto))
