@@ -226,3 +226,30 @@ extension Harness {
         return VPNCLI.run(["vpnctl"] + args, context: context)
     }
 }
+
+/// The OpenVPN trust rules through the command line.
+@Suite struct OpenVPNTrustCommandTests {
+    let ca1 = "63bd5318ac8671a64551617edcfaba65fcd4304490402302b41e812786764b48"
+
+    @Test func startRefusesAnAnchorThatIsNotItsName() throws {
+        let h = Harness()
+        #expect(h.run("import", h.fixture("ovpn/one-ca.ovpn"), "--name", "office").code == 0)
+        let two = try String(contentsOfFile: h.fixture("ovpn/two-ca.ovpn"), encoding: .utf8)
+        let block = two.components(separatedBy: "<ca>\n")[1].components(separatedBy: "</ca>")[0]
+        let anchor = h.configDir + "/trust/\(ca1).pem"
+        try Data(block.utf8).write(to: URL(fileURLWithPath: anchor))
+        // No PATH: had the check been missing, no openvpn could start.
+        let r = h.run("start", "office", "--no-wait")
+        #expect(r.code == 5, "\(r.stderr)")
+        #expect(r.stderr.contains("trust anchor \(anchor) holds 2 certificates"))
+        #expect(r.stderr.contains("hint: import the profile again"))
+    }
+
+    @Test func usernameForAProfileWithoutAuthUserPassIsAUsageError() {
+        let h = Harness()
+        let r = h.run("import", h.fixture("ovpn/one-ca.ovpn"), "--username", "alice")
+        #expect(r.code == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("--username is for a profile with auth-user-pass"))
+        #expect(h.run("show", "one-ca").code == 9)
+    }
+}

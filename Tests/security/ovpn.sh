@@ -137,3 +137,16 @@ CONF
   _sovpn_expect 5 "protocol.fwmark: 'junk'" _sovpn_edit wg "d['protocol']['fwmark'] = 'junk'" || return 1
   _sovpn_edit wg "d['protocol']['fwmark'] = '0xca6c'" > /dev/null 2>&1 || { _sovpn_fail "fwmark 0xca6c was refused"; return 1; }
 }
+
+# An anchor file that is not exactly the one certificate its name stands for
+# (here: what vpnctl used to store, the whole <ca> under the first CA's name)
+# is refused at start with its path. PATH holds no openvpn, so nothing could
+# start even if the check were missing.
+sec_ovpn_start_refuses_tampered_anchor() {
+  "$BIN" import "$(_sovpn_fixture one-ca.ovpn)" --name office > /dev/null 2>&1 || { _sovpn_fail "one-ca.ovpn does not import"; return 1; }
+  local anchor=$VPNCTL_CONFIG_DIR/trust/63bd5318ac8671a64551617edcfaba65fcd4304490402302b41e812786764b48.pem
+  sed -n '/^<ca>$/,/^<\/ca>$/p' "$(_sovpn_fixture two-ca.ovpn)" | sed '1d;$d' > "$anchor.new" && mv "$anchor.new" "$anchor"
+  mkdir -p "$WORK/empty-path"
+  _sovpn_expect 5 "$anchor holds 2 certificates" env PATH="$WORK/empty-path" "$BIN" start office --no-wait || return 1
+  [ ! -e "$VPNCTL_RUN_DIR" ] || [ -z "$(ls -A "$VPNCTL_RUN_DIR" 2>/dev/null | grep -v '^logs$')" ] || { _sovpn_fail "start left run files"; return 1; }
+}

@@ -345,7 +345,8 @@ public struct TrustStore: Sendable {
                 : "\(certificates) certificate\(certificates == 1 ? "" : "s") and \(blocks.count - certificates) other PEM block\(blocks.count - certificates == 1 ? "" : "s")"
             let what = blocks.count == 1 && certificates == 1 ? "a certificate whose SHA-256 is not its name" : held
             throw VPNError(.configurationInvalid, "trust anchor \(file) holds \(what); an anchor is exactly one certificate, named by its SHA-256",
-                           hint: "import the profile again (each CA certificate is stored on its own), or put only that certificate in the file")
+                           hint: "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own), "
+                               + "or leave in the file only the certificate whose SHA-256 is its name")
         }
         return PEM.encode(label: "CERTIFICATE", der: der)
     }
