@@ -19,9 +19,16 @@ public enum Processes {
     }
 
     /// True when `pid` is alive and is the same process that had `startTime`.
+    /// Without a recorded start time nothing is proven: false.
     public static func isAlive(_ pid: Int32, startTime: UInt64?) -> Bool {
-        guard let now = self.startTime(of: pid) else { return false }
-        return startTime == nil || now == startTime
+        guard let startTime, let now = self.startTime(of: pid) else { return false }
+        return now == startTime
+    }
+
+    /// The argv of a live process (/proc/PID/cmdline), or nil.
+    public static func commandLine(of pid: Int32) -> [String]? {
+        guard pid > 0, let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/cmdline"), !bytes.isEmpty else { return nil }
+        return bytes.split(separator: 0, omittingEmptySubsequences: false).dropLast().map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The path of the running executable, for re-executing ourselves.

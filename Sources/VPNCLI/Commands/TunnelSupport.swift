@@ -94,9 +94,17 @@ enum TunnelActions {
             throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
                                    problems: problems, hint: "fix it with: vpnctl edit \(profile.name) (secrets: vpnctl secret set)")
         }
+        // Secrets are checked as the supervisor will read them (owner, mode,
+        // no symlinks), so a planted file fails here, before anything starts.
+        for ref in profile.secretReferences { try manager.store.secrets.check(profile.id, name: ref.name) }
         let provider: (program: String, package: String)
         switch profile.protocol {
-        case .wireguard: provider = ("wireguard-go", "wireguard-go")
+        case .wireguard(let w):
+            provider = ("wireguard-go", "wireguard-go")
+            if let name = w.interfaceName, let _ = try? NetlinkRouteSocket().linkIndex(named: name) {
+                throw VPNError(.configurationInvalid, "profile '\(profile.name)' names interface \(name), which already exists",
+                               hint: "vpnctl only creates new interfaces: remove interfaceName (vpnctl edit \(profile.name)) or choose a free name")
+            }
         case .openvpn(let o):
             provider = ("openvpn", "openvpn")
             let trust = TrustStore(configDirectory: inv.options.configDirectory)
@@ -121,36 +129,47 @@ enum TunnelActions {
     static func start(_ inv: Invocation, _ manager: ProfileManager, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
         _ = try preflight(inv, manager, profile)
         let controller = inv.controller
+        try controller.runtime.prepare()
+        // Starts of one profile take turns until one is accepted; a start
+        // that finds the tunnel on its way up waits for the same outcome.
+        let startLock: FileLock
+        do { startLock = try FileLock(path: controller.runtime.startLockPath(profile.id)) } catch { throw VPNError(.failure, "\(error)") }
         var current = try controller.derive(profile)
         if current.status == .connected {
             inv.output.note("'\(profile.name)' is already connected (\(current.interface ?? "?"))")
             return (.ok, current)
         }
-        var supervisor: pid_t? = current.record?.supervisorPid
-        if !current.isActive {
-            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
-            if !cleaned.isEmpty && inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
-            let logStart = (try? FileSystem.info(controller.runtime.logPath(profile.id)))??.size ?? 0
-            let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: inv.context.environment["PATH"])
-            defer { close(doorbell) }
-            supervisor = pid
-            // The supervisor's first record means the request was accepted.
-            let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
-                $0.record?.supervisorPid == pid
-            }
-            guard let accepted else {
-                throw VPNError(.failure, "the tunnel supervisor did not start",
-                               hint: "see \(controller.runtime.logPath(profile.id))")
-            }
-            current = accepted
-            if !wait {
-                inv.output.note("start requested; status: \(current.status.name)")
-                return (.ok, current)
-            }
-            return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: doorbell, timeout: timeout, logStart: logStart)
+        if current.isActive {
+            withExtendedLifetime(startLock) {}
+            if !wait { return (.ok, current) }
+            return try waitForOutcome(inv, profile, supervisor: current.record?.supervisorPid, doorbell: nil, timeout: timeout, logStart: nil)
         }
-        if !wait { return (.ok, current) }
-        return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: nil, timeout: timeout, logStart: nil)
+        let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+        if !cleaned.isEmpty && inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
+        let logStart = (try? FileSystem.info(controller.runtime.logPath(profile.id)))??.size ?? 0
+        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: inv.context.environment["PATH"])
+        defer { close(doorbell) }
+        // The supervisor's first record means the request was accepted.
+        let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
+            $0.record?.supervisorPid == pid
+        }
+        withExtendedLifetime(startLock) {}
+        guard let accepted else {
+            throw VPNError(.failure, "the tunnel supervisor did not start",
+                           hint: "see \(controller.runtime.logPath(profile.id))")
+        }
+        current = accepted
+        // Another supervisor (not started through this lock) holds the profile:
+        // its outcome is the one to report.
+        if accepted.record?.supervisorPid != pid && accepted.isActive {
+            if !wait { return (.ok, current) }
+            return try waitForOutcome(inv, profile, supervisor: accepted.record?.supervisorPid, doorbell: nil, timeout: timeout, logStart: nil)
+        }
+        if !wait {
+            inv.output.note("start requested; status: \(current.status.name)")
+            return (.ok, current)
+        }
+        return try waitForOutcome(inv, profile, supervisor: pid, doorbell: doorbell, timeout: timeout, logStart: logStart)
     }
 
     static func waitForOutcome(_ inv: Invocation, _ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
@@ -177,9 +196,14 @@ enum TunnelActions {
     }
 
     static func hint(for e: ConnectionError?, profile: Profile, controller: TunnelController) -> String {
-        switch e?.name {
-        case "serverNotResponding": return "check that the server is up and reachable, and that its public key matches this profile's peer"
-        case "serverAddressResolutionFailed": return "check the endpoint's host name and DNS"
+        switch (e?.name, profile.protocol) {
+        case ("serverNotResponding", .wireguard):
+            return "check that the server is up and reachable, and that its public key matches this profile's peer"
+        case ("serverNotResponding", .openvpn):
+            return "check that the server is up and reachable on its port and protocol (udp/tcp), and that its tls-crypt/tls-auth key matches this profile's"
+        case ("serverNotResponding", _):
+            return "check that the server is up and reachable"
+        case ("serverAddressResolutionFailed", _): return "check the endpoint's host name and DNS"
         default: return "see \(controller.runtime.logPath(profile.id))"
         }
     }

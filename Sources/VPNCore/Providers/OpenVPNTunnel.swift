@@ -117,6 +117,7 @@ extension Supervisor {
                 try system.deleteLink(name)
                 self.log("[#] link \(name) deleted")
             }
+            try system.markLink(name, InterfaceMark.of(id))
             record.interface = name
             record.ifindex = try system.ifindex(name)
         } catch {

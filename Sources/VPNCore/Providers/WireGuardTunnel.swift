@@ -101,16 +101,27 @@ public final class WireGuardTunnel {
         let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
         let excluded = config.excludedRoutes.compactMap(CIDR.init).map { ($0.network, system.route(to: $0.network.address)) }
 
+        if let name = config.interfaceName, system.interfaceExists(name) {
+            throw Failure(error: ConnectionError(.configurationFailed, "interface \(name) already exists; vpnctl only creates new interfaces"),
+                          stopReason: .configurationFailed)
+        }
         guard let name = config.interfaceName ?? WireGuardTunnel.chooseInterfaceName(system) else {
             throw Failure(error: ConnectionError(.configurationFailed, "no free utunN name"), stopReason: .configurationFailed)
         }
+        let tunFD: Int32
+        do {
+            tunFD = try system.createTun(name)
+        } catch let e as TunError {
+            // Created by someone else since the check: theirs, not ours to touch.
+            throw Failure(error: ConnectionError(.configurationFailed, "\(e)"), stopReason: .configurationFailed)
+        }
         interface = name
-        let tunFD = try system.createTun(name)
         log("[#] tun \(name) created")
         undo.push("delete link \(name)") { [system] in
             try system.deleteLink(name)
             self.log("[#] link \(name) deleted")
         }
+        try system.markLink(name, InterfaceMark.of(profileID))
         defer { system.closeFD(tunFD) }
         let uapiFD = try system.listenUAPI(name)
         undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
@@ -186,9 +197,19 @@ public final class WireGuardTunnel {
                     self.log("[#] route \(host) deleted")
                 }
             }
+            // An address with a prefix ("10.8.0.2/24") already brought the
+            // kernel's own route to its subnet on this link (table main);
+            // adding it again would fail with "object exists".
+            let kernelRoutes = table != 254 ? [] : Set(config.addresses.compactMap(CIDR.init)
+                .filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description })
             var seen = Set<String>()
             for allowed in allAllowed {
                 for prefix in WireGuardTunnel.routePrefixes(allowed) where seen.insert(prefix).inserted {
+                    if kernelRoutes.contains(prefix) {
+                        settings.routes.append(prefix)
+                        log("[#] route \(prefix) dev \(name) (the kernel's, from the address)")
+                        continue
+                    }
                     let index = ifindex
                     try system.addRoute(prefix, ifindex: index, gateway: nil, table: table)
                     settings.routes.append(prefix)
