@@ -244,6 +244,66 @@ PY
 }
 check "bad input: unknown 9, disabled 6, no wireguard-go 10, missing peer key 5" test_bad_input
 
+# ---- hostile input and ownership (issue 10) ------------------------------------
+
+# Two starts of one profile at once: one supervisor, and both report connected.
+test_two_starts_at_once() {
+  local o1=$LAB_DIR/start1.out o2=$LAB_DIR/start2.out p1 p2 rc1 rc2 sups
+  c "$V" start office > "$o1" 2>&1 & p1=$!
+  c "$V" start office > "$o2" 2>&1 & p2=$!
+  wait $p1; rc1=$?; wait $p2; rc2=$?
+  [ $rc1 = 0 ] && [ $rc2 = 0 ] || { echo "  exits $rc1 $rc2: $(cat "$o1" "$o2")"; return 1; }
+  sups=$(ps -eo args= | grep -c "[_]_supervise.*$VPNCTL_RUN_DIR.*$(field office id)")
+  [ "$sups" = 1 ] || { echo "  $sups supervisors"; return 1; }
+  [ "$(field office status)" = connected ] || return 1
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "two starts at once: one supervisor, both exit 0 with the real outcome" test_two_starts_at_once
+
+# The interface carries vpnctl's mark (its alias names the profile).
+test_interface_is_marked() {
+  c "$V" start office >/dev/null || return 1
+  local ifname alias
+  ifname=$(field office interface)
+  alias=$(c ip -o link show dev "$ifname" | grep -o 'alias [^ ]*' | cut -d' ' -f2)
+  [ "$alias" = "vpnctl:$(field office id)" ] || { echo "  alias '$alias'"; return 1; }
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "the utun vpnctl creates is marked with an alias naming the profile" test_interface_is_marked
+
+# remove of a running profile stops it first: nothing is left that no command could stop.
+test_remove_running() {
+  sed 's/^# vpnctl lab profile.*/# doomed/' "$LAB_DIR/office.conf" > "$LAB_DIR/doomed.conf"
+  c "$V" import "$LAB_DIR/doomed.conf" >/dev/null || return 1
+  c "$V" start doomed >/dev/null || return 1
+  local err rc
+  err=$(c "$V" remove doomed 2>&1 >/dev/null); rc=$?
+  [ $rc = 0 ] || { echo "  exit $rc: $err"; return 1; }
+  grep -q "stopped 'doomed' before removing it" <<<"$err" || { echo "  said: $err"; return 1; }
+  c "$V" show doomed >/dev/null 2>&1 && { echo "  still there"; return 1; }
+  nothing_left
+}
+check "remove of a running profile stops it first and leaves nothing behind" test_remove_running
+
+# wg-quick's commonest shape: the allowed IPs are the address's own subnet,
+# whose route the kernel adds with the address.
+test_subnet_shape() {
+  sed -e 's|^Address = .*|Address = 198.19.0.2/24|' -e 's|^AllowedIPs = .*|AllowedIPs = 198.19.0.0/24|' \
+    "$LAB_DIR/office.conf" > "$LAB_DIR/subnet.conf"
+  c "$V" import "$LAB_DIR/subnet.conf" >/dev/null || return 1
+  local out rc
+  out=$(c "$V" start subnet 2>&1); rc=$?
+  [ $rc = 0 ] || { echo "  start: $rc $out"; return 1; }
+  c "$V" verify subnet --probe http://198.19.0.1:8080/ >/dev/null 2>&1 || { echo "  verify failed"; return 1; }
+  c "$V" stop subnet >/dev/null || return 1
+  c ip route show | grep -q '198.19.0.0/24' && { echo "  route left"; return 1; }
+  c "$V" remove subnet >/dev/null
+  nothing_left
+}
+check "Address 198.19.0.2/24 with AllowedIPs 198.19.0.0/24 starts, carries traffic, stops clean" test_subnet_shape
+
 # ---- stats -------------------------------------------------------------------
 
 # Two quiet namespaces joined by a veth pair: no IPv6, static neighbours, so
