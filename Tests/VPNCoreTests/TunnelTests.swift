@@ -89,7 +89,9 @@ final class FakeTunnelSystem: TunnelSystem {
     func failureAtAnyStepUnwindsEverythingDoneNewestFirst(step: String) {
         let system = FakeTunnelSystem()
         system.failAt = step
-        #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, config()) }
+        let f = #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, config()) }
+        // The injected failure itself, not some other error on the way.
+        #expect(f?.error.name == "configurationFailed" && f?.error.message.contains("Injected") == true, "\(String(describing: f))")
         let failed = system.calls.firstIndex { $0.hasPrefix(step) }!
         let undo = system.calls[(failed + 1)...].filter { !$0.hasPrefix("close") }
         var expected: [String] = []

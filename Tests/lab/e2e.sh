@@ -4,22 +4,22 @@
 set -uo pipefail
 V=$(realpath "${1:?usage: e2e.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib/testlib.sh"
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 
-passed=0 failed=0 skipped=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
-
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
-  echo "skip - every lab test: $why"
-  echo "lab: 0 passed, 0 failed, 1 skipped"
-  exit 0
+  skip "every lab test: $why"
+  summary lab
+  exit $?
 fi
 trap lab_down EXIT
-lab_up
+if ! lab_up; then
+  fail "the lab did not come up (see above for the step that broke)"
+  summary lab
+  exit 1
+fi
 c "$V" import "$LAB_DIR/office.conf" >/dev/null
 c "$V" import "$LAB_DIR/second.conf" >/dev/null
 
@@ -132,6 +132,8 @@ check "provider killed: disconnected with providerFailed, seen by --watch, nothi
 
 test_supervisor_killed() {
   c "$V" start office >/dev/null || return 1
+  # Traffic passes first, so that "it no longer passes" below means something.
+  c ping -c 1 -W 2 198.19.0.1 >/dev/null 2>&1 || { echo "  no traffic through the tunnel before the kill"; return 1; }
   kill_supervisor office wireguard-go || return 1
   [ "$(field office status)" = disconnected ] || { echo "  status $(field office status)"; return 1; }
   [ "$(field office stopReason)" = providerFailed ] || return 1
@@ -397,9 +399,14 @@ check "stats --profile: this session's inner bytes, exactly; profile label in --
 
 # ---- OpenVPN ---------------------------------------------------------------------
 
+# Not installed is a skip (a failure under CI); installed but broken is a failure.
 ovpn_ready=no
-if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
-  if ovpn_up; then ovpn_ready=yes; else echo "  the OpenVPN lab did not come up"; fi
+if ! command -v openvpn >/dev/null || ! command -v openssl >/dev/null; then
+  skip "openvpn tests: openvpn or openssl is not installed (make deps installs them)"
+elif ovpn_up; then
+  ovpn_ready=yes
+else
+  fail "the OpenVPN lab did not come up (see above for the step that broke)"
 fi
 
 if [ $ovpn_ready = yes ]; then
@@ -414,6 +421,11 @@ if [ $ovpn_ready = yes ]; then
     c ip route show | grep -q "^198.19.9.0/24 dev utun" || { echo "  the pushed route is missing"; c ip route; return 1; }
     c "$V" status work --json | grep -q '"dns":\["198.19.8.1"\]' || { echo "  the pushed DNS is not in status"; return 1; }
     out=$(c "$V" verify work --probe http://198.19.9.1:8080/ 2>&1) || { echo "$out"; return 1; }
+    # While the run files exist: the config openvpn reads names files, never holds secrets.
+    local id; id=$(field work id)
+    [ -s "$VPNCTL_RUN_DIR/$id.conf" ] || { echo "  no run config to inspect while connected"; return 1; }
+    if grep -rqF "s3cret pass" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the password leaked while connected"; return 1; fi
+    if grep -rqF "$(sed -n 2p "$LAB_DIR/pki/client.key")" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the key leaked while connected"; return 1; fi
     c "$V" stop work >/dev/null || return 1
     [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = userInitiated ] || return 1
     c ip route show | grep -q "198.19.9.0/24" && { echo "  the pushed route outlived the tunnel"; return 1; }
@@ -497,13 +509,10 @@ if [ $ovpn_ready = yes ]; then
       || { echo "  $rc: $err"; return 1; }
   }
   check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
-else
-  skipped=$((skipped + 1)); echo "skip - openvpn tests: openvpn or openssl is not installed"
 fi
 
 lab_down
 trap - EXIT
 left=$(ip netns list | grep -E "^${LAB}[csab]\b")
 [ -z "$left" ] && pass "lab teardown leaves no namespace" || fail "namespaces left: $left"
-echo "lab: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+summary lab

@@ -19,6 +19,7 @@ cp "$SRC_BIN" "$SEC_ROOT/bin/vpnctl"
 BIN=$SEC_ROOT/bin/vpnctl
 SEC_USER=""
 unset VPNCTL_TEST_FAULT
+source "$HERE/../lib/testlib.sh"
 
 snapshot() {
   ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
@@ -78,7 +79,6 @@ for f in "$HERE"/*.sh; do
   [ "$f" = "$HERE/run.sh" ] || source "$f"
 done
 
-passed=0 failed=0 skipped=0
 n=0
 for fn in $(declare -F | awk '{print $3}' | grep '^sec_' | sort); do
   n=$((n + 1))
@@ -87,9 +87,9 @@ for fn in $(declare -F | awk '{print $3}' | grep '^sec_' | sort); do
   out=$( export WORK VPNCTL_CONFIG_DIR=$WORK/etc VPNCTL_RUN_DIR=$WORK/run; cd "$WORK" && "$fn" 2>&1 )
   rc=$?
   case $rc in
-    0) passed=$((passed + 1)); echo "ok   - $fn" ;;
-    2) skipped=$((skipped + 1)); echo "skip - $fn"; [ -n "$out" ] && echo "$out" ;;
-    *) failed=$((failed + 1)); echo "FAIL - $fn"; [ -n "$out" ] && echo "$out" ;;
+    0) pass "$fn" ;;
+    2) skip "$fn"; [ -n "$out" ] && echo "$out" ;;
+    *) fail "$fn"; [ -n "$out" ] && echo "$out" ;;
   esac
 done
 
@@ -97,15 +97,9 @@ if [ -n "$SEC_USER" ]; then userdel "$SEC_USER" 2>/dev/null; SEC_USER=""; fi
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$SEC_PREFIX"); do ip netns del "$ns"; done
 after=$(snapshot)
 if [ "$before" = "$after" ]; then
-  passed=$((passed + 1)); echo "ok   - nothing outside the suite's own dirs changed"
+  pass "nothing outside the suite's own dirs changed"
 else
-  failed=$((failed + 1)); echo "FAIL - the suite changed the machine outside its own dirs:"
+  fail "the suite changed the machine outside its own dirs:"
   diff <(echo "$before") <(echo "$after") | sed 's/^/  /'
 fi
-
-echo "security: $passed passed, $failed failed, $skipped skipped"
-if [ "$skipped" -gt 0 ] && { [ "${CI:-}" = true ] || [ "${VPNCTL_REQUIRE_LAB:-}" = 1 ]; }; then
-  echo "security: skips count as failures here (CI=true or VPNCTL_REQUIRE_LAB=1)"
-  exit 1
-fi
-[ "$failed" = 0 ]
+summary security
