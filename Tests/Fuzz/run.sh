@@ -15,12 +15,15 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-1}
 mkdir -p "$OUT/crashes"
 
+# The unit tests' fixtures seed the corpus too (kept once, in Tests/fixtures).
+fixtures_of() { case $1 in wgquick) echo "$ROOT/Tests/fixtures/wg" ;; *) echo "$ROOT/Tests/fixtures/$1" ;; esac; }
+
 # fuzz_one NAME: replays the regressions, fuzzes, prints one result line
 # (the first word is ok or FAIL).
 fuzz_one() {
   local name=$1 bin="$OUT/fuzz-$1" work="$OUT/corpus-$1" rc execs cov
   mkdir -p "$work"
-  cp -n "$HERE/corpus/$name"/* "$work"/ 2>/dev/null
+  cp -n "$HERE/corpus/$name"/* "$(fixtures_of "$name")"/* "$work"/ 2>/dev/null
   if [ -d "$HERE/regressions/$name" ] && ls "$HERE/regressions/$name"/* >/dev/null 2>&1; then
     if ! "$bin" "$HERE/regressions/$name"/* > "$OUT/$name.regressions.log" 2>&1; then
       echo "FAIL - $name: a saved regression crashes again (see $OUT/$name.regressions.log)"
@@ -28,7 +31,7 @@ fuzz_one() {
     fi
   fi
   if [ "${FUZZ_REPLAY:-}" = 1 ]; then
-    local inputs=("$HERE/corpus/$name"/* "$HERE/regressions/$name"/*)
+    local inputs=("$HERE/corpus/$name"/* "$(fixtures_of "$name")"/* "$HERE/regressions/$name"/*)
     inputs=($(ls -d "${inputs[@]}" 2>/dev/null))
     if [ ${#inputs[@]} = 0 ]; then echo "FAIL - fuzz $name: no committed corpus to replay"; return; fi
     if "$bin" "${inputs[@]}" > "$OUT/$name.replay.log" 2>&1; then
