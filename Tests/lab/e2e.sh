@@ -306,6 +306,74 @@ test_subnet_shape() {
 }
 check "Address 198.19.0.2/24 with AllowedIPs 198.19.0.0/24 starts, carries traffic, stops clean" test_subnet_shape
 
+# ---- failure paths, for real (issue 16) ------------------------------------------
+
+# verify says no, with the verdict and exit code for each way the path is not proven.
+test_verify_says_no() {
+  local out rc ifname
+  out=$(c "$V" verify office --probe http://198.19.0.1:8080/ 2>&1); rc=$?
+  expect_exit "verify while stopped" 12 $rc "$out" && expect_contains "verify while stopped" "verdict: not connected" "$out" || return 1
+  c "$V" start office >/dev/null || return 1
+  # A probe whose route does not use the tunnel (the underlay's own address).
+  out=$(c "$V" verify office --probe 198.18.0.1:9 --timeout 1 2>&1); rc=$?
+  expect_exit "probe off the tunnel" 12 $rc "$out" && expect_contains "probe off the tunnel" "verdict: configured only" "$out" || return 1
+  # Through the tunnel, but nothing answers there.
+  out=$(c "$V" verify office --probe 198.19.0.1:9 --timeout 2 2>&1); rc=$?
+  expect_exit "probe refused" 4 $rc "$out" && expect_contains "probe refused" "verdict: probe failed" "$out" || return 1
+  # The interface down.
+  ifname=$(field office interface)
+  c ip link set "$ifname" down
+  out=$(c "$V" verify office --probe http://198.19.0.1:8080/ --timeout 2 2>&1); rc=$?
+  c ip link set "$ifname" up
+  expect_exit "interface down" 12 $rc "$out" && expect_contains "interface down" "is down" "$out" || return 1
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "verify says no: not connected 12, route off the tunnel 12, probe refused 4, interface down 12" test_verify_says_no
+
+# AllowedIPs 0.0.0.0/0, ::/0: the endpoint stays on the underlay, an address
+# outside every tunnel prefix is reached through the tunnel, and stop restores it all.
+test_full_tunnel() {
+  local routes_before out
+  routes_before=$(c ip route show; c ip -6 route show)
+  sed -e 's|^AllowedIPs = .*|AllowedIPs = 0.0.0.0/0, ::/0|' "$LAB_DIR/office.conf" > "$LAB_DIR/full.conf"
+  c "$V" import "$LAB_DIR/full.conf" >/dev/null || return 1
+  need s ip addr add 198.19.5.5/32 dev lo || return 1
+  out=$(c "$V" start full 2>&1) || { echo "  start: $out"; s ip addr del 198.19.5.5/32 dev lo; return 1; }
+  local ifname dev_far dev_endpoint
+  ifname=$(field full interface)
+  dev_far=$(c ip -o route get 198.19.5.5 | grep -o 'dev [^ ]*' | cut -d' ' -f2)
+  dev_endpoint=$(c ip -o route get 198.18.0.1 | grep -o 'dev [^ ]*' | cut -d' ' -f2)
+  c ping -c 2 -i 0.2 -W 2 198.19.5.5 >/dev/null 2>&1; local ping_rc=$?
+  c "$V" stop full >/dev/null; local stop_rc=$?
+  s ip addr del 198.19.5.5/32 dev lo
+  expect_eq "route to 198.19.5.5" "$ifname" "$dev_far" || return 1
+  expect_eq "route to the endpoint" "${LAB}c0" "$dev_endpoint" || return 1
+  expect_exit "ping 198.19.5.5 through the tunnel" 0 $ping_rc || return 1
+  expect_exit "stop" 0 $stop_rc || return 1
+  expect_eq "routes after stop" "$routes_before" "$(c ip route show; c ip -6 route show)" || return 1
+  c "$V" remove full >/dev/null
+  nothing_left
+}
+check "full tunnel: the endpoint stays on the underlay, other addresses go through the tunnel, stop restores the routes" test_full_tunnel
+
+# A bring-up that fails half-way (the kernel refuses the IPv6 address) leaves nothing.
+test_half_way_failure_leaves_nothing() {
+  sed -e 's|^Address = .*|Address = 198.19.0.2/32, fd19::2/64|' "$LAB_DIR/office.conf" > "$LAB_DIR/v6.conf"
+  c "$V" import "$LAB_DIR/v6.conf" >/dev/null || return 1
+  local all def err rc
+  all=$(c sysctl -n net.ipv6.conf.all.disable_ipv6); def=$(c sysctl -n net.ipv6.conf.default.disable_ipv6)
+  c sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  err=$(c "$V" start v6 --timeout 5 2>&1); rc=$?
+  c sysctl -qw net.ipv6.conf.all.disable_ipv6="$all" net.ipv6.conf.default.disable_ipv6="$def"
+  expect_exit "start with a refused address" 4 $rc "$err" || return 1
+  expect_contains "the reason" "configurationFailed" "$err" || return 1
+  expect_contains "the reason" "fd19::2/64" "$err" || return 1
+  c "$V" remove v6 >/dev/null
+  nothing_left
+}
+check "a bring-up the kernel refuses half-way (IPv6 address) unwinds: exit 4, nothing left" test_half_way_failure_leaves_nothing
+
 # ---- stats -------------------------------------------------------------------
 
 # Two quiet namespaces joined by a veth pair: no IPv6, static neighbours, so
