@@ -97,28 +97,16 @@ enum TunnelActions {
         // Secrets are checked as the supervisor will read them (owner, mode,
         // no symlinks), so a planted file fails here, before anything starts.
         for ref in profile.secretReferences { try manager.store.secrets.check(profile.id, name: ref.name) }
-        let provider: (program: String, package: String)
-        switch profile.protocol {
-        case .wireguard(let w):
-            provider = ("wireguard-go", "wireguard-go")
-            if let name = w.interfaceName, let _ = try? NetlinkRouteSocket().linkIndex(named: name) {
-                throw VPNError(.configurationInvalid, "profile '\(profile.name)' names interface \(name), which already exists",
-                               hint: "vpnctl only creates new interfaces: remove interfaceName (vpnctl edit \(profile.name)) or choose a free name")
-            }
-        case .openvpn(let o):
-            provider = ("openvpn", "openvpn")
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            if let fp = o.caFingerprint, !trust.exists(fp) {
-                throw VPNError(.configurationInvalid, "profile '\(profile.name)' trusts anchor \(fp), which is not installed",
-                               hint: "import the profile again, or install the CA as \(trust.path(fp))")
-            }
-        default:
-            throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
-                           hint: "this version starts wireguard and openvpn profiles")
+        let provider = try ProviderRegistry.provider(for: profile)
+        do {
+            try provider.preflight(.system(configDirectory: inv.options.configDirectory))
+        } catch let e as VPNError {
+            throw VPNError(e.code, "profile '\(profile.name)': \(e.message)", hint: e.hint, problems: e.problems)
         }
-        guard let wg = Processes.which(provider.program, path: inv.context.environment["PATH"]) else {
-            throw VPNError(.providerUnavailable, "\(provider.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
-                           hint: "install it: apt-get install --no-install-recommends \(provider.package)")
+        let needs = provider.requirements
+        guard let wg = Processes.which(needs.program, path: inv.context.environment["PATH"]) else {
+            throw VPNError(.providerUnavailable, "\(needs.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
+                           hint: "install it: apt-get install --no-install-recommends \(needs.package)")
         }
         if !Privileges.canAdministerNetwork() {
             throw VPNError(.permissionDenied, "starting a tunnel needs CAP_NET_ADMIN", hint: "run as root, or give vpnctl CAP_NET_ADMIN")

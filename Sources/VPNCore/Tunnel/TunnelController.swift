@@ -119,16 +119,8 @@ public struct TunnelController {
             for host in r.settings?.excludedRoutes ?? [] {
                 if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
             }
-            let sock = KernelTunnelSystem.uapiPath(name)
-            if FileSystem.exists(sock) && !UnixSocket.isLive(sock) {
-                unlink(sock)
-                done.append("removed \(sock)")
-            }
         }
-        for kind in RuntimeStore.ProviderFile.allCases {
-            let path = runtime.providerFile(r.id, kind)
-            if unlink(path) == 0 { done.append("removed \(path)") }
-        }
+        done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
         var updated = r
         updated.status = .disconnected
         updated.connectedSince = nil
