@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// OpenVPN 2.6 attached by name to a persistent utun vpnctl creates, driven
+/// over a management socket (see `Supervisor.runOpenVPN`).
+public struct OpenVPNProvider: TunnelProvider {
+    public static let kind = ProtocolConfiguration.Kind.openvpn
+    public static let implementation = "openvpn"
+    let config: OpenVPNConfiguration
+
+    public init?(profile: Profile) {
+        guard case .openvpn(let c) = profile.protocol else { return nil }
+        config = c
+    }
+
+    public var requirements: ProviderRequirements {
+        ProviderRequirements(program: "openvpn", package: "openvpn", trustAnchors: config.caFingerprints)
+    }
+
+    /// Each anchor must be installed and be exactly the one certificate its
+    /// name stands for (the supervisor checks again when it builds the bundle).
+    public func preflight(_ environment: ProviderEnvironment) throws {
+        _ = try TrustStore(configDirectory: environment.configDirectory).bundle(requirements.trustAnchors)
+    }
+
+    public func run(in supervisor: Supervisor, store: PreferencesStore, signalFD: Int32) -> Int32 {
+        supervisor.runOpenVPN(config, program: requirements.program, store: store, signalFD: signalFD)
+    }
+
+    /// The run-only files of one run: config, client certificate, CA bundle, management socket.
+    public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] {
+        RuntimeStore.ProviderFile.allCases.compactMap { kind in
+            let path = runtime.providerFile(record.id, kind)
+            return unlink(path) == 0 ? "removed \(path)" : nil
+        }
+    }
+}
