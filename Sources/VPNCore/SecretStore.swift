@@ -10,6 +10,9 @@ import VPNSystem
 public struct SecretStore: Sendable {
     public let directory: String
 
+    /// The largest secret: keys and passwords are far smaller.
+    public static let maximumSize = 64 << 10
+
     public init(configDirectory: String) {
         directory = configDirectory + "/secrets"
     }
@@ -25,7 +28,7 @@ public struct SecretStore: Sendable {
 
     public func set(_ id: UUID, name: String, value: [UInt8]) throws {
         guard SecretStore.isValidName(name) else {
-            throw VPNError.usage("'\(name)' is not a valid secret name",
+            throw VPNError.usage("\(name.quotedForMessage) is not a valid secret name",
                                  hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
         }
         do {
@@ -58,7 +61,7 @@ public struct SecretStore: Sendable {
                 throw VPNError(.permissionDenied, "secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))",
                                hint: "chmod 600 \(p)")
             }
-            return try FileSystem.readFileIfPresent(p) ?? []
+            return try FileSystem.readFileIfPresent(p, limit: SecretStore.maximumSize) ?? []
         } catch let e as VPNError {
             throw e
         } catch {
@@ -95,6 +98,16 @@ func storeError(_ error: Error) -> VPNError {
                             hint: "run as root, or point --config-dir / --run-dir at a directory you own")
         }
         return VPNError(.configurationReadWriteFailed, e.description)
+    }
+    if let f = error as? FileSystem.FileProblem {
+        switch f.kind {
+        case .symlink:
+            return VPNError(.permissionDenied, f.description, hint: "replace the symlink with the file itself")
+        case .notRegular:
+            return VPNError(.configurationReadWriteFailed, f.description, hint: "replace it with a regular file, or remove it")
+        case .tooLarge:
+            return VPNError(.configurationReadWriteFailed, f.description, hint: "that is not a file vpnctl wrote; move it away")
+        }
     }
     if let t = error as? FileSystem.TrustProblem {
         return VPNError(.permissionDenied, t.description,

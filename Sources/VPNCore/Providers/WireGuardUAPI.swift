@@ -41,9 +41,16 @@ public enum WireGuardUAPI {
         public var endpoint: String? = nil
     }
 
-    public enum ReplyError: Error, Equatable, Sendable {
+    public enum ReplyError: Error, Equatable, Sendable, CustomStringConvertible {
         case errno(Int)
         case malformed(String)
+
+        public var description: String {
+            switch self {
+            case .errno(let n): return "wireguard-go answered errno=\(n)"
+            case .malformed(let line): return "wireguard-go sent a malformed line \(line.quotedForMessage)"
+            }
+        }
     }
 
     /// Parses a `get=1` reply. Unknown keys are ignored, as the protocol asks.

@@ -11,6 +11,11 @@ public struct RuntimeStore: Sendable {
 
     public init(directory: String) { self.directory = directory }
 
+    /// A record is a few hundred bytes; anything near this is not one.
+    public static let maximumRecordSize = 1 << 20
+    /// An events log is a line per transition.
+    public static let maximumEventsSize = 64 << 20
+
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
     /// Files a provider needs for one run (openvpn's config, the client
@@ -47,7 +52,7 @@ public struct RuntimeStore: Sendable {
         let path = recordPath(id)
         let bytes: [UInt8]
         do {
-            guard let b = try FileSystem.readFileIfPresent(path) else { return nil }
+            guard let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
             bytes = b
         } catch {
             throw storeError(error)
