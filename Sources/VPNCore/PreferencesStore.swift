@@ -180,9 +180,9 @@ public enum PreferencesCodec {
                 throw VPNError(.configurationReadWriteFailed, "\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)",
                                hint: hint)
             }
-            if !(0..<Int.max).contains(p.revision) {
+            if p.revision < 0 {
                 throw VPNError(.configurationReadWriteFailed,
-                               "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max - 1))", hint: hint)
+                               "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
             }
             if !seen.insert(p.id).inserted {
                 throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.uuidString.lowercased())")
