@@ -31,6 +31,9 @@ public struct SecretStore: Sendable {
             throw VPNError.usage("\(name.quotedForMessage) is not a valid secret name",
                                  hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
         }
+        if value.count > SecretStore.maximumSize {
+            throw VPNError(.configurationInvalid, "secret '\(name)' is larger than \(FileSystem.sizeText(SecretStore.maximumSize)), the limit for a secret")
+        }
         do {
             try FileSystem.ensurePrivateDirectory(FileSystem.parentDirectory(of: directory))
             try FileSystem.ensurePrivateDirectory(directory)

@@ -218,6 +218,10 @@ import VPNSystem
         #expect(out.terminalText(out.paint("ok", "32"), color: false) == "ok")
     }
 
+    @Test func prometheusLabelsCarryNoRawControls() {
+        #expect(StatsCommand.label("a\u{1B}b\"\n") == #"a\\u{1B}b\"\\u{A}"#)
+    }
+
     @Test func longValuesAreCutInMessages() {
         let h = withOffice()
         let huge = String(repeating: "x", count: 1 << 20)

@@ -329,7 +329,7 @@ enum StatsCommand {
 
     static func label(_ v: String) -> String {
         var out = ""
-        for ch in v {
+        for ch in v.escapingControls(keepLineBreaks: false) {
             switch ch {
             case "\\": out += "\\\\"
             case "\"": out += "\\\""
