@@ -54,3 +54,13 @@ extension Unicode.Scalar {
         return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }
+
+/// Errors that reach a message through `\(error)` describe themselves rather
+/// than print a Swift dump of their fields.
+extension ConnectionError: CustomStringConvertible {
+    public var description: String { "\(name): \(message)" }
+}
+
+extension WireGuardTunnel.Failure: CustomStringConvertible {
+    public var description: String { error.description }
+}

@@ -80,5 +80,7 @@ import Testing
     @Test func parseProblemsDescribeThemselves() {
         #expect("\(JSONSyntax.Problem(line: 2, column: 3, message: "oops"))" == "line 2, column 3: oops")
         #expect("\(Endpoint.Problem.badPort)" == "the port is not a number from 1 to 65535")
+        #expect("\(ConnectionError(.serverDead, "gone"))" == "serverDead: gone")
+        #expect("\(WireGuardUAPI.ReplyError.errno(22))" == "wireguard-go answered errno=22")
     }
 }
