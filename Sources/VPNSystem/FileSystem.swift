@@ -57,7 +57,8 @@ public enum FileSystem {
         throw FileProblem(path: path, kind: .notRegular(typeName(type)))
     }
 
-    static func typeName(_ type: mode_t) -> String {
+    /// "FIFO", "character device", ...: what a non-regular file is, for messages.
+    public static func typeName(_ type: mode_t) -> String {
         switch type {
         case S_IFIFO: return "FIFO"
         case S_IFCHR: return "character device"

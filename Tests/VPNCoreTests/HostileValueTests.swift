@@ -84,3 +84,15 @@ import Testing
         #expect("\(WireGuardUAPI.ReplyError.errno(22))" == "wireguard-go answered errno=22")
     }
 }
+
+@Suite struct EventLogTests {
+    @Test func aFIFOInPlaceOfTheEventsLogFailsInsteadOfBlocking() throws {
+        let dir = TempDir()
+        let store = RuntimeStore(directory: dir.path)
+        let id = UUID()
+        #expect(mkfifo(store.eventsPath(id), 0o600) == 0)
+        let event = TransitionEvent(time: Date(), id: id.uuidString, name: "x", status: "connected", previous: "connecting")
+        let e = #expect(throws: VPNError.self) { try store.appendEvent(event, id: id) }
+        #expect(e?.message.contains("not a regular file") == true)
+    }
+}

@@ -72,9 +72,18 @@ public struct RuntimeStore: Sendable {
 
     public func appendEvent(_ event: TransitionEvent, id: UUID) throws {
         let line = Array(try RuntimeStore.makeEncoder().encode(event)) + [0x0A]
-        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 { throw storeError(SystemError("open", path: eventsPath(id), errno: .current)) }
+        // O_NONBLOCK: a FIFO in place of the log fails at once instead of blocking the supervisor.
+        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        if fd < 0 {
+            // ENXIO: a FIFO that nobody reads.
+            if errno == ENXIO { throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular("FIFO"))) }
+            throw storeError(SystemError("open", path: eventsPath(id), errno: .current))
+        }
         defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+            throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular(FileSystem.typeName(st.st_mode & S_IFMT))))
+        }
         _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
