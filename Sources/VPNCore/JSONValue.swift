@@ -16,7 +16,7 @@ public indirect enum JSONValue: Equatable, Sendable {
 public struct JSONDecodeProblem: Error, CustomStringConvertible, Sendable {
     public let path: String
     public let message: String
-    public var description: String { "at \(path.isEmpty ? "top level" : path): \(message)" }
+    public var description: String { "at \(path.isEmpty ? "top level" : path.abbreviated(200).escapingControls(keepLineBreaks: false)): \(message)" }
 }
 
 /// Reads typed fields out of a `JSONValue`, tracking the path for messages.

@@ -131,7 +131,7 @@ extension ProviderConfiguration {
 extension VPNStatus {
     init(json r: JSONReader) throws {
         let s = try r.string()
-        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else { throw r.problem(nil, "unknown status '\(s)'") }
+        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else { throw r.problem(nil, "unknown status \(s.quotedForMessage)") }
         self = v
     }
 }

@@ -77,6 +77,14 @@ import Testing
         }
     }
 
+    @Test func decodeProblemsQuoteShortPaths() {
+        let key = String(repeating: "k", count: 1 << 20)
+        let json = "{\"schemaVersion\":1,\"profiles\":[{\"id\":\"6f1c9c2e-3a5b-4d7e-9f00-112233445566\",\"name\":\"a\",\"protocol\":{\"type\":\"provider\",\"providerConfiguration\":{\"\(key)\":1}}}]}"
+        let e = #expect(throws: VPNError.self) { try PreferencesCodec.decode(Array(json.utf8), path: "/p.json") }
+        #expect((e?.message.count ?? .max) < 400)
+        #expect(e?.message.hasSuffix(": expected a string") == true)
+    }
+
     @Test func parseProblemsDescribeThemselves() {
         #expect("\(JSONSyntax.Problem(line: 2, column: 3, message: "oops"))" == "line 2, column 3: oops")
         #expect("\(Endpoint.Problem.badPort)" == "the port is not a number from 1 to 65535")
