@@ -38,19 +38,26 @@ public struct Output {
     func terminalText(_ text: String, color: Bool) -> String {
         let escaped = text.escapingControls(keepLineBreaks: true)
         guard escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
-        var pieces = escaped.split(separator: Character(Output.markStart), omittingEmptySubsequences: false)
-        var out = String(pieces.removeFirst())
-        for piece in pieces {
-            if piece.hasPrefix(Output.nonce), let end = piece.firstIndex(of: Character(Output.markEnd)) {
-                let code = piece[piece.index(piece.startIndex, offsetBy: Output.nonce.count)..<end]
-                if color && code.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ";") }) { out += "\u{1B}[\(code)m" }
-                out += piece[piece.index(after: end)...]
-            } else {
-                out.unicodeScalars.append(Output.markStart)
-                out += piece
+        let scalars = Array(escaped.unicodeScalars), nonce = Array(Output.nonce.unicodeScalars)
+        var out = String.UnicodeScalarView()
+        var i = 0
+        while i < scalars.count {
+            let codeStart = i + 1 + nonce.count
+            if scalars[i] == Output.markStart, codeStart <= scalars.count, scalars[(i + 1)..<codeStart].elementsEqual(nonce),
+               let end = scalars[codeStart...].firstIndex(of: Output.markEnd),
+               scalars[codeStart..<end].allSatisfy({ ("0"..."9").contains($0) || $0 == ";" }) {
+                if color {
+                    out.append(contentsOf: "\u{1B}[".unicodeScalars)
+                    out.append(contentsOf: scalars[codeStart..<end])
+                    out.append("m")
+                }
+                i = end + 1
+                continue
             }
+            out.append(scalars[i])
+            i += 1
         }
-        return out
+        return String(out)
     }
 
     /// Colour marks carry a per-process random nonce, so a stored string

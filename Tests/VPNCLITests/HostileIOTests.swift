@@ -216,6 +216,7 @@ import VPNSystem
         let text = out.terminalText(out.paint("ok", "32") + " name\u{1B}[2J" + forged, color: true)
         #expect(text == "\u{1B}[32mok\u{1B}[0m name\\u{1B}[2J" + forged)
         #expect(out.terminalText(out.paint("ok", "32"), color: false) == "ok")
+        #expect(out.terminalText(out.paint("\u{301}x", "1") + "\u{E000}", color: true) == "\u{1B}[1m\u{301}x\u{1B}[0m\u{E000}")
     }
 
     @Test func prometheusLabelsCarryNoRawControls() {
