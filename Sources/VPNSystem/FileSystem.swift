@@ -82,6 +82,11 @@ public enum FileSystem {
             let n = chunk.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress, want) }
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN {  // a non-blocking descriptor handed to us (stdin): wait for data
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&p, 1, -1)
+                    continue
+                }
                 throw SystemError("read", path: path, errno: .current)
             }
             if n == 0 { break }
