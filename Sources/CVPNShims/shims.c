@@ -15,7 +15,9 @@
 int vpn_tun_set_iff(int fd, char *name, size_t name_len, int no_pi) {
     struct ifreq ifr;
     memset(&ifr, 0, sizeof ifr);
-    ifr.ifr_flags = IFF_TUN | (no_pi ? IFF_NO_PI : 0);
+    /* IFF_TUN_EXCL: fail with EBUSY instead of attaching to a device that
+       already exists (someone else's persistent tun). */
+    ifr.ifr_flags = IFF_TUN | IFF_TUN_EXCL | (no_pi ? IFF_NO_PI : 0);
     if (name && name[0])
         strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
     if (ioctl(fd, TUNSETIFF, &ifr) < 0)

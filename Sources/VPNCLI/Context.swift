@@ -80,16 +80,11 @@ public struct GlobalOptions {
         runDirectory = GlobalOptions.normalize(runDirectory)
     }
 
-    /// Without "." components, repeated or trailing slashes: the directory's
-    /// own name comes last, so that its checks (not a symlink, owner, mode)
-    /// see it; `link/.` would otherwise pass for the directory it points to.
-    /// A path ending in ".." is resolved, since its last name is no name.
+    /// FileSystem.normalized ("link/." is "link"); a path ending in ".."
+    /// is resolved, since its last name is no name that could be checked.
     static func normalize(_ path: String) -> String {
-        let absolute = path.hasPrefix("/")
-        let parts = path.split(separator: "/").filter { $0 != "." }
-        var p = (absolute ? "/" : "") + parts.joined(separator: "/")
-        if p.isEmpty { p = "." }
-        if parts.last == "..", let real = realpath(p, nil) {
+        let p = FileSystem.normalized(path)
+        if p.split(separator: "/").last == "..", let real = realpath(p, nil) {
             defer { free(real) }
             return String(cString: real)
         }

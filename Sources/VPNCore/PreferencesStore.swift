@@ -44,10 +44,12 @@ public final class PreferencesStore: @unchecked Sendable {
     func read() throws -> Preferences {
         let bytes: [UInt8]
         do {
-            if let info = try FileSystem.info(directory), info.isSymlink {
-                throw FileSystem.TrustProblem.symlink(directory)
-            }
-            guard let b = try FileSystem.readFileIfPresent(path, limit: PreferencesStore.maximumSize) else { return Preferences() }
+            // Root acts on what this file says: a directory or file that
+            // somebody else can write is refused before it is read.
+            guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return Preferences() }
+            try FileSystem.checkTrustedDirectory(directory)
+            guard try FileSystem.checkTrustedFile(path) != nil,
+                  let b = try FileSystem.readFileIfPresent(path, limit: PreferencesStore.maximumSize) else { return Preferences() }
             bytes = b
         } catch {
             throw storeError(error)

@@ -49,24 +49,35 @@ public struct SecretStore: Sendable {
         return i.isRegular
     }
 
-    /// Reads a secret for a provider. Refuses symlinks and files that others can read.
-    public func read(_ id: UUID, name: String) throws -> [UInt8] {
+    /// Checks that a set secret can be trusted before anything uses it: the
+    /// secret directories and the file belong to us (or root), nobody else can
+    /// write them, and nobody else can read the file. Throws `not set` when missing.
+    public func check(_ id: UUID, name: String) throws {
         let p = path(id, name)
         do {
-            guard let info = try FileSystem.info(p) else {
+            for dir in [directory, profileDirectory(id)] where try FileSystem.info(dir) != nil {
+                try FileSystem.checkTrustedDirectory(dir)
+            }
+            guard let info = try FileSystem.checkTrustedFile(p) else {
                 throw VPNError(.configurationInvalid, "secret '\(name)' is not set",
                                hint: "set it with: vpnctl secret set <profile> \(name) < file")
-            }
-            if info.isSymlink || !info.isRegular {
-                throw VPNError(.permissionDenied, "secret file \(p) is not a regular file; vpnctl refuses symlinks")
             }
             if info.mode & 0o077 != 0 {
                 throw VPNError(.permissionDenied, "secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))",
                                hint: "chmod 600 \(p)")
             }
-            return try FileSystem.readFileIfPresent(p, limit: SecretStore.maximumSize) ?? []
         } catch let e as VPNError {
             throw e
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    /// Reads a secret for a provider, after `check`.
+    public func read(_ id: UUID, name: String) throws -> [UInt8] {
+        try check(id, name: name)
+        do {
+            return try FileSystem.readFileIfPresent(path(id, name), limit: SecretStore.maximumSize) ?? []
         } catch {
             throw storeError(error)
         }
@@ -113,8 +124,7 @@ func storeError(_ error: Error) -> VPNError {
         }
     }
     if let t = error as? FileSystem.TrustProblem {
-        return VPNError(.permissionDenied, t.description,
-                        hint: "fix the directory's owner and mode (chown; chmod 700), or choose another with --config-dir")
+        return VPNError(.permissionDenied, t.description, hint: t.hint)
     }
     return VPNError(.configurationReadWriteFailed, "\(error)")
 }

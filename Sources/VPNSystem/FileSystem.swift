@@ -181,33 +181,89 @@ public enum FileSystem {
         }
     }
 
-    /// The reasons a directory may not hold vpnctl's state.
+    /// The reasons a path may not hold vpnctl's state.
     public enum TrustProblem: Error, CustomStringConvertible, Sendable {
         case symlink(String)
         case notDirectory(String)
+        case notRegularFile(String)
         case wrongOwner(String, owner: UInt32, expected: UInt32)
         case writableByOthers(String, mode: UInt32)
+        case untrustedAncestor(String, of: String, why: String)
 
         public var description: String {
             switch self {
-            case .symlink(let p): return "\(p) is a symlink; vpnctl refuses symlinks for its state directories"
+            case .symlink(let p): return "\(p) is a symlink (vpnctl refuses symlinks for its state and secrets)"
             case .notDirectory(let p): return "\(p) is not a directory"
+            case .notRegularFile(let p): return "\(p) is not a regular file"
             case .wrongOwner(let p, let owner, let expected):
-                return "\(p) is owned by uid \(owner), not uid \(expected)"
+                return "\(p) is owned by uid \(owner), not by uid \(expected) or root"
             case .writableByOthers(let p, let mode):
                 return "\(p) is writable by group or others (mode \(String(mode, radix: 8)))"
+            case .untrustedAncestor(let a, let p, let why):
+                return "\(p) lies under \(a), which \(why)"
+            }
+        }
+
+        public var path: String {
+            switch self {
+            case .symlink(let p), .notDirectory(let p), .notRegularFile(let p), .wrongOwner(let p, _, _),
+                 .writableByOthers(let p, _):
+                return p
+            case .untrustedAncestor(let a, _, _): return a
+            }
+        }
+
+        /// What to do about it.
+        public var hint: String {
+            switch self {
+            case .symlink(let p): return "replace \(p) with a real file or directory, or point vpnctl at the target itself"
+            case .notDirectory, .notRegularFile: return "remove \(path), or choose another directory (--config-dir, --run-dir)"
+            case .wrongOwner(let p, _, let expected):
+                return "chown \(expected == 0 ? "root:root" : String(expected)) \(p), or choose another directory (--config-dir, --run-dir)"
+            case .writableByOthers(let p, _): return "chmod go-w \(p)"
+            case .untrustedAncestor(let a, _, _): return "fix the owner and mode of \(a) (chown root; chmod go-w), or choose another directory"
             }
         }
     }
 
+    /// "dir/./x//" -> "dir/x": what the kernel resolves, spelled so that the
+    /// last component is the real one ("link/." must be checked as "link").
+    public static func normalized(_ path: String) -> String {
+        let absolute = path.hasPrefix("/")
+        let parts = path.split(separator: "/").filter { $0 != "." }
+        let joined = parts.joined(separator: "/")
+        if absolute { return "/" + joined }
+        return joined.isEmpty ? "." : joined
+    }
+
     /// A state directory must be a real directory, owned by the effective user
-    /// (or root), and writable by nobody else.
+    /// (or root), and writable by nobody else; each directory above it must be
+    /// owned by the effective user or root and not writable by others unless
+    /// sticky (as /tmp), so nobody else can swap it.
     public static func checkTrustedDirectory(_ path: String) throws {
+        let path = normalized(path)
         guard let i = try info(path) else {
             throw SystemError("open directory", path: path, errno: .notFound)
         }
         if i.isSymlink { throw TrustProblem.symlink(path) }
         if !i.isDirectory { throw TrustProblem.notDirectory(path) }
+        try checkOwnerAndMode(path, i)
+        try checkAncestors(of: path)
+    }
+
+    /// A file vpnctl acts on must be a regular file (never a symlink), owned by
+    /// the effective user or root and writable by nobody else. Returns nil when
+    /// it does not exist.
+    @discardableResult
+    public static func checkTrustedFile(_ path: String) throws -> Info? {
+        guard let i = try info(path) else { return nil }
+        if i.isSymlink { throw TrustProblem.symlink(path) }
+        if !i.isRegular { throw TrustProblem.notRegularFile(path) }
+        try checkOwnerAndMode(path, i)
+        return i
+    }
+
+    static func checkOwnerAndMode(_ path: String, _ i: Info) throws {
         let me = geteuid()
         if i.owner != me && i.owner != 0 { throw TrustProblem.wrongOwner(path, owner: i.owner, expected: me) }
         if i.mode & 0o022 != 0 { throw TrustProblem.writableByOthers(path, mode: i.mode) }
@@ -218,6 +274,32 @@ public enum FileSystem {
         if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
         if bytes >= 1 << 10 && bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"
+    }
+
+    static func checkAncestors(of path: String) throws {
+        var absolute = path
+        if !path.hasPrefix("/") {
+            var buf = [CChar](repeating: 0, count: 4096)
+            guard getcwd(&buf, buf.count) != nil else { throw SystemError("find the current directory for", path: path, errno: .current) }
+            absolute = String(cString: buf) + "/" + path
+        }
+        let me = geteuid()
+        var ancestor = parentDirectory(of: normalized(absolute))
+        while true {
+            var st = stat()
+            // Ancestors may be symlinks (/var/run -> /run): what matters is
+            // who can change the directory they lead to.
+            if stat(ancestor, &st) != 0 { throw SystemError("inspect", path: ancestor, errno: .current) }
+            if st.st_uid != me && st.st_uid != 0 {
+                throw TrustProblem.untrustedAncestor(ancestor, of: path, why: "is owned by uid \(st.st_uid)")
+            }
+            if st.st_mode & 0o022 != 0 && st.st_mode & UInt32(S_ISVTX) == 0 {
+                throw TrustProblem.untrustedAncestor(ancestor, of: path,
+                                                     why: "others can write (mode \(String(st.st_mode & 0o7777, radix: 8)))")
+            }
+            if ancestor == "/" { break }
+            ancestor = parentDirectory(of: ancestor)
+        }
     }
 
     public static func parentDirectory(of path: String) -> String {

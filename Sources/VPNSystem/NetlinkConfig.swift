@@ -59,6 +59,30 @@ extension NetlinkRouteSocket {
         }
     }
 
+    /// Sets a link's alias (IFLA_IFALIAS), which vpnctl uses to mark the
+    /// interfaces it created. The corresponding libnl calls are
+    /// rtnl_link_set_ifalias() and rtnl_link_change().
+    public func setAlias(_ name: String, _ alias: String) throws {
+        try withLink(name) { orig in
+            guard let change = rtnl_link_alloc() else { throw NetlinkError("allocate link", code: NLE_NOMEM) }
+            defer { rtnl_link_put(change) }
+            rtnl_link_set_ifalias(change, alias)
+            let r = rtnl_link_change(handle, orig, change, 0)
+            if r < 0 { throw NetlinkError("set alias of link \(name)", code: r) }
+        }
+    }
+
+    /// A link's index and alias, or nil when there is no such link. The
+    /// corresponding libnl calls are rtnl_link_get_kernel() and rtnl_link_get_ifalias().
+    public func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? {
+        var link: OpaquePointer? = nil
+        let r = rtnl_link_get_kernel(handle, 0, name, &link)
+        if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
+        if r < 0 { throw NetlinkError("get link \(name)", code: r) }
+        defer { rtnl_link_put(link) }
+        return (rtnl_link_get_ifindex(link), rtnl_link_get_ifalias(link).map { String(cString: $0) })
+    }
+
     /// Deletes a link by name. The corresponding libnl call is rtnl_link_delete().
     public func deleteLink(_ name: String) throws {
         guard let link = rtnl_link_alloc() else { throw NetlinkError("allocate link", code: NLE_NOMEM) }

@@ -4,6 +4,8 @@
 # coverage per target; exits non-zero if any target crashed.
 # FUZZ_TARGETS="management ovpn" limits the run to those targets.
 # FUZZ_JOBS=N fuzzes N targets at once (default 1; each target is one process).
+# FUZZ_REPLAY=1 only replays the committed corpus and regressions, each input
+# once, deterministically (what `make test` runs); nothing is generated.
 # Usage: Tests/Fuzz/run.sh [build-dir]
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -13,17 +15,32 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-1}
 mkdir -p "$OUT/crashes"
 
+# The unit tests' fixtures seed the corpus too (kept once, in Tests/fixtures).
+fixtures_of() { case $1 in wgquick) echo "$ROOT/Tests/fixtures/wg" ;; *) echo "$ROOT/Tests/fixtures/$1" ;; esac; }
+
 # fuzz_one NAME: replays the regressions, fuzzes, prints one result line
 # (the first word is ok or FAIL).
 fuzz_one() {
   local name=$1 bin="$OUT/fuzz-$1" work="$OUT/corpus-$1" rc execs cov
   mkdir -p "$work"
-  cp -n "$HERE/corpus/$name"/* "$work"/ 2>/dev/null
+  cp -n "$HERE/corpus/$name"/* "$(fixtures_of "$name")"/* "$work"/ 2>/dev/null
   if [ -d "$HERE/regressions/$name" ] && ls "$HERE/regressions/$name"/* >/dev/null 2>&1; then
     if ! "$bin" "$HERE/regressions/$name"/* > "$OUT/$name.regressions.log" 2>&1; then
       echo "FAIL - $name: a saved regression crashes again (see $OUT/$name.regressions.log)"
       return
     fi
+  fi
+  if [ "${FUZZ_REPLAY:-}" = 1 ]; then
+    local inputs=("$HERE/corpus/$name"/* "$(fixtures_of "$name")"/* "$HERE/regressions/$name"/*)
+    inputs=($(ls -d "${inputs[@]}" 2>/dev/null))
+    if [ ${#inputs[@]} = 0 ]; then echo "FAIL - fuzz $name: no committed corpus to replay"; return; fi
+    if "$bin" "${inputs[@]}" > "$OUT/$name.replay.log" 2>&1; then
+      echo "ok   - fuzz $name: replayed ${#inputs[@]} committed inputs"
+    else
+      echo "FAIL - fuzz $name: a committed input crashes (see $OUT/$name.replay.log)"
+      grep -m1 -E "Fatal error|Program crashed|==ERROR|deadly signal|Running: " "$OUT/$name.replay.log" | sed 's/^ */       /'
+    fi
+    return
   fi
   "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$OUT/crashes/$name-" "$work" > "$OUT/$name.log" 2>&1

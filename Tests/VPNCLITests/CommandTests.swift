@@ -109,7 +109,12 @@ import VPNSystem
         let h = Harness()
         var outputs: [String] = []
         func run(_ args: String...) { runArray(args) }
-        func runArray(_ args: [String]) { let r = h.run(args); outputs += [r.stdout, r.stderr] }
+        // A leak test over commands that failed would prove nothing: each must succeed.
+        func runArray(_ args: [String]) {
+            let r = h.run(args)
+            #expect(r.code == 0, "vpnctl \(args.joined(separator: " ")): exit \(r.code): \(r.stderr)")
+            outputs += [r.stdout, r.stderr]
+        }
         run("import", h.fixture("wg/office.conf"))
         h.stdin = Array("hunter2-very-secret".utf8)
         run("secret", "set", "office", "password")

@@ -84,8 +84,8 @@ import VPNSystem
         chmod(h.configDir, 0o700)
         #expect(mkfifo(h.configDir + "/preferences.json", 0o600) == 0)
         let r = h.run("list")
-        #expect(r.code == 8)
-        #expect(r.stderr.contains("preferences.json is a FIFO, not a regular file"))
+        #expect(r.code == 11)
+        #expect(r.stderr.contains("preferences.json is not a regular file"))
     }
 
     @Test func aFIFOAsTheEditorsResultIsRefused() {

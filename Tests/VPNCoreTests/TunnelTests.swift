@@ -21,6 +21,7 @@ final class FakeTunnelSystem: TunnelSystem {
     func interfaceExists(_ name: String) -> Bool { existing.contains(name) }
     func uapiSocketIsLive(_ name: String) -> Bool { liveSockets.contains(name) }
     func createTun(_ name: String) throws -> Int32 { try record("createTun \(name)"); return 10 }
+    func markLink(_ name: String, _ mark: String) throws { try record("markLink \(name) \(mark.prefix(7))") }
     func closeFD(_ fd: Int32) { calls.append("close \(fd)") }
     func listenUAPI(_ name: String) throws -> Int32 { try record("listenUAPI \(name)"); return 11 }
     func removeUAPI(_ name: String) { calls.append("removeUAPI \(name)") }
@@ -74,20 +75,23 @@ final class FakeTunnelSystem: TunnelSystem {
         #expect(t.interface == "utun2")
         let changes = system.calls.filter { !$0.hasPrefix("route ") && !$0.hasPrefix("close") }
         #expect(Array(changes.prefix(11)) == [
-            "createTun utun2", "listenUAPI utun2",
+            "createTun utun2", "markLink utun2 vpnctl:", "listenUAPI utun2",
             "spawn /usr/bin/wireguard-go -f utun2 fds=[10, 11]",
             "uapi get=1", "ifindex utun2", "addAddress 198.19.0.2/32", "addAddress fd19::2/64",
-            "setMTU 1380", "setUp utun2", "uapi set=1", "addRoute 198.19.0.0/24 dev 7",
+            "setMTU 1380", "setUp utun2", "uapi set=1",
         ])
+        #expect(changes.contains("addRoute 198.19.0.0/24 dev 7"))
         #expect(t.settings.routes == ["198.19.0.0/24"])
         #expect(t.settings.mtu == 1380)
     }
 
-    @Test(arguments: ["listenUAPI", "spawn", "ifindex", "addAddress fd19", "setMTU", "setUp", "uapi set=1", "addRoute"])
+    @Test(arguments: ["markLink", "listenUAPI", "spawn", "ifindex", "addAddress fd19", "setMTU", "setUp", "uapi set=1", "addRoute"])
     func failureAtAnyStepUnwindsEverythingDoneNewestFirst(step: String) {
         let system = FakeTunnelSystem()
         system.failAt = step
-        #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, config()) }
+        let f = #expect(throws: WireGuardTunnel.Failure.self) { _ = try start(system, config()) }
+        // The injected failure itself, not some other error on the way.
+        #expect(f?.error.name == "configurationFailed" && f?.error.message.contains("Injected") == true, "\(String(describing: f))")
         let failed = system.calls.firstIndex { $0.hasPrefix(step) }!
         let undo = system.calls[(failed + 1)...].filter { !$0.hasPrefix("close") }
         var expected: [String] = []
@@ -261,9 +265,40 @@ final class FakeTunnelSystem: TunnelSystem {
         r.supervisorStartTime = (Processes.startTime(of: getpid()) ?? 0) + 1
         try controller.runtime.write(r)
         #expect(try controller.derive(profile).status == .disconnected)
+        // Alive and started then, but not a supervisor of this profile.
         r.supervisorStartTime = Processes.startTime(of: getpid())
         try controller.runtime.write(r)
+        #expect(try controller.derive(profile).status == .disconnected)
+    }
+
+    /// A record counts only when its pid, start time and command line
+    /// (`__supervise <id>`) all match a live process.
+    @Test func onlyAProvenSupervisorIsAlive() throws {
+        let dir = TempDir()
+        let controller = TunnelController(configDirectory: dir.path + "/etc", runDirectory: dir.path + "/run")
+        try controller.runtime.prepare()
+        let profile = sampleProfile("office")
+        let id = profile.id.uuidString.lowercased()
+        let pid = try Processes.spawn("/usr/bin/python3", ["python3", "-c", "import time; time.sleep(30)", "__supervise", id],
+                                      environment: [:])
+        defer { Processes.terminate(pid) }
+        // Until the exec is done, /proc shows the parent's command line.
+        for _ in 0..<400 where Processes.commandLine(of: pid)?.last != id { usleep(5000) }
+        let start = Processes.startTime(of: pid)
+        var r = RuntimeRecord(id: profile.id, name: "office", status: .connecting)
+        r.supervisorPid = pid
+        r.supervisorStartTime = nil  // a record without a start time proves nothing
+        try controller.runtime.write(r)
+        #expect(try controller.derive(profile).status == .disconnected)
+        r.supervisorStartTime = start
+        try controller.runtime.write(r)
         #expect(try controller.derive(profile).status == .connecting)
+        // The same process named by another profile's record is not its supervisor.
+        let other = sampleProfile("other")
+        var forged = r
+        forged.id = other.id
+        try controller.runtime.write(forged)
+        #expect(try controller.derive(other).status == .disconnected)
     }
 }
 

@@ -8,32 +8,26 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d /tmp/vpnctl-cli.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-export VPNCTL_CONFIG_DIR="$WORK/etc" VPNCTL_RUN_DIR="$WORK/run"
 unset VPNCTL_TEST_FAULT
+source "$HERE/../lib/testlib.sh"
 
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+wg_quick_conf 10.0.0.2/32 0.0.0.0/0 198.18.0.1:51820 \
+  yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk= xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg= > "$WORK/p.conf"
 
-conf() {  # a valid wg-quick file
-  cat <<CONF
-[Interface]
-PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
-Address = 10.0.0.2/32
-[Peer]
-PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
-AllowedIPs = 0.0.0.0/0
-Endpoint = 198.18.0.1:51820
-CONF
+# fresh_store NAME: every test gets its own config and run dirs.
+fresh_store() { export VPNCTL_CONFIG_DIR="$WORK/$1/etc" VPNCTL_RUN_DIR="$WORK/$1/run"; mkdir -p "$WORK/$1"; }
+# eight_profiles: w1..w8, as the concurrency test leaves them.
+eight_profiles() {
+  local p
+  for p in 1 2 3 4 5 6 7 8; do "$BIN" import "$WORK/p.conf" --name "w$p" >/dev/null || return 1; done
 }
-conf > "$WORK/p.conf"
 
 # --- Concurrent writers: 8 processes x 50 saves each lose nothing ---------
 # Each process imports its own profile, then saves it 49 more times
 # (disable/enable). Lost updates would show as a missing profile or a
 # revision below 50.
 test_concurrent_writers() {
+  fresh_store writers
   local pids=() p
   for p in 1 2 3 4 5 6 7 8; do
     (
@@ -62,17 +56,19 @@ check "8 processes x 50 saves: every profile present at revision 50" test_concur
 
 # --- A crash between the temp write and the rename --------------------------
 test_crash_before_rename() {
+  fresh_store crash
+  eight_profiles || { echo "  set-up: import failed"; return 1; }
   local before after rc
   before=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
   VPNCTL_TEST_FAULT=crash-before-rename "$BIN" import "$WORK/p.conf" --name crashed >/dev/null 2>&1
   rc=$?
-  [ $rc = 86 ] || { echo "  expected the injected crash (86), got $rc"; return 1; }
+  expect_exit "the injected crash" 86 $rc || return 1
   after=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
   [ "$before" = "$after" ] || { echo "  preferences changed"; return 1; }
   "$BIN" list --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["profiles"])==8' || return 1
   # The next writer removes the abandoned temp file under the lock.
-  "$BIN" enable w1 >/dev/null || return 1
-  ! ls -A "$VPNCTL_CONFIG_DIR" | grep -q 'tmp-'
+  "$BIN" disable w1 >/dev/null || { echo "  the next save failed"; return 1; }
+  ! ls -A "$VPNCTL_CONFIG_DIR" | grep -q 'tmp-' || { echo "  temp file left: $(ls -A "$VPNCTL_CONFIG_DIR")"; return 1; }
 }
 check "crash before rename leaves the old file valid and byte-identical" test_crash_before_rename
 
@@ -91,9 +87,16 @@ check "malformed preferences: exit 8 with line:column, file unchanged" test_malf
 
 # --- Secrets come from stdin and stay out of files and output --------------
 test_secret_stdin() {
-  local secret="s3cr3t-$RANDOM-value" out
-  out=$(printf '%s\n' "$secret" | "$BIN" secret set w2 password 2>&1) || return 1
-  out+=$("$BIN" show w2 --json; "$BIN" show w2; "$BIN" secret list w2 --json; "$BIN" list)
+  fresh_store secret
+  "$BIN" import "$WORK/p.conf" --name w2 >/dev/null || { echo "  set-up: import failed"; return 1; }
+  local secret="s3cr3t-$RANDOM-value" out rc cmd
+  out=$(printf '%s\n' "$secret" | "$BIN" secret set w2 password 2>&1) || { echo "  secret set: $out"; return 1; }
+  # Every command must succeed: a leak test over failed commands proves nothing.
+  for cmd in "show w2 --json" "show w2" "secret list w2 --json" "list"; do
+    # shellcheck disable=SC2086
+    out+=$("$BIN" $cmd 2>&1); rc=$?
+    expect_exit "vpnctl $cmd" 0 $rc || return 1
+  done
   if grep -q "$secret" <<<"$out"; then echo "  secret in output"; return 1; fi
   if grep -rq --exclude-dir=secrets "$secret" "$VPNCTL_CONFIG_DIR"; then echo "  secret in a file"; return 1; fi
   local f; f=$(grep -rl "$secret" "$VPNCTL_CONFIG_DIR/secrets")
@@ -104,6 +107,7 @@ check "secret set reads stdin; the value is only in a 0600 file" test_secret_std
 
 # --- Exit codes through the real binary -------------------------------------
 test_exit_codes() {
+  fresh_store codes
   local rc
   "$BIN" bogus >/dev/null 2>&1; rc=$?; [ $rc = 2 ] || { echo "  unknown command: $rc"; return 1; }
   "$BIN" show nope >/dev/null 2>&1; rc=$?; [ $rc = 9 ] || { echo "  unknown profile: $rc"; return 1; }
@@ -116,14 +120,19 @@ check "exit codes and streams of the real binary" test_exit_codes
 # --- Refuse a config dir others can write -----------------------------------
 test_untrusted_dir() {
   local dir="$WORK/open"; mkdir "$dir"; chmod 777 "$dir"
-  local rc; "$BIN" --config-dir "$dir" import "$WORK/p.conf" >/dev/null 2>&1; rc=$?
-  [ $rc = 11 ]
+  local rc err; err=$("$BIN" --config-dir "$dir" import "$WORK/p.conf" 2>&1 >/dev/null); rc=$?
+  expect_exit "import into a 0777 dir" 11 $rc "$err"
 }
 check "a world-writable config dir is refused (exit 11)" test_untrusted_dir
 
 # --- The release binary carries its Swift runtime ---------------------------
 test_static_runtime() {
-  ! ldd "$BIN" 2>/dev/null | grep -q libswiftCore
+  # ldd says "not a dynamic executable" (exit 1) for a static binary; any
+  # other failure of ldd proves nothing either way.
+  local out rc
+  out=$(ldd "$BIN" 2>&1); rc=$?
+  if [ $rc != 0 ]; then expect_contains "ldd $BIN" "not a dynamic executable" "$out"; return; fi
+  ! grep -q libswiftCore <<<"$out" || { echo "  links libswiftCore dynamically: $out"; return 1; }
 }
 check "release binary links the Swift runtime statically" test_static_runtime
 
@@ -138,5 +147,4 @@ test_install() {
 }
 check "make install / uninstall with DESTDIR and PREFIX" test_install
 
-echo "cli: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary cli

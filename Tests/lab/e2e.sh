@@ -4,22 +4,22 @@
 set -uo pipefail
 V=$(realpath "${1:?usage: e2e.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib/testlib.sh"
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 
-passed=0 failed=0 skipped=0
-pass() { passed=$((passed + 1)); echo "ok   - $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
-
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
-  echo "skip - every lab test: $why"
-  echo "lab: 0 passed, 0 failed, 1 skipped"
-  exit 0
+  skip "every lab test: $why"
+  summary lab
+  exit $?
 fi
 trap lab_down EXIT
-lab_up
+if ! lab_up; then
+  fail "the lab did not come up (see above for the step that broke)"
+  summary lab
+  exit 1
+fi
 c "$V" import "$LAB_DIR/office.conf" >/dev/null
 c "$V" import "$LAB_DIR/second.conf" >/dev/null
 
@@ -132,6 +132,8 @@ check "provider killed: disconnected with providerFailed, seen by --watch, nothi
 
 test_supervisor_killed() {
   c "$V" start office >/dev/null || return 1
+  # Traffic passes first, so that "it no longer passes" below means something.
+  c ping -c 1 -W 2 198.19.0.1 >/dev/null 2>&1 || { echo "  no traffic through the tunnel before the kill"; return 1; }
   kill_supervisor office wireguard-go || return 1
   [ "$(field office status)" = disconnected ] || { echo "  status $(field office status)"; return 1; }
   [ "$(field office stopReason)" = providerFailed ] || return 1
@@ -244,6 +246,134 @@ PY
 }
 check "bad input: unknown 9, disabled 6, no wireguard-go 10, missing peer key 5" test_bad_input
 
+# ---- hostile input and ownership (issue 10) ------------------------------------
+
+# Two starts of one profile at once: one supervisor, and both report connected.
+test_two_starts_at_once() {
+  local o1=$LAB_DIR/start1.out o2=$LAB_DIR/start2.out p1 p2 rc1 rc2 sups
+  c "$V" start office > "$o1" 2>&1 & p1=$!
+  c "$V" start office > "$o2" 2>&1 & p2=$!
+  wait $p1; rc1=$?; wait $p2; rc2=$?
+  [ $rc1 = 0 ] && [ $rc2 = 0 ] || { echo "  exits $rc1 $rc2: $(cat "$o1" "$o2")"; return 1; }
+  sups=$(ps -eo args= | grep -c "[_]_supervise.*$VPNCTL_RUN_DIR.*$(field office id)")
+  [ "$sups" = 1 ] || { echo "  $sups supervisors"; return 1; }
+  [ "$(field office status)" = connected ] || return 1
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "two starts at once: one supervisor, both exit 0 with the real outcome" test_two_starts_at_once
+
+# The interface carries vpnctl's mark (its alias names the profile).
+test_interface_is_marked() {
+  c "$V" start office >/dev/null || return 1
+  local ifname alias
+  ifname=$(field office interface)
+  alias=$(c ip -o link show dev "$ifname" | grep -o 'alias [^ ]*' | cut -d' ' -f2)
+  [ "$alias" = "vpnctl:$(field office id)" ] || { echo "  alias '$alias'"; return 1; }
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "the utun vpnctl creates is marked with an alias naming the profile" test_interface_is_marked
+
+# remove of a running profile stops it first: nothing is left that no command could stop.
+test_remove_running() {
+  sed 's/^# vpnctl lab profile.*/# doomed/' "$LAB_DIR/office.conf" > "$LAB_DIR/doomed.conf"
+  c "$V" import "$LAB_DIR/doomed.conf" >/dev/null || return 1
+  c "$V" start doomed >/dev/null || return 1
+  local err rc
+  err=$(c "$V" remove doomed 2>&1 >/dev/null); rc=$?
+  [ $rc = 0 ] || { echo "  exit $rc: $err"; return 1; }
+  grep -q "stopped 'doomed' before removing it" <<<"$err" || { echo "  said: $err"; return 1; }
+  c "$V" show doomed >/dev/null 2>&1 && { echo "  still there"; return 1; }
+  nothing_left
+}
+check "remove of a running profile stops it first and leaves nothing behind" test_remove_running
+
+# wg-quick's commonest shape: the allowed IPs are the address's own subnet,
+# whose route the kernel adds with the address.
+test_subnet_shape() {
+  sed -e 's|^Address = .*|Address = 198.19.0.2/24|' -e 's|^AllowedIPs = .*|AllowedIPs = 198.19.0.0/24|' \
+    "$LAB_DIR/office.conf" > "$LAB_DIR/subnet.conf"
+  c "$V" import "$LAB_DIR/subnet.conf" >/dev/null || return 1
+  local out rc
+  out=$(c "$V" start subnet 2>&1); rc=$?
+  [ $rc = 0 ] || { echo "  start: $rc $out"; return 1; }
+  c "$V" verify subnet --probe http://198.19.0.1:8080/ >/dev/null 2>&1 || { echo "  verify failed"; return 1; }
+  c "$V" stop subnet >/dev/null || return 1
+  c ip route show | grep -q '198.19.0.0/24' && { echo "  route left"; return 1; }
+  c "$V" remove subnet >/dev/null
+  nothing_left
+}
+check "Address 198.19.0.2/24 with AllowedIPs 198.19.0.0/24 starts, carries traffic, stops clean" test_subnet_shape
+
+# ---- failure paths, for real (issue 16) ------------------------------------------
+
+# verify says no, with the verdict and exit code for each way the path is not proven.
+test_verify_says_no() {
+  local out rc ifname
+  out=$(c "$V" verify office --probe http://198.19.0.1:8080/ 2>&1); rc=$?
+  expect_exit "verify while stopped" 12 $rc "$out" && expect_contains "verify while stopped" "verdict: not connected" "$out" || return 1
+  c "$V" start office >/dev/null || return 1
+  # A probe whose route does not use the tunnel (the underlay's own address).
+  out=$(c "$V" verify office --probe 198.18.0.1:9 --timeout 1 2>&1); rc=$?
+  expect_exit "probe off the tunnel" 12 $rc "$out" && expect_contains "probe off the tunnel" "verdict: configured only" "$out" || return 1
+  # Through the tunnel, but nothing answers there.
+  out=$(c "$V" verify office --probe 198.19.0.1:9 --timeout 2 2>&1); rc=$?
+  expect_exit "probe refused" 4 $rc "$out" && expect_contains "probe refused" "verdict: probe failed" "$out" || return 1
+  # The interface down.
+  ifname=$(field office interface)
+  c ip link set "$ifname" down
+  out=$(c "$V" verify office --probe http://198.19.0.1:8080/ --timeout 2 2>&1); rc=$?
+  c ip link set "$ifname" up
+  expect_exit "interface down" 12 $rc "$out" && expect_contains "interface down" "is down" "$out" || return 1
+  c "$V" stop office >/dev/null || return 1
+  nothing_left
+}
+check "verify says no: not connected 12, route off the tunnel 12, probe refused 4, interface down 12" test_verify_says_no
+
+# AllowedIPs 0.0.0.0/0, ::/0: the endpoint stays on the underlay, an address
+# outside every tunnel prefix is reached through the tunnel, and stop restores it all.
+test_full_tunnel() {
+  local routes_before out
+  routes_before=$(c ip route show; c ip -6 route show)
+  sed -e 's|^AllowedIPs = .*|AllowedIPs = 0.0.0.0/0, ::/0|' "$LAB_DIR/office.conf" > "$LAB_DIR/full.conf"
+  c "$V" import "$LAB_DIR/full.conf" >/dev/null || return 1
+  need s ip addr add 198.19.5.5/32 dev lo || return 1
+  out=$(c "$V" start full 2>&1) || { echo "  start: $out"; s ip addr del 198.19.5.5/32 dev lo; return 1; }
+  local ifname dev_far dev_endpoint
+  ifname=$(field full interface)
+  dev_far=$(c ip -o route get 198.19.5.5 | grep -o 'dev [^ ]*' | cut -d' ' -f2)
+  dev_endpoint=$(c ip -o route get 198.18.0.1 | grep -o 'dev [^ ]*' | cut -d' ' -f2)
+  c ping -c 2 -i 0.2 -W 2 198.19.5.5 >/dev/null 2>&1; local ping_rc=$?
+  c "$V" stop full >/dev/null; local stop_rc=$?
+  s ip addr del 198.19.5.5/32 dev lo
+  expect_eq "route to 198.19.5.5" "$ifname" "$dev_far" || return 1
+  expect_eq "route to the endpoint" "${LAB}c0" "$dev_endpoint" || return 1
+  expect_exit "ping 198.19.5.5 through the tunnel" 0 $ping_rc || return 1
+  expect_exit "stop" 0 $stop_rc || return 1
+  expect_eq "routes after stop" "$routes_before" "$(c ip route show; c ip -6 route show)" || return 1
+  c "$V" remove full >/dev/null
+  nothing_left
+}
+check "full tunnel: the endpoint stays on the underlay, other addresses go through the tunnel, stop restores the routes" test_full_tunnel
+
+# A bring-up that fails half-way (the kernel refuses the IPv6 address) leaves nothing.
+test_half_way_failure_leaves_nothing() {
+  sed -e 's|^Address = .*|Address = 198.19.0.2/32, fd19::2/64|' "$LAB_DIR/office.conf" > "$LAB_DIR/v6.conf"
+  c "$V" import "$LAB_DIR/v6.conf" >/dev/null || return 1
+  local all def err rc
+  all=$(c sysctl -n net.ipv6.conf.all.disable_ipv6); def=$(c sysctl -n net.ipv6.conf.default.disable_ipv6)
+  c sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  err=$(c "$V" start v6 --timeout 5 2>&1); rc=$?
+  c sysctl -qw net.ipv6.conf.all.disable_ipv6="$all" net.ipv6.conf.default.disable_ipv6="$def"
+  expect_exit "start with a refused address" 4 $rc "$err" || return 1
+  expect_contains "the reason" "configurationFailed" "$err" || return 1
+  expect_contains "the reason" "fd19::2/64" "$err" || return 1
+  c "$V" remove v6 >/dev/null
+  nothing_left
+}
+check "a bring-up the kernel refuses half-way (IPv6 address) unwinds: exit 4, nothing left" test_half_way_failure_leaves_nothing
+
 # ---- stats -------------------------------------------------------------------
 
 # Two quiet namespaces joined by a veth pair: no IPv6, static neighbours, so
@@ -337,9 +467,14 @@ check "stats --profile: this session's inner bytes, exactly; profile label in --
 
 # ---- OpenVPN ---------------------------------------------------------------------
 
+# Not installed is a skip (a failure under CI); installed but broken is a failure.
 ovpn_ready=no
-if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
-  if ovpn_up; then ovpn_ready=yes; else echo "  the OpenVPN lab did not come up"; fi
+if ! command -v openvpn >/dev/null || ! command -v openssl >/dev/null; then
+  skip "openvpn tests: openvpn or openssl is not installed (make deps installs them)"
+elif ovpn_up; then
+  ovpn_ready=yes
+else
+  fail "the OpenVPN lab did not come up (see above for the step that broke)"
 fi
 
 if [ $ovpn_ready = yes ]; then
@@ -354,6 +489,11 @@ if [ $ovpn_ready = yes ]; then
     c ip route show | grep -q "^198.19.9.0/24 dev utun" || { echo "  the pushed route is missing"; c ip route; return 1; }
     c "$V" status work --json | grep -q '"dns":\["198.19.8.1"\]' || { echo "  the pushed DNS is not in status"; return 1; }
     out=$(c "$V" verify work --probe http://198.19.9.1:8080/ 2>&1) || { echo "$out"; return 1; }
+    # While the run files exist: the config openvpn reads names files, never holds secrets.
+    local id; id=$(field work id)
+    [ -s "$VPNCTL_RUN_DIR/$id.conf" ] || { echo "  no run config to inspect while connected"; return 1; }
+    if grep -rqF "s3cret pass" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the password leaked while connected"; return 1; fi
+    if grep -rqF "$(sed -n 2p "$LAB_DIR/pki/client.key")" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json"; then echo "  the key leaked while connected"; return 1; fi
     c "$V" stop work >/dev/null || return 1
     [ "$(field work status)" = disconnected ] && [ "$(field work stopReason)" = userInitiated ] || return 1
     c ip route show | grep -q "198.19.9.0/24" && { echo "  the pushed route outlived the tunnel"; return 1; }
@@ -437,13 +577,10 @@ if [ $ovpn_ready = yes ]; then
       || { echo "  $rc: $err"; return 1; }
   }
   check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
-else
-  skipped=$((skipped + 1)); echo "skip - openvpn tests: openvpn or openssl is not installed"
 fi
 
 lab_down
 trap - EXIT
 left=$(ip netns list | grep -E "^${LAB}[csab]\b")
 [ -z "$left" ] && pass "lab teardown leaves no namespace" || fail "namespaces left: $left"
-echo "lab: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+summary lab

@@ -16,7 +16,11 @@ NS_C=${LAB}c
 NS_S=${LAB}s
 export VPNCTL_CONFIG_DIR=$LAB_DIR/etc VPNCTL_RUN_DIR=$LAB_DIR/run
 
+type wait_for >/dev/null 2>&1 || source "$(dirname "${BASH_SOURCE[0]}")/../lib/testlib.sh"
+
 c() { ip netns exec "$NS_C" "$@"; }
+# need CMD...: a set-up step; on failure it says which one and returns 1.
+need() { "$@" || { echo "  lab set-up failed at: $*"; return 1; }; }
 s() { ip netns exec "$NS_S" "$@"; }
 
 # Prints why the lab cannot run here, or nothing.
@@ -42,38 +46,37 @@ lab_server_peer() {
   ip netns exec "$NS_S" wireguard-go -f "$name" > "$LAB_DIR/$name.log" 2>&1 &
   LAB_PIDS+=($!)
   echo $! > "$LAB_DIR/$name.pid"
-  local i
-  for i in $(seq 1 200); do [ -S "/var/run/wireguard/$name.sock" ] && break; sleep 0.01; done
-  s wg set "$name" private-key "$LAB_DIR/$name.key" listen-port "$port" peer "$cpub" allowed-ips "$caddr/32"
-  s ip addr add "$addr/24" dev "$name"
-  s ip link set "$name" up
+  wait_for "the UAPI socket of the server's wireguard-go $name" 4 test -S "/var/run/wireguard/$name.sock" || return 1
+  need s wg set "$name" private-key "$LAB_DIR/$name.key" listen-port "$port" peer "$cpub" allowed-ips "$caddr/32" || return 1
+  need s ip addr add "$addr/24" dev "$name" || return 1
+  need s ip link set "$name" up
 }
 
+# Returns 1, naming the step, when any part of the lab fails to come up.
 lab_up() {
-  ip netns add "$NS_C"
-  ip netns add "$NS_S"
-  c ip link set lo up
-  s ip link set lo up
-  ip link add "${LAB}c0" netns "$NS_C" type veth peer name "${LAB}s0" netns "$NS_S"
-  c ip addr add 198.18.0.2/24 dev "${LAB}c0"
-  s ip addr add 198.18.0.1/24 dev "${LAB}s0"
-  c ip link set "${LAB}c0" up
-  s ip link set "${LAB}s0" up
+  need ip netns add "$NS_C" || return 1
+  need ip netns add "$NS_S" || return 1
+  need c ip link set lo up || return 1
+  need s ip link set lo up || return 1
+  need ip link add "${LAB}c0" netns "$NS_C" type veth peer name "${LAB}s0" netns "$NS_S" || return 1
+  need c ip addr add 198.18.0.2/24 dev "${LAB}c0" || return 1
+  need s ip addr add 198.18.0.1/24 dev "${LAB}s0" || return 1
+  need c ip link set "${LAB}c0" up || return 1
+  need s ip link set "${LAB}s0" up || return 1
   mkdir -p "$LAB_DIR/www"
   echo "tunnel-only resource" > "$LAB_DIR/www/index.html"
 
-  (umask 077; wg genkey > "$LAB_DIR/client.key"; wg genkey > "$LAB_DIR/client2.key")
+  (umask 077; wg genkey > "$LAB_DIR/client.key"; wg genkey > "$LAB_DIR/client2.key") || { echo "  lab set-up failed at: wg genkey"; return 1; }
   wg pubkey < "$LAB_DIR/client.key" > "$LAB_DIR/client.pub"
   wg pubkey < "$LAB_DIR/client2.key" > "$LAB_DIR/client2.pub"
-  lab_server_peer "${LAB}w" 198.19.0.1 51820 "$(cat "$LAB_DIR/client.pub")" 198.19.0.2
-  lab_server_peer "${LAB}x" 198.19.1.1 51821 "$(cat "$LAB_DIR/client2.pub")" 198.19.1.2
+  lab_server_peer "${LAB}w" 198.19.0.1 51820 "$(cat "$LAB_DIR/client.pub")" 198.19.0.2 || return 1
+  lab_server_peer "${LAB}x" 198.19.1.1 51821 "$(cat "$LAB_DIR/client2.pub")" 198.19.1.2 || return 1
 
   (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.0.1 8080) > "$LAB_DIR/http.log" 2>&1 &
   LAB_PIDS+=($!)
   (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.1.1 8080) > "$LAB_DIR/http2.log" 2>&1 &
   LAB_PIDS+=($!)
-  local i
-  for i in $(seq 1 300); do s bash -c 'exec 3<>/dev/tcp/198.19.0.1/8080' 2>/dev/null && break; sleep 0.02; done
+  wait_for "the lab's HTTP server on 198.19.0.1:8080" 6 s bash -c 'exec 3<>/dev/tcp/198.19.0.1/8080' || return 1
 
   lab_profile office client "${LAB}w" 198.19.0.2 198.19.0.0/24 51820 > "$LAB_DIR/office.conf"
   lab_profile second client2 "${LAB}x" 198.19.1.2 198.19.1.0/24 51821 > "$LAB_DIR/second.conf"
@@ -98,7 +101,7 @@ CONF
 lab_server_stop() {
   local name=$1 pid; pid=$(cat "$LAB_DIR/$name.pid")
   kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do [ -e "/var/run/wireguard/$name.sock" ] || break; sleep 0.02; done
+  wait_for "the server's wireguard-go $name to remove its socket" 2 test ! -e "/var/run/wireguard/$name.sock"
 }
 
 # ...and starts it again with the same keys, port and peer.

@@ -87,8 +87,8 @@ OVPN
 }
 
 ovpn_up() {
-  ovpn_pki || return 1
-  s ip addr add 198.19.9.1/32 dev lo
+  ovpn_pki || { echo "  OpenVPN lab: the throwaway PKI (openssl) failed"; return 1; }
+  need s ip addr add 198.19.9.1/32 dev lo || return 1
   (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.9.1 8080) > "$LAB_DIR/http3.log" 2>&1 &
   LAB_PIDS+=($!)
   ovpn_server o 1194 server || return 1
@@ -96,6 +96,5 @@ ovpn_up() {
   ovpn_client_file 1194 > "$LAB_DIR/work.ovpn"
   ovpn_client_file 1195 > "$LAB_DIR/expired.ovpn"
   ovpn_client_file 1199 > "$LAB_DIR/down.ovpn"
-  local i
-  for i in $(seq 1 200); do s bash -c 'exec 3<>/dev/tcp/198.19.9.1/8080' 2>/dev/null && break; sleep 0.02; done
+  wait_for "the OpenVPN lab's HTTP server on 198.19.9.1:8080" 6 s bash -c 'exec 3<>/dev/tcp/198.19.9.1/8080'
 }

@@ -99,7 +99,7 @@ sec_io_fifo_preferences() (
   mkdir -m 700 -p "$IO_CFG"
   mkfifo "$IO_CFG/preferences.json"
   timeout $_IO_T "$BIN" list 2>"$IO_DIR/err" >/dev/null
-  _io_expect "list with a FIFO preferences.json" $? 8 "$IO_DIR/err" "preferences.json is a FIFO, not a regular file"
+  _io_expect "list with a FIFO preferences.json" $? 11 "$IO_DIR/err" "preferences.json is not a regular file"
 )
 
 sec_io_fifo_editor_result() (

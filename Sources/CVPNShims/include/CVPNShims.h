@@ -2,8 +2,9 @@
 #define VPNCTL_CVPNSHIMS_H
 #include <stddef.h>
 
-/// Creates (or attaches to) a tun interface through TUNSETIFF on an open
-/// /dev/net/tun descriptor. `name` is in/out (IFNAMSIZ). Returns 0 or -errno.
+/// Creates a new tun interface through TUNSETIFF on an open /dev/net/tun
+/// descriptor; never attaches to an existing one (-EBUSY when `name` exists).
+/// `name` is in/out (IFNAMSIZ). Returns 0 or -errno.
 int vpn_tun_set_iff(int fd, char *name, size_t name_len, int no_pi);
 
 /// TUNSETPERSIST. Returns 0 or -errno.

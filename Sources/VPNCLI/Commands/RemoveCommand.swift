@@ -4,6 +4,10 @@ import VPNCore
 enum RemoveCommand {
     static let spec = CommandSpec(
         name: "remove", abstract: "Remove a profile and its secrets.",
+        discussion: """
+        A running profile is stopped first (and vpnctl says so), so that nothing is
+        left that no command could stop any more.
+        """,
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 
@@ -16,7 +20,20 @@ enum RemoveCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
+        let controller = inv.controller
+        let current = try controller.derive(profile)
+        if current.supervisorAlive {
+            let (_, stopped) = try TunnelActions.stop(inv, profile, wait: true, timeout: 10)
+            if stopped.supervisorAlive {
+                throw VPNError(.failure, "'\(profile.name)' is still running; it was not removed", hint: "stop it with: vpnctl stop \(profile.name)")
+            }
+            inv.output.note("stopped '\(profile.name)' before removing it")
+        } else {
+            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            if !cleaned.isEmpty { inv.output.note("cleaned up after '\(profile.name)': \(cleaned.joined(separator: ", "))") }
+        }
         try manager.remove(profile)
+        try controller.runtime.remove(profile.id)
         if inv.options.json {
             inv.output.emit(Result(removed: profile.name, id: profile.id.uuidString.lowercased()))
         } else {

@@ -75,12 +75,8 @@ enum SecretCommand {
         }
         let reference = profile.secretReferences.first { $0.name == name }
         try checkShape(value, name: name, field: reference?.field, profile: profile.name)
-        if case .wireguard(let w) = profile.protocol, name == w.privateKeySecret || w.peers.contains(where: { $0.presharedKeySecret == name }) {
-            guard let text = String(validating: value, as: UTF8.self), WireGuardKey.isValid(text) else {
-                throw VPNError(.configurationInvalid, "the value for '\(name)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)",
-                               hint: "generate one with: wg genkey")
-            }
-        }
+        // A provider checks the values it can (a WireGuard key must be a key).
+        if let provider = try? ProviderRegistry.provider(for: profile) { try provider.checkSecret(name: name, value: value) }
         try manager.store.secrets.set(profile.id, name: name, value: value)
         if inv.options.json {
             inv.output.emit(SetResult(profile: profile.name, secret: name, referenced: reference != nil))

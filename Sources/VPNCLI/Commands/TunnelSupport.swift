@@ -82,140 +82,76 @@ func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
     return s
 }
 
+extension Invocation {
+    var tunnels: TunnelUseCases {
+        TunnelUseCases(store: store, controller: controller, path: context.environment["PATH"])
+    }
+}
+
+/// The CLI's side of start and stop: the core's use cases, rendered (notes,
+/// a spinner on a terminal, the supervisor's "[#]" lines with --verbose, hints).
 enum TunnelActions {
-    /// Every check `start` makes before it spawns anything.
-    static func preflight(_ inv: Invocation, _ manager: ProfileManager, _ profile: Profile) throws -> String {
-        if !profile.enabled {
-            throw VPNError(.configurationDisabled, "profile '\(profile.name)' is disabled", hint: "enable it with: vpnctl enable \(profile.name)")
-        }
-        let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(profile.id, name: $0) })
-        let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
-        if !problems.isEmpty {
-            throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                   problems: problems, hint: "fix it with: vpnctl edit \(profile.name) (secrets: vpnctl secret set)")
-        }
-        let provider: (program: String, package: String)
-        switch profile.protocol {
-        case .wireguard: provider = ("wireguard-go", "wireguard-go")
-        case .openvpn(let o):
-            provider = ("openvpn", "openvpn")
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            if let fp = o.caFingerprint, !trust.exists(fp) {
-                throw VPNError(.configurationInvalid, "profile '\(profile.name)' trusts anchor \(fp), which is not installed",
-                               hint: "import the profile again, or install the CA as \(trust.path(fp))")
-            }
-        default:
-            throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
-                           hint: "this version starts wireguard and openvpn profiles")
-        }
-        guard let wg = Processes.which(provider.program, path: inv.context.environment["PATH"]) else {
-            throw VPNError(.providerUnavailable, "\(provider.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
-                           hint: "install it: apt-get install --no-install-recommends \(provider.package)")
-        }
-        if !Privileges.canAdministerNetwork() {
-            throw VPNError(.permissionDenied, "starting a tunnel needs CAP_NET_ADMIN", hint: "run as root, or give vpnctl CAP_NET_ADMIN")
-        }
-        return wg
-    }
-
     static func start(_ inv: Invocation, _ manager: ProfileManager, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
-        _ = try preflight(inv, manager, profile)
-        let controller = inv.controller
-        var current = try controller.derive(profile)
-        if current.status == .connected {
-            inv.output.note("'\(profile.name)' is already connected (\(current.interface ?? "?"))")
-            return (.ok, current)
+        let tunnels = inv.tunnels
+        let logPath = tunnels.controller.runtime.logPath(profile.id)
+        let spinner = Spinner(enabled: wait && inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
+        let log = LogFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, inv: inv, spinner: spinner)
+        let observer = UseCaseObserver { log.echo(); spinner.tick("connecting \(profile.name)") }
+        defer { log.echo(); spinner.clear() }
+        do {
+            let outcome = try tunnels.start(profile, wait: wait, timeout: timeout, observer: observer) { cleaned in
+                if inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
+            }
+            switch outcome {
+            case .alreadyConnected(let d):
+                inv.output.note("'\(profile.name)' is already connected (\(d.interface ?? "?"))")
+            case .accepted(let d):
+                inv.output.note("start requested; status: \(d.status.name)")
+            case .connected:
+                break
+            }
+            return (.ok, outcome.status)
+        } catch let f as StartFailure {
+            let e = f.error
+            let hint = f.timedOut ? "the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it"
+                                  : hint(for: f.status.lastDisconnectError, profile: profile, logPath: f.logPath)
+            throw VPNError(e.code, e.message, hint: hint)
         }
-        var supervisor: pid_t? = current.record?.supervisorPid
-        if !current.isActive {
-            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
-            if !cleaned.isEmpty && inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
-            let logStart = (try? FileSystem.info(controller.runtime.logPath(profile.id)))??.size ?? 0
-            let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: inv.context.environment["PATH"])
-            defer { close(doorbell) }
-            supervisor = pid
-            // The supervisor's first record means the request was accepted.
-            let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
-                $0.record?.supervisorPid == pid
-            }
-            guard let accepted else {
-                throw VPNError(.failure, "the tunnel supervisor did not start",
-                               hint: "see \(controller.runtime.logPath(profile.id))")
-            }
-            current = accepted
-            if !wait {
-                inv.output.note("start requested; status: \(current.status.name)")
-                return (.ok, current)
-            }
-            return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: doorbell, timeout: timeout, logStart: logStart)
-        }
-        if !wait { return (.ok, current) }
-        return try waitForOutcome(inv, profile, supervisor: supervisor, doorbell: nil, timeout: timeout, logStart: nil)
     }
 
-    static func waitForOutcome(_ inv: Invocation, _ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
-                               logStart: Int?) throws -> (ExitCode, DerivedStatus) {
-        let controller = inv.controller
-        let spinner = Spinner(enabled: inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
-        let log = LogFollower(path: controller.runtime.logPath(profile.id), from: logStart, inv: inv, spinner: spinner)
-        func echoLog() { log.echo() }
-        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
-                                          doorbell: doorbell, onWake: { echoLog(); spinner.tick("connecting \(profile.name)") }) {
-            $0.status == .connected || $0.status == .disconnected
-        }
-        echoLog()
-        spinner.clear()
-        guard let outcome else {
-            throw VPNError(.timedOut, "'\(profile.name)' is still connecting after \(timeout) s",
-                           hint: "the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it")
-        }
-        if outcome.status == .connected { return (.ok, outcome) }
-        let e = outcome.lastDisconnectError
-        throw VPNError(.connectionFailed,
-                       "cannot connect '\(profile.name)': \(e.map { "\($0.name): \($0.message)" } ?? "the tunnel went down")",
-                       hint: hint(for: e, profile: profile, controller: controller))
-    }
-
-    static func hint(for e: ConnectionError?, profile: Profile, controller: TunnelController) -> String {
-        switch e?.name {
-        case "serverNotResponding": return "check that the server is up and reachable, and that its public key matches this profile's peer"
-        case "serverAddressResolutionFailed": return "check the endpoint's host name and DNS"
-        default: return "see \(controller.runtime.logPath(profile.id))"
+    static func hint(for e: ConnectionError?, profile: Profile, logPath: String) -> String {
+        switch (e?.name, profile.protocol) {
+        case ("serverNotResponding", .wireguard):
+            return "check that the server is up and reachable, and that its public key matches this profile's peer"
+        case ("serverNotResponding", .openvpn):
+            return "check that the server is up and reachable on its port and protocol (udp/tcp), and that its tls-crypt/tls-auth key matches this profile's"
+        case ("serverNotResponding", _):
+            return "check that the server is up and reachable"
+        case ("serverAddressResolutionFailed", _): return "check the endpoint's host name and DNS"
+        default: return "see \(logPath)"
         }
     }
 
     static func stop(_ inv: Invocation, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
-        let controller = inv.controller
-        let current = try controller.derive(profile)
-        guard current.supervisorAlive, let pid = current.record?.supervisorPid else {
-            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+        let tunnels = inv.tunnels
+        let log = LogFollower(path: tunnels.controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
+        let spinner = Spinner(enabled: wait && inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
+        let outcome = try tunnels.stop(profile, wait: wait, timeout: timeout,
+                                       observer: UseCaseObserver { spinner.tick("disconnecting \(profile.name)") })
+        spinner.clear()
+        switch outcome {
+        case .notRunning(_, let cleaned):
             if !cleaned.isEmpty {
                 inv.output.note("'\(profile.name)' had no live supervisor; cleaned up: \(cleaned.joined(separator: ", "))")
             } else {
                 inv.output.note("'\(profile.name)' is not running")
             }
-            return (.ok, try controller.derive(profile))
-        }
-        let log = LogFollower(path: controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
-        kill(pid, SIGTERM)
-        if !wait {
+        case .requested:
             inv.output.note("stop requested; status: disconnecting")
-            var d = current
-            d.status = .disconnecting
-            return (.ok, d)
+        case .stopped:
+            log.echo()
         }
-        let spinner = Spinner(enabled: inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
-        // Done means the supervisor is gone: its pidfd is the one wake needed.
-        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout) * 1000, supervisor: pid, watchRecords: false,
-                                          onWake: { spinner.tick("disconnecting \(profile.name)") }) {
-            $0.status == .disconnected && !$0.supervisorAlive
-        }
-        spinner.clear()
-        log.echo()
-        guard let outcome else {
-            throw VPNError(.timedOut, "'\(profile.name)' did not stop within \(timeout) s", hint: "try again, or see the supervisor log")
-        }
-        return (.ok, outcome)
+        return (.ok, outcome.status)
     }
 }
 
@@ -271,19 +207,6 @@ final class Spinner {
         guard enabled, shown else { return }
         sink.write("\r\u{1B}[K")
         shown = false
-    }
-}
-
-enum Privileges {
-    /// Root, or CAP_NET_ADMIN (bit 12) in the effective set.
-    static func canAdministerNetwork() -> Bool {
-        if geteuid() == 0 { return true }
-        guard let bytes = try? FileSystem.readFileIfPresent("/proc/self/status", followSymlinks: true) else { return false }
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("CapEff:") {
-            let hex = line.dropFirst(7).trimmingPrefixWhitespace()
-            if let caps = UInt64(hex, radix: 16) { return caps & (1 << 12) != 0 }
-        }
-        return false
     }
 }
 

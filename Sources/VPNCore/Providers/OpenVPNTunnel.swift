@@ -79,9 +79,9 @@ public final class LineReader {
 }
 
 extension Supervisor {
-    func runOpenVPN(_ profile: Profile, _ config: OpenVPNConfiguration, store: PreferencesStore, signalFD: Int32) -> Int32 {
-        guard let ovpn = Processes.which("openvpn", path: options.path) else {
-            transition(.disconnected, error: ConnectionError(.pluginFailed, "openvpn is not installed"), stopReason: .providerFailed)
+    func runOpenVPN(_ config: OpenVPNConfiguration, program: String, store: PreferencesStore, signalFD: Int32) -> Int32 {
+        guard let ovpn = Processes.which(program, path: options.path) else {
+            transition(.disconnected, error: ConnectionError(.pluginFailed, "\(program) is not installed"), stopReason: .providerFailed)
             return 1
         }
         let system: KernelTunnelSystem
@@ -117,6 +117,7 @@ extension Supervisor {
                 try system.deleteLink(name)
                 self.log("[#] link \(name) deleted")
             }
+            try system.markLink(name, InterfaceMark.of(id))
             record.interface = name
             record.ifindex = try system.ifindex(name)
         } catch {

@@ -101,16 +101,27 @@ public final class WireGuardTunnel {
         let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
         let excluded = config.excludedRoutes.compactMap(CIDR.init).map { ($0.network, system.route(to: $0.network.address)) }
 
+        if let name = config.interfaceName, system.interfaceExists(name) {
+            throw Failure(error: ConnectionError(.configurationFailed, "interface \(name) already exists; vpnctl only creates new interfaces"),
+                          stopReason: .configurationFailed)
+        }
         guard let name = config.interfaceName ?? WireGuardTunnel.chooseInterfaceName(system) else {
             throw Failure(error: ConnectionError(.configurationFailed, "no free utunN name"), stopReason: .configurationFailed)
         }
+        let tunFD: Int32
+        do {
+            tunFD = try system.createTun(name)
+        } catch let e as TunError {
+            // Created by someone else since the check: theirs, not ours to touch.
+            throw Failure(error: ConnectionError(.configurationFailed, "\(e)"), stopReason: .configurationFailed)
+        }
         interface = name
-        let tunFD = try system.createTun(name)
         log("[#] tun \(name) created")
         undo.push("delete link \(name)") { [system] in
             try system.deleteLink(name)
             self.log("[#] link \(name) deleted")
         }
+        try system.markLink(name, InterfaceMark.of(profileID))
         defer { system.closeFD(tunFD) }
         let uapiFD = try system.listenUAPI(name)
         undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
@@ -186,9 +197,19 @@ public final class WireGuardTunnel {
                     self.log("[#] route \(host) deleted")
                 }
             }
+            // An address with a prefix ("10.8.0.2/24") already brought the
+            // kernel's own route to its subnet on this link (table main);
+            // adding it again would fail with "object exists".
+            let kernelRoutes = table != 254 ? [] : Set(config.addresses.compactMap(CIDR.init)
+                .filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description })
             var seen = Set<String>()
             for allowed in allAllowed {
                 for prefix in WireGuardTunnel.routePrefixes(allowed) where seen.insert(prefix).inserted {
+                    if kernelRoutes.contains(prefix) {
+                        settings.routes.append(prefix)
+                        log("[#] route \(prefix) dev \(name) (the kernel's, from the address)")
+                        continue
+                    }
                     let index = ifindex
                     try system.addRoute(prefix, ifindex: index, gateway: nil, table: table)
                     settings.routes.append(prefix)
@@ -230,48 +251,5 @@ public final class WireGuardTunnel {
 
     public func stop() {
         undo.unwind()
-    }
-}
-
-extension IPAddress {
-    init?(bytes: [UInt8]) {
-        guard bytes.count == 4 || bytes.count == 16 else { return nil }
-        var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        bytes.withUnsafeBytes { raw in
-            _ = inet_ntop(bytes.count == 16 ? AF_INET6 : AF_INET, raw.baseAddress, &buf, socklen_t(buf.count))
-        }
-        self.init(String(cString: buf))
-    }
-}
-
-extension CIDR {
-    /// The prefix with host bits cleared ("10.9.0.2/24" -> "10.9.0.0/24").
-    public var network: CIDR {
-        var bytes = address.bytes
-        for i in 0..<bytes.count {
-            let bitsBefore = i * 8
-            if bitsBefore >= prefixLength { bytes[i] = 0 }
-            else if bitsBefore + 8 > prefixLength { bytes[i] &= UInt8(truncatingIfNeeded: 0xFF << (8 - (prefixLength - bitsBefore))) }
-        }
-        return CIDR(IPAddress(bytes: bytes)!.description + "/\(prefixLength)")!
-    }
-
-    public func contains(_ ip: IPAddress) -> Bool {
-        guard ip.isIPv6 == address.isIPv6 else { return false }
-        return CIDR("\(ip)/\(prefixLength)")!.network == network
-    }
-}
-
-public enum Resolver {
-    /// getaddrinfo(3), first result.
-    public static func firstAddress(_ host: String) -> IPAddress? {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>? = nil
-        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return nil }
-        defer { freeaddrinfo(result) }
-        var buf = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buf, socklen_t(buf.count), nil, 0, NI_NUMERICHOST) == 0 else { return nil }
-        return IPAddress(String(cString: buf))
     }
 }

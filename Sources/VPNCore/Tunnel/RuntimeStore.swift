@@ -18,6 +18,8 @@ public struct RuntimeStore: Sendable {
 
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
+    /// Held by `start` from deciding to spawn a supervisor until it is accepted.
+    public func startLockPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).start.lock" }
     /// Files a provider needs for one run (openvpn's config, the client
     /// certificate and the management socket). Removed on stop, or by the
     /// cleanup after a dead supervisor.
@@ -52,7 +54,12 @@ public struct RuntimeStore: Sendable {
         let path = recordPath(id)
         let bytes: [UInt8]
         do {
-            guard let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
+            // A record makes vpnctl signal processes and delete interfaces:
+            // it counts only from a run dir nobody else can write.
+            guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return nil }
+            try FileSystem.checkTrustedDirectory(directory)
+            guard try FileSystem.checkTrustedFile(path) != nil,
+                  let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
             bytes = b
         } catch {
             throw storeError(error)
@@ -87,8 +94,14 @@ public struct RuntimeStore: Sendable {
         _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
-    public func remove(_ id: UUID) {
-        try? FileSystem.remove(recordPath(id))
+    /// Forgets a removed profile: its record, events and lock files (the log stays).
+    public func remove(_ id: UUID) throws {
+        let base = "\(directory)/\(id.uuidString.lowercased())"
+        do {
+            for path in [recordPath(id), eventsPath(id), startLockPath(id), base + ".lock"] { try FileSystem.remove(path) }
+        } catch {
+            throw storeError(error)
+        }
     }
 }
 

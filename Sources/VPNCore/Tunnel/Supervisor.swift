@@ -119,19 +119,17 @@ public final class Supervisor {
         }
         record.name = profile.name
         transition(.connecting)
-        switch profile.protocol {
-        case .wireguard(let config): return runWireGuard(profile, config, store: store, signalFD: signalFD)
-        case .openvpn(let config): return runOpenVPN(profile, config, store: store, signalFD: signalFD)
-        default:
-            transition(.disconnected, error: ConnectionError(.pluginDisabled, "no provider for \(profile.protocol.kind.rawValue) profiles"),
-                       stopReason: .configurationFailed)
+        let provider: any TunnelProvider
+        do { provider = try ProviderRegistry.provider(for: profile) } catch {
+            transition(.disconnected, error: ConnectionError(.pluginDisabled, "\(error)"), stopReason: .configurationFailed)
             return 1
         }
+        return provider.run(in: self, store: store, signalFD: signalFD)
     }
 
-    func runWireGuard(_ profile: Profile, _ config: WireGuardConfiguration, store: PreferencesStore, signalFD: Int32) -> Int32 {
-        guard let wg = Processes.which("wireguard-go", path: options.path) else {
-            transition(.disconnected, error: ConnectionError(.pluginFailed, "wireguard-go is not installed"), stopReason: .providerFailed)
+    func runWireGuard(_ config: WireGuardConfiguration, program: String, store: PreferencesStore, signalFD: Int32) -> Int32 {
+        guard let wg = Processes.which(program, path: options.path) else {
+            transition(.disconnected, error: ConnectionError(.pluginFailed, "\(program) is not installed"), stopReason: .providerFailed)
             return 1
         }
         let system: KernelTunnelSystem

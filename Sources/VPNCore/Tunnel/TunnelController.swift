@@ -38,6 +38,12 @@ public struct DerivedStatus: Equatable, Sendable {
     }
 }
 
+/// vpnctl marks every interface it creates with an alias naming the profile,
+/// and deletes an interface it finds later only when the mark is there.
+public enum InterfaceMark {
+    public static func of(_ id: UUID) -> String { "vpnctl:\(id.uuidString.lowercased())" }
+}
+
 /// The controller's side of tunnels: it derives status, spawns supervisors
 /// and waits for them, and cleans up after dead ones. It owns nothing: the
 /// supervisor holds the tunnel.
@@ -55,7 +61,7 @@ public struct TunnelController {
         guard let r = try runtime.read(profile.id) else {
             return DerivedStatus(id: profile.id, name: profile.name, status: .disconnected, supervisorAlive: false)
         }
-        let alive = r.supervisorPid.map { Processes.isAlive($0, startTime: r.supervisorStartTime) } ?? false
+        let alive = TunnelController.isSupervisor(r)
         var d = DerivedStatus(id: profile.id, name: profile.name, status: r.status, interface: r.interface,
                               connectedSince: r.connectedSince, lastDisconnectError: r.lastDisconnectError,
                               stopReason: r.stopReason, supervisorAlive: alive, record: r)
@@ -80,8 +86,19 @@ public struct TunnelController {
         return d
     }
 
+    /// A record proves its supervisor only when the recorded pid is alive,
+    /// started at the recorded time, and runs `__supervise` for this profile:
+    /// anything less may be a recycled pid or a forged record.
+    public static func isSupervisor(_ r: RuntimeRecord) -> Bool {
+        guard let pid = r.supervisorPid, Processes.isAlive(pid, startTime: r.supervisorStartTime),
+              let argv = Processes.commandLine(of: pid) else { return false }
+        return argv.contains("__supervise") && argv.last == r.id.uuidString.lowercased()
+    }
+
     /// Removes what a dead supervisor left: its provider, interface, UAPI
-    /// socket and excluded routes. Returns what was removed.
+    /// socket and excluded routes. Returns what was removed. A process is
+    /// signalled only when its pid and start time match the record, and an
+    /// interface is deleted only when it carries this profile's mark.
     @discardableResult
     public func cleanUpAfterDeadSupervisor(_ status: DerivedStatus) -> [String] {
         guard let r = status.record, !status.supervisorAlive, r.status != .disconnected else { return [] }
@@ -90,24 +107,20 @@ public struct TunnelController {
             kill(pid, SIGKILL)
             done.append("killed provider pid \(pid)")
         }
-        if let name = r.interface, let nl = try? NetlinkRouteSocket() {
-            if let index = try? nl.linkIndex(named: name), index == r.ifindex {
-                try? nl.deleteLink(name)
-                done.append("deleted interface \(name)")
+        if let name = r.interface, InterfaceName.isValid(name), let nl = try? NetlinkRouteSocket() {
+            if let link = try? nl.linkAlias(named: name), link.index == r.ifindex {
+                if link.alias == InterfaceMark.of(r.id) {
+                    try? nl.deleteLink(name)
+                    done.append("deleted interface \(name)")
+                } else {
+                    done.append("left interface \(name) alone (vpnctl did not create it: no mark)")
+                }
             }
             for host in r.settings?.excludedRoutes ?? [] {
                 if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
             }
-            let sock = KernelTunnelSystem.uapiPath(name)
-            if FileSystem.exists(sock) && !UnixSocket.isLive(sock) {
-                unlink(sock)
-                done.append("removed \(sock)")
-            }
         }
-        for kind in RuntimeStore.ProviderFile.allCases {
-            let path = runtime.providerFile(r.id, kind)
-            if unlink(path) == 0 { done.append("removed \(path)") }
-        }
+        done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
         var updated = r
         updated.status = .disconnected
         updated.connectedSince = nil

@@ -10,6 +10,8 @@ public protocol TunnelSystem: AnyObject {
     func interfaceExists(_ name: String) -> Bool
     func uapiSocketIsLive(_ name: String) -> Bool
     func createTun(_ name: String) throws -> Int32
+    /// Marks a link as created by vpnctl for one profile (its alias).
+    func markLink(_ name: String, _ mark: String) throws
     func closeFD(_ fd: Int32)
     func listenUAPI(_ name: String) throws -> Int32
     func removeUAPI(_ name: String)
@@ -48,6 +50,8 @@ public final class KernelTunnelSystem: TunnelSystem {
     public func createTun(_ name: String) throws -> Int32 {
         try TunDevice.create(name: name, packetInformation: true).fd
     }
+
+    public func markLink(_ name: String, _ mark: String) throws { try netlink.setAlias(name, mark) }
 
     public func closeFD(_ fd: Int32) { close(fd) }
 

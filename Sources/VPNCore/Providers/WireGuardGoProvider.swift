@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// WireGuard carried by wireguard-go on a utun vpnctl creates (see
+/// `WireGuardTunnel` for the bring-up and `Supervisor.runWireGuard` for the loop).
+public struct WireGuardGoProvider: TunnelProvider {
+    public static let kind = ProtocolConfiguration.Kind.wireguard
+    public static let implementation = "wireguard-go"
+    let config: WireGuardConfiguration
+
+    public init?(profile: Profile) {
+        guard case .wireguard(let c) = profile.protocol else { return nil }
+        config = c
+    }
+
+    public var requirements: ProviderRequirements {
+        ProviderRequirements(program: "wireguard-go", package: "wireguard-go")
+    }
+
+    public func preflight(_ environment: ProviderEnvironment) throws {
+        if let name = config.interfaceName, environment.interfaceExists(name) {
+            throw VPNError(.configurationInvalid, "interface \(name) already exists; vpnctl only creates new interfaces",
+                           hint: "remove interfaceName from the profile, or choose a name that is free")
+        }
+    }
+
+    public func checkSecret(name: String, value: [UInt8]) throws {
+        guard name == config.privateKeySecret || config.peers.contains(where: { $0.presharedKeySecret == name }) else { return }
+        guard let text = String(validating: value, as: UTF8.self), WireGuardKey.isValid(text) else {
+            throw VPNError(.configurationInvalid, "the value for '\(name)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)",
+                           hint: "generate one with: wg genkey")
+        }
+    }
+
+    public func run(in supervisor: Supervisor, store: PreferencesStore, signalFD: Int32) -> Int32 {
+        supervisor.runWireGuard(config, program: requirements.program, store: store, signalFD: signalFD)
+    }
+
+    /// A UAPI socket nobody answers on is left over from a dead wireguard-go.
+    public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] {
+        guard let name = record.interface, InterfaceName.isValid(name) else { return [] }
+        let sock = KernelTunnelSystem.uapiPath(name)
+        guard FileSystem.exists(sock), !UnixSocket.isLive(sock), unlink(sock) == 0 else { return [] }
+        return ["removed \(sock)"]
+    }
+}

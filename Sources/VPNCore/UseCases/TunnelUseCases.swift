@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// How a use case tells its front end what is happening while it waits.
+/// The CLI draws a spinner and echoes the log; the agent will forward it.
+public struct UseCaseObserver {
+    /// Runs on every wake while a use case waits.
+    public var wake: () -> Void
+    public init(wake: @escaping () -> Void = {}) { self.wake = wake }
+}
+
+/// The outcome of a start.
+public enum StartOutcome: Sendable {
+    /// It was connected already; nothing was done.
+    case alreadyConnected(DerivedStatus)
+    /// Accepted (`wait: false`): a supervisor runs and has written its first record.
+    case accepted(DerivedStatus)
+    /// Waited for and connected.
+    case connected(DerivedStatus)
+
+    public var status: DerivedStatus {
+        switch self {
+        case .alreadyConnected(let d), .accepted(let d), .connected(let d): return d
+        }
+    }
+}
+
+/// Why a start did not end connected: the status it ended in, and whether it
+/// timed out (still connecting) or failed (disconnected, with the provider's
+/// last-disconnect error).
+public struct StartFailure: Error, Sendable {
+    public let status: DerivedStatus
+    public let timedOut: Bool
+    public let timeoutSeconds: Int
+    public let logPath: String
+
+    /// The documented error for it; front ends add their own hint.
+    public var error: VPNError {
+        if timedOut {
+            return VPNError(.timedOut, "'\(status.name)' is still connecting after \(timeoutSeconds) s")
+        }
+        let e = status.lastDisconnectError
+        return VPNError(.connectionFailed,
+                        "cannot connect '\(status.name)': \(e.map { "\($0.name): \($0.message)" } ?? "the tunnel went down")")
+    }
+}
+
+/// start, stop and their checks: the core's use cases, which the CLI and the
+/// agent call and render. They return typed results; nothing here prints.
+public struct TunnelUseCases {
+    public let store: PreferencesStore
+    public let controller: TunnelController
+    /// PATH for finding provider programs (the caller's environment).
+    public let path: String?
+    /// Whether this process may create interfaces (root or CAP_NET_ADMIN).
+    public var canAdministerNetwork: () -> Bool = Privileges.canAdministerNetwork
+
+    public init(store: PreferencesStore, controller: TunnelController, path: String?) {
+        self.store = store
+        self.controller = controller
+        self.path = path
+    }
+
+    /// Every check `start` makes before it spawns anything; returns the
+    /// provider and the path of its program.
+    @discardableResult
+    public func preflight(_ profile: Profile) throws -> (provider: any TunnelProvider, program: String) {
+        if !profile.enabled {
+            throw VPNError(.configurationDisabled, "profile '\(profile.name)' is disabled", hint: "enable it with: vpnctl enable \(profile.name)")
+        }
+        let validator = ProfileValidator(secretExists: { store.secrets.exists(profile.id, name: $0) })
+        let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
+        if !problems.isEmpty {
+            throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                                   problems: problems, hint: "fix it with: vpnctl edit \(profile.name) (secrets: vpnctl secret set)")
+        }
+        // Secrets are checked as the supervisor will read them (owner, mode,
+        // no symlinks), so a planted file fails here, before anything starts.
+        for ref in profile.secretReferences { try store.secrets.check(profile.id, name: ref.name) }
+        let provider = try ProviderRegistry.provider(for: profile)
+        do {
+            try provider.preflight(.system(configDirectory: store.directory))
+        } catch let e as VPNError {
+            throw VPNError(e.code, "profile '\(profile.name)': \(e.message)", hint: e.hint, problems: e.problems)
+        }
+        let needs = provider.requirements
+        guard let program = Processes.which(needs.program, path: path) else {
+            throw VPNError(.providerUnavailable, "\(needs.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
+                           hint: "install it: apt-get install --no-install-recommends \(needs.package)")
+        }
+        if !canAdministerNetwork() {
+            throw VPNError(.permissionDenied, "starting a tunnel needs CAP_NET_ADMIN", hint: "run as root, or give vpnctl CAP_NET_ADMIN")
+        }
+        return (provider, program)
+    }
+
+    /// Starts `profile` (save, load, then start: the caller passes a freshly
+    /// loaded profile). Throws `StartFailure` when the wait ends in anything
+    /// but connected, and `VPNError` for everything found before a spawn.
+    /// `cleanedUp` receives what a dead supervisor's leftovers were.
+    public func start(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver(),
+                      cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
+        try preflight(profile)
+        try controller.runtime.prepare()
+        // Starts of one profile take turns until one is accepted; a start
+        // that finds the tunnel on its way up waits for the same outcome.
+        let startLock: FileLock
+        do { startLock = try FileLock(path: controller.runtime.startLockPath(profile.id)) } catch { throw storeError(error) }
+        let current = try controller.derive(profile)
+        if current.status == .connected {
+            return .alreadyConnected(current)
+        }
+        if current.isActive {
+            withExtendedLifetime(startLock) {}
+            if !wait { return .accepted(current) }
+            return try waitForOutcome(profile, supervisor: current.record?.supervisorPid, doorbell: nil, timeout: timeout, observer: observer)
+        }
+        cleanedUp(controller.cleanUpAfterDeadSupervisor(current))
+        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path)
+        defer { close(doorbell) }
+        // The supervisor's first record means the request was accepted.
+        let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
+            $0.record?.supervisorPid == pid
+        }
+        withExtendedLifetime(startLock) {}
+        guard let accepted else {
+            throw VPNError(.failure, "the tunnel supervisor did not start", hint: "see \(controller.runtime.logPath(profile.id))")
+        }
+        // Another supervisor (not started through this lock) holds the profile:
+        // its outcome is the one to report.
+        if accepted.record?.supervisorPid != pid && accepted.isActive {
+            if !wait { return .accepted(accepted) }
+            return try waitForOutcome(profile, supervisor: accepted.record?.supervisorPid, doorbell: nil, timeout: timeout, observer: observer)
+        }
+        if !wait { return .accepted(accepted) }
+        return try waitForOutcome(profile, supervisor: pid, doorbell: doorbell, timeout: timeout, observer: observer)
+    }
+
+    func waitForOutcome(_ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
+                        observer: UseCaseObserver) throws -> StartOutcome {
+        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
+                                          doorbell: doorbell, onWake: observer.wake) {
+            $0.status == .connected || $0.status == .disconnected
+        }
+        let logPath = controller.runtime.logPath(profile.id)
+        guard let outcome else {
+            throw StartFailure(status: try controller.derive(profile), timedOut: true, timeoutSeconds: timeout, logPath: logPath)
+        }
+        if outcome.status == .connected { return .connected(outcome) }
+        throw StartFailure(status: outcome, timedOut: false, timeoutSeconds: timeout, logPath: logPath)
+    }
+
+    /// The outcome of a stop.
+    public enum StopOutcome: Sendable {
+        /// No live supervisor; what a dead one left was cleaned up (possibly nothing).
+        case notRunning(DerivedStatus, cleanedUp: [String])
+        /// SIGTERM sent (`wait: false`).
+        case requested(DerivedStatus)
+        /// Waited until the supervisor was gone.
+        case stopped(DerivedStatus)
+
+        public var status: DerivedStatus {
+            switch self {
+            case .notRunning(let d, _), .requested(let d), .stopped(let d): return d
+            }
+        }
+    }
+
+    /// Stops one profile's tunnel by its id; other tunnels are untouched. Only
+    /// a supervisor its record proves is signalled.
+    public func stop(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver()) throws -> StopOutcome {
+        let current = try controller.derive(profile)
+        guard current.supervisorAlive, let pid = current.record?.supervisorPid else {
+            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            return .notRunning(try controller.derive(profile), cleanedUp: cleaned)
+        }
+        kill(pid, SIGTERM)
+        if !wait {
+            var d = current
+            d.status = .disconnecting
+            return .requested(d)
+        }
+        // Done means the supervisor is gone: its pidfd is the one wake needed.
+        let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout) * 1000, supervisor: pid, watchRecords: false,
+                                          onWake: observer.wake) {
+            $0.status == .disconnected && !$0.supervisorAlive
+        }
+        guard let outcome else {
+            throw VPNError(.timedOut, "'\(profile.name)' did not stop within \(timeout) s", hint: "try again, or see the supervisor log")
+        }
+        return .stopped(outcome)
+    }
+}
+
+public enum Privileges {
+    /// Root, or CAP_NET_ADMIN (bit 12) in the effective set.
+    public static func canAdministerNetwork() -> Bool {
+        if geteuid() == 0 { return true }
+        guard let bytes = try? FileSystem.readFileIfPresent("/proc/self/status", followSymlinks: true) else { return false }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("CapEff:") {
+            let hex = line.dropFirst(7).drop(while: { $0 == " " || $0 == "\t" })
+            if let caps = UInt64(hex, radix: 16) { return caps & (1 << 12) != 0 }
+        }
+        return false
+    }
+}
