@@ -85,6 +85,13 @@ import Testing
         #expect(e?.message.hasSuffix(": expected a string") == true)
     }
 
+    @Test func handshakeTimesOutOfRangeAreMalformedNotATrap() {
+        for line in ["last_handshake_time_sec=9223372036854775807", "last_handshake_time_sec=-1", "last_handshake_time_nsec=1000000000"] {
+            let reply = "public_key=\(String(repeating: "a", count: 64))\n\(line)\nerrno=0\n"
+            #expect(throws: WireGuardUAPI.ReplyError.self) { try WireGuardUAPI.parseGet(reply) }
+        }
+    }
+
     @Test func parseProblemsDescribeThemselves() {
         #expect("\(JSONSyntax.Problem(line: 2, column: 3, message: "oops"))" == "line 2, column 3: oops")
         #expect("\(Endpoint.Problem.badPort)" == "the port is not a number from 1 to 65535")
