@@ -27,11 +27,29 @@ public enum VPNCLI {
     }
 
     /// Parses and runs one command line. `argv[0]` is the program name.
+    /// Output that could not be written fails the command (see `finish`).
     public static func run(_ argv: [String], context: Context) -> Int32 {
+        finish(dispatch(argv, context: context), context)
+    }
+
+    /// A failed write to stdout is an error, as in coreutils: "vpnctl: write
+    /// error: No space left on device" and exit 1 (or the command's own
+    /// failure code). A reader that went away (EPIPE, when SIGPIPE is ignored;
+    /// otherwise SIGPIPE ends the process with status 141) is not worth a message.
+    static func finish(_ code: Int32, _ context: Context) -> Int32 {
+        guard let failure = context.stdout.failure else { return code }
+        if failure.rawValue != EPIPE {
+            let text = failure.description
+            context.stderr.write("vpnctl: write error: \(text.prefix(1).uppercased() + text.dropFirst())\n")
+        }
+        return code == 0 ? ExitCode.failure.rawValue : code
+    }
+
+    static func dispatch(_ argv: [String], context: Context) -> Int32 {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
-        let wantsJSON = words.contains("--json")
+        let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")
         let early = Output(context: context, json: wantsJSON, color: false)
         let outcome: ParseOutcome
         do {
@@ -40,7 +58,7 @@ public enum VPNCLI {
             early.error(e)
             return e.code.rawValue
         } catch {
-            early.error(VPNError(.failure, "\(error)"))
+            early.error(VPNError(.failure, "\(error)".abbreviated(1000)))
             return ExitCode.failure.rawValue
         }
         switch outcome {
@@ -50,7 +68,7 @@ public enum VPNCLI {
         case .help(let path):
             guard let spec = parser.spec(for: path) else {
                 let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name))
-                early.error(VPNError(.usage, "No help for unknown command '\(path.joined(separator: " "))'" +
+                early.error(VPNError(.usage, "No help for unknown command \(path.joined(separator: " ").quotedForMessage)" +
                                      (close.first.map { "; did you mean '\($0)'?" } ?? ""), hint: "See 'vpnctl help'."))
                 return ExitCode.usage.rawValue
             }
@@ -66,7 +84,7 @@ public enum VPNCLI {
                 output.error(e)
                 return e.code.rawValue
             } catch {
-                output.error(VPNError(.failure, "\(error)"))
+                output.error(VPNError(.failure, "\(error)".abbreviated(1000)))
                 return ExitCode.failure.rawValue
             }
         }

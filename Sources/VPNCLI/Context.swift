@@ -9,7 +9,8 @@ public struct Context {
     public var environment: [String: String]
     public var stdout: TextSink
     public var stderr: TextSink
-    public var readStdin: () -> [UInt8]
+    /// Reads standard input to EOF, at most `limit` bytes (more is an error).
+    public var readStdin: (_ limit: Int) throws -> [UInt8]
     public var stdinIsTerminal: Bool
     public var stdoutIsTerminal: Bool
     public var stderrIsTerminal: Bool
@@ -19,10 +20,10 @@ public struct Context {
     public var readSecretFromTerminal: (_ prompt: String) -> [UInt8]
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
-                readStdin: @escaping () -> [UInt8] = { [] }, stdinIsTerminal: Bool = false,
+                readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
                 stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false,
                 runEditor: @escaping (String, String, [String: String]) throws -> Int32 = Context.spawnEditor,
-                readSecretFromTerminal: @escaping (String) -> [UInt8] = Terminal.readLineWithoutEcho(prompt:)) {
+                readSecretFromTerminal: @escaping (String) -> [UInt8] = { Terminal.readLineWithoutEcho(prompt: $0) }) {
         self.environment = environment
         self.stdout = stdout
         self.stderr = stderr
@@ -36,6 +37,7 @@ public struct Context {
 
     /// The real process: fds 0, 1 and 2, and the real environment.
     public static func process() -> Context {
+        FileDescriptorSink.reserveStandardDescriptors()
         var env: [String: String] = [:]
         var p = environ
         while let entry = p.pointee {
@@ -46,7 +48,7 @@ public struct Context {
         return Context(environment: env,
                        stdout: FileDescriptorSink(fd: 1),
                        stderr: FileDescriptorSink(fd: 2),
-                       readStdin: { (try? FileSystem.readAll(fd: 0, path: "standard input")) ?? [] },
+                       readStdin: { try FileSystem.readAll(fd: 0, path: "standard input", limit: $0) },
                        stdinIsTerminal: Terminal.isTerminal(0),
                        stdoutIsTerminal: Terminal.isTerminal(1),
                        stderrIsTerminal: Terminal.isTerminal(2))
@@ -74,13 +76,18 @@ public struct GlobalOptions {
             && context.stdoutIsTerminal && env["TERM"] != "dumb"
         configDirectory = args.value("config-dir") ?? env["VPNCTL_CONFIG_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/vpnctl"
         runDirectory = args.value("run-dir") ?? env["VPNCTL_RUN_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/run/vpnctl"
-        configDirectory = GlobalOptions.trimSlash(configDirectory)
-        runDirectory = GlobalOptions.trimSlash(runDirectory)
+        configDirectory = GlobalOptions.normalize(configDirectory)
+        runDirectory = GlobalOptions.normalize(runDirectory)
     }
 
-    static func trimSlash(_ path: String) -> String {
-        var p = path
-        while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
+    /// FileSystem.normalized ("link/." is "link"); a path ending in ".."
+    /// is resolved, since its last name is no name that could be checked.
+    static func normalize(_ path: String) -> String {
+        let p = FileSystem.normalized(path)
+        if p.split(separator: "/").last == "..", let real = realpath(p, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
         return p
     }
 }

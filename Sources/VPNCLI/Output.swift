@@ -17,25 +17,61 @@ public struct Output {
         self.stderrColor = color && context.stderrIsTerminal
     }
 
+    /// Text for people. Control characters and invisible formatting
+    /// characters are escaped here, for every command: a name from a
+    /// hand-edited file cannot reach the terminal as an escape sequence.
     public func line(_ text: String = "") {
-        context.stdout.write(text + "\n")
+        context.stdout.write(terminalText(text, color: color) + "\n")
     }
 
     /// A note for a person (stderr), so that stdout stays clean for scripts.
     public func note(_ text: String) {
-        context.stderr.write(text + "\n")
+        context.stderr.write(terminalText(text, color: stderrColor) + "\n")
     }
 
     public func emit<T: Encodable>(_ value: T) {
         context.stdout.write(Output.encodeJSON(value) + "\n")
     }
 
+    /// Escapes what must not reach a terminal raw, then turns the colours
+    /// that `paint` marked into escape sequences.
+    func terminalText(_ text: String, color: Bool) -> String {
+        let escaped = text.escapingControls(keepLineBreaks: true)
+        guard escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
+        let scalars = Array(escaped.unicodeScalars), nonce = Array(Output.nonce.unicodeScalars)
+        var out = String.UnicodeScalarView()
+        var i = 0
+        while i < scalars.count {
+            let codeStart = i + 1 + nonce.count
+            if scalars[i] == Output.markStart, codeStart <= scalars.count, scalars[(i + 1)..<codeStart].elementsEqual(nonce),
+               let end = scalars[codeStart...].firstIndex(of: Output.markEnd),
+               scalars[codeStart..<end].allSatisfy({ ("0"..."9").contains($0) || $0 == ";" }) {
+                if color {
+                    out.append(contentsOf: "\u{1B}[".unicodeScalars)
+                    out.append(contentsOf: scalars[codeStart..<end])
+                    out.append("m")
+                }
+                i = end + 1
+                continue
+            }
+            out.append(scalars[i])
+            i += 1
+        }
+        return String(out)
+    }
+
+    /// Colour marks carry a per-process random nonce, so a stored string
+    /// cannot forge one.
+    static let markStart: Unicode.Scalar = "\u{E000}"
+    static let markEnd: Unicode.Scalar = "\u{E001}"
+    static let nonce = String(UInt64.random(in: .min ... .max), radix: 36) + ":"
+
     static func encodeJSON<T: Encodable>(_ value: T) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         do {
-            return String(decoding: try encoder.encode(value), as: UTF8.self)
+            return JSONValue.escapingInvisibles(String(decoding: try encoder.encode(value), as: UTF8.self))
         } catch {
             return "{\"schemaVersion\":1,\"error\":{\"code\":1,\"name\":\"failure\",\"message\":\"cannot encode output\",\"problems\":[]}}"
         }
@@ -43,25 +79,28 @@ public struct Output {
 
     public func error(_ e: VPNError) {
         let prefix = stderrColor ? "\u{1B}[31mvpnctl:\u{1B}[0m" : "vpnctl:"
-        var text = "\(prefix) \(e.message)\n"
+        var text = "\(e.message)\n"
         for p in e.problems { text += "  - \(p)\n" }
         if let hint = e.hint {
             text += e.code == .usage ? "\(hint)\n" : "hint: \(hint)\n"
         }
-        context.stderr.write(text)
+        context.stderr.write(prefix + " " + text.escapingControls(keepLineBreaks: true))
         if json {
             emit(ErrorEnvelope(error: .init(code: e.code.rawValue, name: e.code.name, message: e.message,
                                             hint: e.hint, problems: e.problems)))
         }
     }
 
+    /// Colour for `line`, which writes the escape sequences.
     public func paint(_ text: String, _ code: String) -> String {
-        color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
+        guard color else { return text }
+        func mark(_ c: String) -> String { "\(Output.markStart)\(Output.nonce)\(c)\(Output.markEnd)" }
+        return mark(code) + text + mark("0")
     }
 
     /// Columns padded to the widest cell; the last column is not padded.
     public func table(_ header: [String], _ rows: [[String]]) {
-        let all = [header] + rows
+        let all = ([header] + rows).map { $0.map { $0.escapingControls(keepLineBreaks: false) } }
         var widths = [Int](repeating: 0, count: header.count)
         for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
         for r in all {

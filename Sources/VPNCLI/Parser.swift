@@ -68,7 +68,7 @@ public struct ArgumentParser {
                         let names = spec.subcommands.map(\.name)
                         let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []))
                         let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
-                        var message = "Unknown \(what) '\(word)'"
+                        var message = "Unknown \(what) \(word.quotedForMessage)"
                         if let c = close.first { message += "; did you mean '\(c)'?" }
                         throw usageError(message)
                     }
@@ -87,7 +87,7 @@ public struct ArgumentParser {
                     inline = String(name[name.index(after: eq)...])
                     name = String(name[..<eq])
                 }
-                guard let option = lookup(name) else { throw usageError("Unknown option '--\(name)'") }
+                guard let option = lookup(name) else { throw usageError("Unknown option \("--\(name)".quotedForMessage)") }
                 if option.name == "help" { wantsHelp = true; continue }
                 if option.valueName != nil {
                     if let inline {
@@ -100,14 +100,14 @@ public struct ArgumentParser {
                         i += 1
                     }
                 } else {
-                    if inline != nil { throw usageError("Option '--\(name)' takes no value") }
+                    if inline != nil { throw usageError("Option \("--\(name)".quotedForMessage) takes no value") }
                     try record(option, value: nil)
                 }
                 continue
             }
             // Short options: "-v", "-h"; clusters of flags like "-vh".
             for c in word.dropFirst() {
-                guard let option = lookupShort(c) else { throw usageError("Unknown option '-\(c)'") }
+                guard let option = lookupShort(c) else { throw usageError("Unknown option \("-\(c)".quotedForMessage)") }
                 if option.name == "help" { wantsHelp = true; continue }
                 if option.valueName != nil {
                     guard word.count == 2, i < argv.count else { throw usageError("Missing value for '\(option.synopsis)'") }
@@ -139,7 +139,7 @@ public struct ArgumentParser {
             throw usageError("Missing expected argument '<\(missing.name)>'")
         }
         if spec.positionals.last?.variadic != true, given.count > spec.positionals.count {
-            throw usageError("Unexpected argument '\(given[spec.positionals.count])'")
+            throw usageError("Unexpected argument \(given[spec.positionals.count].quotedForMessage)")
         }
     }
 

@@ -61,8 +61,16 @@ public struct Endpoint: Equatable, Sendable, CustomStringConvertible {
     public let host: String
     public let port: Int
 
-    public enum Problem: Error, Equatable, Sendable {
+    public enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
         case missingPort, badPort, badHost
+
+        public var description: String {
+            switch self {
+            case .missingPort: return "missing :port"
+            case .badPort: return "the port is not a number from 1 to 65535"
+            case .badHost: return "the host is not an address or a host name"
+            }
+        }
     }
 
     public static func parse(_ text: String) -> Result<Endpoint, Problem> {

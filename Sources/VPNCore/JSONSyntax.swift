@@ -222,4 +222,6 @@ public enum JSONSyntax {
     }
 }
 
-extension JSONSyntax.Problem: Error {}
+extension JSONSyntax.Problem: Error, CustomStringConvertible {
+    public var description: String { "line \(line), column \(column): \(message)" }
+}

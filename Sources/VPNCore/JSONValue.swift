@@ -16,7 +16,7 @@ public indirect enum JSONValue: Equatable, Sendable {
 public struct JSONDecodeProblem: Error, CustomStringConvertible, Sendable {
     public let path: String
     public let message: String
-    public var description: String { "at \(path.isEmpty ? "top level" : path): \(message)" }
+    public var description: String { "at \(path.isEmpty ? "top level" : path.abbreviated(200).escapingControls(keepLineBreaks: false)): \(message)" }
 }
 
 /// Reads typed fields out of a `JSONValue`, tracking the path for messages.
@@ -62,13 +62,22 @@ public struct JSONReader {
     }
 
     public func int() throws -> Int {
-        guard case .number(let n) = value, let i = Int(n) else { throw problem(nil, "expected an integer") }
+        guard case .number(let n) = value else { throw problem(nil, "expected an integer") }
+        guard let i = Int(n) else { throw problem(nil, JSONReader.isInteger(n) ? "\(n.abbreviated(40)) is out of range" : "expected an integer") }
         return i
     }
 
     public func uint64() throws -> UInt64 {
-        guard case .number(let n) = value, let i = UInt64(n) else { throw problem(nil, "expected a non-negative integer") }
+        guard case .number(let n) = value else { throw problem(nil, "expected a non-negative integer") }
+        guard let i = UInt64(n) else {
+            throw problem(nil, JSONReader.isInteger(n) && !n.hasPrefix("-") ? "\(n.abbreviated(40)) is out of range" : "expected a non-negative integer")
+        }
         return i
+    }
+
+    static func isInteger(_ text: String) -> Bool {
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        return !digits.isEmpty && digits.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
     }
 
     public func uuid() throws -> UUID {
@@ -92,7 +101,7 @@ public struct JSONReader {
     public func oneOf<E: RawRepresentable>(_ type: E.Type, _ all: [E]) throws -> E where E.RawValue == String {
         let s = try string()
         guard let e = E(rawValue: s) else {
-            throw problem(nil, "'\(s)' is not one of \(all.map(\.rawValue).joined(separator: ", "))")
+            throw problem(nil, "\(s.quotedForMessage) is not one of \(all.map(\.rawValue).joined(separator: ", "))")
         }
         return e
     }
@@ -147,15 +156,34 @@ extension JSONValue {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if u.value < 0x20 {
-                    let h = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+                if u.needsEscapeOnTerminal {
+                    JSONValue.escapeUnit(u, into: &out)
                 } else {
                     out.unicodeScalars.append(u)
                 }
             }
         }
         out += "\""
+    }
+
+    /// `\u` escapes (a surrogate pair above U+FFFF).
+    static func escapeUnit(_ u: Unicode.Scalar, into out: inout String) {
+        for unit in String(u).utf16 {
+            let h = String(unit, radix: 16)
+            out += "\\u" + String(repeating: "0", count: max(0, 4 - h.count)) + h
+        }
+    }
+
+    /// Escapes DEL, C1 controls and invisible formatting characters that an
+    /// encoder left raw in JSON text (they can only be inside strings).
+    public static func escapingInvisibles(_ json: String) -> String {
+        if json.utf8.allSatisfy({ $0 < 0x7F }) { return json }
+        var out = ""
+        out.reserveCapacity(json.utf8.count)
+        for u in json.unicodeScalars {
+            if u.value >= 0x7F && u.needsEscapeOnTerminal { escapeUnit(u, into: &out) } else { out.unicodeScalars.append(u) }
+        }
+        return out
     }
 
     public static func optional(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }

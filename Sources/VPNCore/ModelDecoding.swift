@@ -139,7 +139,7 @@ extension ProviderConfiguration {
 extension VPNStatus {
     init(json r: JSONReader) throws {
         let s = try r.string()
-        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else { throw r.problem(nil, "unknown status '\(s)'") }
+        guard let v = VPNStatus.allCases.first(where: { $0.name == s }) else { throw r.problem(nil, "unknown status \(s.quotedForMessage)") }
         self = v
     }
 }
@@ -164,6 +164,16 @@ extension AppliedSettings {
 }
 
 extension JSONReader {
+    /// A 32-bit field (a pid, an ifindex): a value outside `range` is refused, never truncated.
+    func int32(_ key: String, in range: ClosedRange<Int32>) throws -> Int32? {
+        guard let r = try optional(key) else { return nil }
+        let v = try r.int()
+        guard let x = Int32(exactly: v), range.contains(x) else {
+            throw r.problem(nil, "\(v) is out of range (\(range.lowerBound)–\(range.upperBound))")
+        }
+        return x
+    }
+
     func date(_ key: String) throws -> Date? {
         guard let r = try optional(key) else { return nil }
         guard let d = Timestamp.parse(try r.string()) else { throw r.problem(nil, "expected an ISO 8601 time") }
@@ -177,12 +187,12 @@ extension RuntimeRecord {
         id = try r.required("id").uuid()
         name = try r.string("name") ?? ""
         status = try VPNStatus(json: r.required("status"))
-        supervisorPid = try r.int("supervisorPid").map(Int32.init(truncatingIfNeeded:))
+        supervisorPid = try r.int32("supervisorPid", in: 1...Int32.max)
         supervisorStartTime = try r.optional("supervisorStartTime")?.uint64()
-        providerPid = try r.int("providerPid").map(Int32.init(truncatingIfNeeded:))
+        providerPid = try r.int32("providerPid", in: 1...Int32.max)
         providerStartTime = try r.optional("providerStartTime")?.uint64()
         interface = try r.string("interface")
-        ifindex = try r.int("ifindex").map(Int32.init(truncatingIfNeeded:))
+        ifindex = try r.int32("ifindex", in: 1...Int32.max)
         connectedSince = try r.date("connectedSince")
         lastDisconnectError = try r.optional("lastDisconnectError").map(ConnectionError.init(json:))
         stopReason = try r.optional("stopReason")?.oneOf(StopReason.self, StopReason.allCases)

@@ -27,6 +27,9 @@ public final class PreferencesStore: @unchecked Sendable {
     /// failures here; VPNCTL_TEST_FAULT=crash-before-rename makes it a crash.
     public var beforeReplace: (() throws -> Void)? = nil
 
+    /// The most `load` reads: far more than any set of profiles needs.
+    public static let maximumSize = 16 << 20
+
     public init(directory: String) {
         self.directory = directory
         secrets = SecretStore(configDirectory: directory)
@@ -46,7 +49,7 @@ public final class PreferencesStore: @unchecked Sendable {
             guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return Preferences() }
             try FileSystem.checkTrustedDirectory(directory)
             guard try FileSystem.checkTrustedFile(path) != nil,
-                  let b = try FileSystem.readFileIfPresent(path) else { return Preferences() }
+                  let b = try FileSystem.readFileIfPresent(path, limit: PreferencesStore.maximumSize) else { return Preferences() }
             bytes = b
         } catch {
             throw storeError(error)
@@ -69,7 +72,12 @@ public final class PreferencesStore: @unchecked Sendable {
                                    hint: "load it again and redo the change")
                 }
                 try checkUniqueName(profile, in: prefs.profiles)
-                saved.revision = stored.revision + 1
+                let (next, overflow) = stored.revision.addingReportingOverflow(1)
+                guard !overflow else {
+                    throw VPNError(.configurationReadWriteFailed, "profile '\(stored.name)' is at the highest revision (\(stored.revision))",
+                                   hint: "set its revision in \(path) to a smaller number by hand")
+                }
+                saved.revision = next
                 prefs.profiles[i] = saved
             } else {
                 guard profile.revision == 0 else {
@@ -169,11 +177,20 @@ public enum PreferencesCodec {
         }
         var seen = Set<UUID>(), names = Set<String>()
         for p in prefs.profiles {
+            let which = "profile \(p.id.uuidString.lowercased())"
+            if let problem = ProfileName.problems(p.name).first {
+                throw VPNError(.configurationReadWriteFailed, "\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)",
+                               hint: hint)
+            }
+            if p.revision < 0 {
+                throw VPNError(.configurationReadWriteFailed,
+                               "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
+            }
             if !seen.insert(p.id).inserted {
                 throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.uuidString.lowercased())")
             }
             if !names.insert(p.name).inserted {
-                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the name '\(p.name)'")
+                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the name \(p.name.quotedForMessage)")
             }
         }
         return prefs

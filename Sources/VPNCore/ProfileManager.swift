@@ -41,7 +41,7 @@ public final class ProfileManager {
         } else {
             hint = "list the profiles with: vpnctl list"
         }
-        throw VPNError(.configurationUnknown, "no profile named '\(reference)'", hint: hint)
+        throw VPNError(.configurationUnknown, "no profile named \(reference.quotedForMessage)", hint: hint)
     }
 
     /// saveToPreferences: refuses when this manager's view is older than the store.
@@ -66,6 +66,7 @@ public final class ProfileManager {
 /// Close matches for "did you mean", by edit distance.
 public enum Suggest {
     public static func closest(to word: String, among candidates: [String], limit: Int = 1) -> [String] {
+        guard word.utf8.count <= 256 else { return [] }
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
         let threshold = max(2, word.count / 3)
         return scored.filter { $0.1 <= threshold || $0.0.lowercased().hasPrefix(word.lowercased()) }

@@ -10,6 +10,9 @@ import VPNSystem
 public struct SecretStore: Sendable {
     public let directory: String
 
+    /// The largest secret: keys and passwords are far smaller.
+    public static let maximumSize = 64 << 10
+
     public init(configDirectory: String) {
         directory = configDirectory + "/secrets"
     }
@@ -25,8 +28,11 @@ public struct SecretStore: Sendable {
 
     public func set(_ id: UUID, name: String, value: [UInt8]) throws {
         guard SecretStore.isValidName(name) else {
-            throw VPNError.usage("'\(name)' is not a valid secret name",
+            throw VPNError.usage("\(name.quotedForMessage) is not a valid secret name",
                                  hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
+        }
+        if value.count > SecretStore.maximumSize {
+            throw VPNError(.configurationInvalid, "secret '\(name)' is larger than \(FileSystem.sizeText(SecretStore.maximumSize)), the limit for a secret")
         }
         do {
             try FileSystem.ensurePrivateDirectory(FileSystem.parentDirectory(of: directory))
@@ -71,7 +77,7 @@ public struct SecretStore: Sendable {
     public func read(_ id: UUID, name: String) throws -> [UInt8] {
         try check(id, name: name)
         do {
-            return try FileSystem.readFileIfPresent(path(id, name)) ?? []
+            return try FileSystem.readFileIfPresent(path(id, name), limit: SecretStore.maximumSize) ?? []
         } catch {
             throw storeError(error)
         }
@@ -106,6 +112,16 @@ func storeError(_ error: Error) -> VPNError {
                             hint: "run as root, or point --config-dir / --run-dir at a directory you own")
         }
         return VPNError(.configurationReadWriteFailed, e.description)
+    }
+    if let f = error as? FileSystem.FileProblem {
+        switch f.kind {
+        case .symlink:
+            return VPNError(.permissionDenied, f.description, hint: "replace the symlink with the file itself")
+        case .notRegular:
+            return VPNError(.configurationReadWriteFailed, f.description, hint: "replace it with a regular file, or remove it")
+        case .tooLarge:
+            return VPNError(.configurationReadWriteFailed, f.description, hint: "that is not a file vpnctl wrote; move it away")
+        }
     }
     if let t = error as? FileSystem.TrustProblem {
         return VPNError(.permissionDenied, t.description, hint: t.hint)

@@ -212,9 +212,12 @@ public enum ProfileName {
         if name.isEmpty { return ["empty"] }
         var p: [String] = []
         if name.count > 64 { p.append("longer than 64 characters") }
-        if name.hasPrefix("-") { p.append("'\(name)' starts with '-', which reads as an option") }
+        if name.hasPrefix("-") { p.append("\(name.quotedForMessage) starts with '-', which reads as an option") }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "/" }) {
             p.append("contains a control character or '/'")
+        }
+        if let u = name.unicodeScalars.first(where: { $0.properties.generalCategory != .control && $0.needsEscapeOnTerminal }) {
+            p.append("contains an invisible formatting character (\(u.codePointText): a bidi control, zero-width or separator character)")
         }
         if name.first?.isWhitespace == true || name.last?.isWhitespace == true { p.append("has leading or trailing spaces") }
         if UUID(uuidString: name) != nil { p.append("looks like a UUID, which would be ambiguous with profile ids") }

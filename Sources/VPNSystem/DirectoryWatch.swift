@@ -39,6 +39,17 @@ public func pollReadable(_ fds: [Int32], timeoutMs: Int32) -> [Int] {
     return pfds.indices.filter { pfds[$0].revents != 0 }
 }
 
+/// As `pollReadable`, also waking when `output`'s reader goes away (the
+/// index `fds.count` is then among the ready ones). It waits for nothing
+/// else on `output`, so a terminal that has input does not wake it.
+public func pollReadable(_ fds: [Int32], orHangupOf output: Int32?, timeoutMs: Int32) -> [Int] {
+    guard let output else { return pollReadable(fds, timeoutMs: timeoutMs) }
+    var pfds = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) } + [pollfd(fd: output, events: 0, revents: 0)]
+    let r = poll(&pfds, nfds_t(pfds.count), timeoutMs)
+    if r <= 0 { return [] }
+    return pfds.indices.filter { pfds[$0].revents != 0 }
+}
+
 /// Milliseconds on the monotonic clock.
 public func monotonicMilliseconds() -> Int64 {
     var ts = timespec()

@@ -6,46 +6,104 @@ import CVPNShims
 /// Plain file operations with the safety rules vpnctl needs for privileged
 /// paths: no symlinks, a known owner, explicit modes.
 public enum FileSystem {
-    /// Reads a whole file. The path must not be a symlink.
-    /// Returns nil when it does not exist.
-    public static func readFileIfPresent(_ path: String, followSymlinks: Bool = false) throws -> [UInt8]? {
-        let flags = O_RDONLY | O_CLOEXEC | (followSymlinks ? 0 : O_NOFOLLOW)
+    /// The most any read without its own limit takes in.
+    public static let defaultReadLimit = 16 << 20
+
+    /// Reads a whole regular file, at most `limit` bytes. The path must not be
+    /// a symlink unless `followSymlinks`. Returns nil when it does not exist.
+    /// Anything but a regular file (a FIFO, a device, a directory) is refused
+    /// without blocking; `acceptPipe` lets a pipe through, for paths the user
+    /// named explicitly (`/dev/fd/N` from a shell's process substitution).
+    /// The size is enforced while reading: a larger file stops at `limit + 1` bytes.
+    public static func readFileIfPresent(_ path: String, followSymlinks: Bool = false,
+                                         limit: Int = defaultReadLimit, acceptPipe: Bool = false) throws -> [UInt8]? {
+        guard let fd = try openRegular(path, followSymlinks: followSymlinks, acceptPipe: acceptPipe) else { return nil }
+        defer { close(fd) }
+        return try readAll(fd: fd, path: path, limit: limit)
+    }
+
+    /// Opens a file for reading without blocking on a FIFO, and refuses what is
+    /// not a regular file (or a pipe, with `acceptPipe`) by name. Nil when it does not exist.
+    static func openRegular(_ path: String, followSymlinks: Bool, acceptPipe: Bool) throws -> Int32? {
+        // Look before opening: opening a device can itself have effects.
+        var st = stat()
+        if (followSymlinks ? stat(path, &st) : lstat(path, &st)) != 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("read", path: path, errno: .current)
+        }
+        try checkReadable(path, mode: st.st_mode, acceptPipe: acceptPipe)
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followSymlinks ? 0 : O_NOFOLLOW)
         let fd = retryingOnInterrupt { open(path, flags) }
         if fd < 0 {
             let e = Errno.current
             if e == .notFound { return nil }
-            if e == .tooManyLinks {
-                throw SystemError("read", path: path, errno: e)
-            }
+            if e == .tooManyLinks && !followSymlinks { throw FileProblem(path: path, kind: .symlink) }
             throw SystemError("read", path: path, errno: e)
         }
-        defer { close(fd) }
-        return try readAll(fd: fd, path: path)
+        if fstat(fd, &st) != 0 {
+            let e = Errno.current
+            close(fd)
+            throw SystemError("inspect", path: path, errno: e)
+        }
+        do { try checkReadable(path, mode: st.st_mode, acceptPipe: acceptPipe) } catch { close(fd); throw error }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
     }
 
-    /// Reads until EOF. /proc files arrive in page-sized chunks, so one read is not enough.
-    public static func readAll(fd: Int32, path: String) throws -> [UInt8] {
+    static func checkReadable(_ path: String, mode: mode_t, acceptPipe: Bool) throws {
+        let type = mode & S_IFMT
+        if type == S_IFREG || (acceptPipe && type == S_IFIFO) { return }
+        if type == S_IFLNK { throw FileProblem(path: path, kind: .symlink) }
+        throw FileProblem(path: path, kind: .notRegular(typeName(type)))
+    }
+
+    /// "FIFO", "character device", ...: what a non-regular file is, for messages.
+    public static func typeName(_ type: mode_t) -> String {
+        switch type {
+        case S_IFIFO: return "FIFO"
+        case S_IFCHR: return "character device"
+        case S_IFBLK: return "block device"
+        case S_IFDIR: return "directory"
+        case S_IFSOCK: return "socket"
+        case S_IFLNK: return "symlink"
+        default: return "special file"
+        }
+    }
+
+    /// Reads until EOF, at most `limit` bytes: it stops at `limit + 1` and
+    /// throws, so /dev/zero or an endless pipe cannot exhaust memory.
+    /// /proc files arrive in page-sized chunks, so one read is not enough.
+    public static func readAll(fd: Int32, path: String, limit: Int = defaultReadLimit) throws -> [UInt8] {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress, buf.count) }
+            let room = limit - result.count
+            let want = room >= chunk.count ? chunk.count : room + 1
+            let n = chunk.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress, want) }
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN {  // a non-blocking descriptor handed to us (stdin): wait for data
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&p, 1, -1)
+                    continue
+                }
                 throw SystemError("read", path: path, errno: .current)
             }
             if n == 0 { break }
             result.append(contentsOf: chunk[0..<n])
+            if result.count > limit { throw FileProblem(path: path, kind: .tooLarge(limit: limit)) }
         }
         return result
     }
 
-    /// The bytes of a file from `offset` to its end (empty when shorter).
-    public static func readFile(_ path: String, from offset: Int) throws -> [UInt8] {
-        let fd = retryingOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
-        if fd < 0 { throw SystemError("read", path: path, errno: .current) }
+    /// The bytes of a regular file from `offset` to its end (empty when shorter).
+    public static func readFile(_ path: String, from offset: Int, limit: Int = defaultReadLimit) throws -> [UInt8] {
+        guard let fd = try openRegular(path, followSymlinks: false, acceptPipe: false) else {
+            throw SystemError("read", path: path, errno: .notFound)
+        }
         defer { close(fd) }
         if lseek(fd, off_t(offset), SEEK_SET) < 0 { throw SystemError("seek in", path: path, errno: .current) }
-        return try readAll(fd: fd, path: path)
+        return try readAll(fd: fd, path: path, limit: limit)
     }
 
     public static func exists(_ path: String) -> Bool {
@@ -96,6 +154,30 @@ public enum FileSystem {
         if parent != path { try ensureDirectory(parent, mode: mode) }
         if mkdir(path, mode) != 0 && errno != EEXIST {
             throw SystemError("create directory", path: path, errno: .current)
+        }
+    }
+
+    /// Why a file was not read: it is not what vpnctl reads, or it is too large.
+    public struct FileProblem: Error, CustomStringConvertible, Sendable {
+        public enum Kind: Equatable, Sendable {
+            case symlink
+            case notRegular(String)
+            case tooLarge(limit: Int)
+        }
+        public let path: String
+        public let kind: Kind
+
+        public init(path: String, kind: Kind) {
+            self.path = path
+            self.kind = kind
+        }
+
+        public var description: String {
+            switch kind {
+            case .symlink: return "\(path) is a symlink (vpnctl refuses symlinks here; name the file itself)"
+            case .notRegular(let type): return "\(path) is a \(type), not a regular file"
+            case .tooLarge(let limit): return "\(path) is larger than \(sizeText(limit)), the most vpnctl reads from it"
+            }
         }
     }
 
@@ -185,6 +267,13 @@ public enum FileSystem {
         let me = geteuid()
         if i.owner != me && i.owner != 0 { throw TrustProblem.wrongOwner(path, owner: i.owner, expected: me) }
         if i.mode & 0o022 != 0 { throw TrustProblem.writableByOthers(path, mode: i.mode) }
+    }
+
+    /// "1 MiB", "64 KiB", "512 bytes": limits as messages name them.
+    public static func sizeText(_ bytes: Int) -> String {
+        if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10 && bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
     }
 
     static func checkAncestors(of path: String) throws {

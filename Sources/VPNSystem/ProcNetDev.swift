@@ -96,9 +96,12 @@ public enum ProcNetDev {
     /// Reads and parses the file in one go (the kernel hands it out in page
     /// sized chunks, so it is read to EOF).
     public static func read(path: String = defaultPath) throws -> [InterfaceCounters] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { throw SystemError("read", path: path, errno: .current) }
-        defer { close(fd) }
-        return try parse(try FileSystem.readAll(fd: fd, path: path))
+        guard let bytes = try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: maximumSize) else {
+            throw SystemError("read", path: path, errno: .notFound)
+        }
+        return try parse(bytes)
     }
+
+    /// About a million interfaces' worth.
+    public static let maximumSize = 128 << 20
 }

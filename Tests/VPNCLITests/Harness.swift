@@ -34,7 +34,10 @@ final class Harness {
         env.merge(environment) { $1 }
         let input = stdin
         let editor = self.editor
-        let context = Context(environment: env, stdout: out, stderr: err, readStdin: { input },
+        let context = Context(environment: env, stdout: out, stderr: err, readStdin: { limit in
+                                  if input.count > limit { throw FileSystem.FileProblem(path: "standard input", kind: .tooLarge(limit: limit)) }
+                                  return input
+                              },
                               runEditor: { _, path, _ in
                                   try editor?(path)
                                   return 0

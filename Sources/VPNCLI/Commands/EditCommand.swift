@@ -57,7 +57,13 @@ enum EditCommand {
             throw VPNError(.failure, "the editor exited with status \(status); nothing was saved")
         }
         let after: [UInt8]
-        do { after = try FileSystem.readFileIfPresent(file) ?? [] } catch { throw VPNError(.failure, "\(error)") }
+        do {
+            after = try FileSystem.readFileIfPresent(file, limit: maximumSize) ?? []
+        } catch let e as FileSystem.FileProblem {
+            throw VPNError(.failure, "cannot read the edited profile: \(e)", hint: "save the profile as a regular file; nothing was saved")
+        } catch {
+            throw VPNError(.failure, "\(error)")
+        }
         if after == before || after.isEmpty {
             if inv.options.json {
                 inv.output.emit(Result(name: original.name, id: original.id.uuidString.lowercased(), revision: original.revision, changed: false))
@@ -106,6 +112,9 @@ enum EditCommand {
         }
         return .ok
     }
+
+    /// One profile's JSON is a few KiB.
+    static let maximumSize = 1 << 20
 
     static func makePrivateTempDirectory(_ base: String) throws -> String {
         var template = Array("\(base)/vpnctl-edit-XXXXXX".utf8CString)

@@ -32,22 +32,10 @@ enum ImportCommand {
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let file = inv.args.positionals[0]
-        let bytes: [UInt8]
-        if file == "-" {
-            bytes = inv.context.readStdin()
-        } else {
-            do {
-                guard let b = try FileSystem.readFileIfPresent(file, followSymlinks: true) else {
-                    throw VPNError(.failure, "cannot read \(file): no such file")
-                }
-                bytes = b
-            } catch let e as SystemError {
-                throw VPNError(e.errno.isPermission ? .permissionDenied : .failure, e.description)
-            }
-        }
+        let bytes = try readInput(file, inv)
         let name = inv.args.value("name") ?? defaultName(file)
         if let problem = ProfileName.problems(name).first {
-            throw VPNError(.usage, "invalid profile name '\(name)': \(problem)", hint: "choose another with --name NAME")
+            throw VPNError(.usage, "invalid profile name \(name.quotedForMessage): \(problem)", hint: "choose another with --name NAME")
         }
         let options = ImportOptions(username: inv.args.value("username"),
                                     baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file))
@@ -87,6 +75,40 @@ enum ImportCommand {
             for fp in result.anchors.keys.sorted() { inv.output.line("trust anchor: \(fp)") }
         }
         return .ok
+    }
+
+    /// The file to import: a regular file, or standard input ('-') or a pipe
+    /// the shell named (/dev/fd/N, from `<(...)`); at most ImportFormat.maximumSize.
+    static func readInput(_ file: String, _ inv: Invocation) throws -> [UInt8] {
+        let limit = ImportFormat.maximumSize
+        let source = file == "-" ? "standard input" : file
+        do {
+            if file == "-" { return try inv.context.readStdin(limit) }
+            guard let b = try FileSystem.readFileIfPresent(file, followSymlinks: true, limit: limit,
+                                                            acceptPipe: isDescriptorPath(file)) else {
+                throw VPNError(.failure, "cannot read \(file.abbreviated(200)): no such file")
+            }
+            return b
+        } catch let e as SystemError {
+            throw VPNError(e.errno.isPermission ? .permissionDenied : .failure, e.description)
+        } catch let e as FileSystem.FileProblem {
+            if case .tooLarge = e.kind {
+                throw VPNError(.configurationInvalid,
+                               "\(source) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file")
+            }
+            throw VPNError(.failure, "cannot import \(e.description)",
+                           hint: "import a regular file, or pipe it in with: vpnctl import - < FILE")
+        }
+    }
+
+    /// Paths that name an open descriptor: what `<(...)` hands over.
+    static func isDescriptorPath(_ path: String) -> Bool {
+        if path == "/dev/stdin" { return true }
+        for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+            let n = path.dropFirst(prefix.count)
+            return !n.isEmpty && n.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        return false
     }
 
     static func defaultName(_ file: String) -> String {

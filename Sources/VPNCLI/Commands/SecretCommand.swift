@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VPNCore
+import VPNSystem
 
 enum SecretCommand {
     static let spec = CommandSpec(
@@ -46,12 +47,26 @@ enum SecretCommand {
         let profile = try manager.profile(named: inv.args.positionals[0])
         let name = inv.args.positionals[1]
         guard SecretStore.isValidName(name) else {
-            throw VPNError(.usage, "'\(name)' is not a valid secret name",
+            throw VPNError(.usage, "\(name.quotedForMessage) is not a valid secret name",
                            hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
         }
-        var value = inv.context.stdinIsTerminal
-            ? inv.context.readSecretFromTerminal("value for secret '\(name)' of '\(profile.name)': ")
-            : inv.context.readStdin()
+        var value: [UInt8]
+        if inv.context.stdinIsTerminal {
+            value = inv.context.readSecretFromTerminal("value for secret '\(name)' of '\(profile.name)': ")
+            if value.count > SecretStore.maximumSize {
+                throw VPNError(.usage, "the value is longer than \(FileSystem.sizeText(SecretStore.maximumSize)), the limit for a secret")
+            }
+        } else {
+            do {
+                value = try inv.context.readStdin(SecretStore.maximumSize)
+            } catch let e as FileSystem.FileProblem {
+                guard case .tooLarge(let limit) = e.kind else { throw VPNError(.failure, e.description) }
+                throw VPNError(.usage, "the value on standard input is larger than \(FileSystem.sizeText(limit)), the limit for a secret",
+                               hint: "a secret is a key or a password: vpnctl secret set \(profile.name) \(name) < file")
+            } catch let e as SystemError {
+                throw VPNError(.failure, e.description)
+            }
+        }
         if value.last == 0x0A { value.removeLast() }
         if value.last == 0x0D { value.removeLast() }
         if value.isEmpty {
@@ -59,6 +74,7 @@ enum SecretCommand {
                            hint: "pipe the value in: vpnctl secret set \(profile.name) \(name) < file")
         }
         let reference = profile.secretReferences.first { $0.name == name }
+        try checkShape(value, name: name, field: reference?.field, profile: profile.name)
         // A provider checks the values it can (a WireGuard key must be a key).
         if let provider = try? ProviderRegistry.provider(for: profile) { try provider.checkSecret(name: name, value: value) }
         try manager.store.secrets.set(profile.id, name: name, value: value)
@@ -71,6 +87,21 @@ enum SecretCommand {
             }
         }
         return .ok
+    }
+
+    /// Keys and passwords are one line of text; PEM keys and static keys span
+    /// lines, and an IKEv2 identity or a plugin's secret may be binary.
+    static func checkShape(_ value: [UInt8], name: String, field: String?, profile: String) throws {
+        let field = field ?? ""
+        let binary = field == "identitySecret" || field.hasPrefix("secrets.")
+        let multiLine = binary || ["keySecret", "tlsCryptSecret", "tlsAuthSecret", "tlsCryptV2Secret"].contains(field)
+        let bad: UInt8?
+        if binary { bad = nil } else if multiLine { bad = value.first { $0 == 0 } } else { bad = value.first { $0 == 0 || $0 == 0x0A || $0 == 0x0D } }
+        guard let bad else { return }
+        let what = bad == 0 ? "a NUL byte" : "a line break"
+        throw VPNError(.configurationInvalid,
+                       "the value for secret '\(name)' contains \(what)" + (multiLine ? "" : "; this secret is one line (one trailing newline is removed)"),
+                       hint: "check the file: vpnctl secret set \(profile) \(name) < file")
     }
 
     static func runList(_ inv: Invocation) throws -> ExitCode {

@@ -53,7 +53,7 @@ enum StatsCommand {
         if let text = args.value("interval") {
             guard args.flag("watch") else { throw VPNError.usage("'--interval' needs '--watch'", hint: "See 'vpnctl help stats'.") }
             guard let v = Double(text), v >= 0.05, v <= 3600 else {
-                throw VPNError.usage("invalid value '\(text)' for '--interval <seconds>': expected a number from 0.05 to 3600",
+                throw VPNError.usage("invalid value \(text.quotedForMessage) for '--interval <seconds>': expected a number from 0.05 to 3600",
                                      hint: "See 'vpnctl help stats'.")
             }
             interval = v
@@ -109,7 +109,7 @@ enum StatsCommand {
                     guard let c = byName[name] else {
                         if tolerateMissing { return nil }
                         let close = Suggest.closest(to: name, among: all.map(\.name), limit: 3)
-                        throw VPNError(.configurationUnknown, "no interface named '\(name)'",
+                        throw VPNError(.configurationUnknown, "no interface named \(name.quotedForMessage)",
                                        hint: close.isEmpty ? "see them all with: vpnctl stats --all"
                                                            : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?")
                     }
@@ -153,7 +153,7 @@ enum StatsCommand {
         var first = true
         let inPlace = inv.context.stdoutIsTerminal && !inv.options.json && !args.flag("prometheus")
         var linesDrawn = 0
-        while true {
+        while inv.context.stdout.checkOpen() {
             let at = monotonicMilliseconds()
             var rows = try select(try sample(), tolerateMissing: !first)
             facts.forget()
@@ -188,10 +188,11 @@ enum StatsCommand {
             first = false
             // Sampling is periodic by nature: wait until the next sample is due.
             let due = at + Int64(interval * 1000)
-            while monotonicMilliseconds() < due {
-                _ = pollReadable([], timeoutMs: Int32(max(1, due - monotonicMilliseconds())))
+            while monotonicMilliseconds() < due && inv.context.stdout.checkOpen() {
+                _ = pollReadable([], orHangupOf: inv.context.stdout.descriptor, timeoutMs: Int32(max(1, due - monotonicMilliseconds())))
             }
         }
+        return .ok
     }
 
     /// Which profile runs on which interface, from the run directory.
@@ -328,7 +329,7 @@ enum StatsCommand {
 
     static func label(_ v: String) -> String {
         var out = ""
-        for ch in v {
+        for ch in v.escapingControls(keepLineBreaks: false) {
             switch ch {
             case "\\": out += "\\\\"
             case "\"": out += "\\\""
@@ -366,7 +367,7 @@ struct ByteWriter {
 
     mutating func quoted(_ s: String) {
         var needsEscape = false
-        for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C { needsEscape = true; break }
+        for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C || b >= 0x7F { needsEscape = true; break }
         if !needsEscape {
             bytes.append(0x22); bytes.append(contentsOf: s.utf8); bytes.append(0x22)
             return

@@ -78,7 +78,7 @@ enum StatusCommand {
         try controller.runtime.prepare()
         var limit = Int.max
         if let c = inv.args.value("count") {
-            guard let n = Int(c), n > 0 else { throw VPNError.usage("invalid value '\(c)' for '--count <n>'", hint: "See 'vpnctl help status'.") }
+            guard let n = Int(c), n > 0 else { throw VPNError.usage("invalid value \(c.quotedForMessage) for '--count <n>'", hint: "See 'vpnctl help status'.") }
             limit = n
         }
         let watch = try DirectoryWatch([controller.runtime.directory])
@@ -115,12 +115,13 @@ enum StatusCommand {
         if !inv.options.json {
             inv.output.note("watching \(profiles().count) profile\(profiles().count == 1 ? "" : "s"); Ctrl-C to stop")
         }
-        while printed < limit {
+        let stdout = inv.context.stdout
+        while printed < limit && stdout.checkOpen() {
             for p in profiles() {
                 // New event lines: every transition, even ones faster than us.
                 let path = controller.runtime.eventsPath(p.id)
                 let start = offsets[p.id] ?? 0
-                if let bytes = try? FileSystem.readFileIfPresent(path), bytes.count > start {
+                if let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize), bytes.count > start {
                     let fresh = bytes[start...]
                     if let last = fresh.lastIndex(of: 0x0A) {
                         for line in fresh[..<last].split(separator: 0x0A) {
@@ -130,11 +131,11 @@ enum StatusCommand {
                             if e.status == e.previous || e.status == shown[p.id] { continue }
                             emit(e.time, p, status: e.status, previous: e.previous, interface: e.interface, error: e.error)
                             shown[p.id] = e.status
-                            if printed >= limit { return .ok }
+                            if printed >= limit || stdout.failure != nil { return .ok }
                         }
                         offsets[p.id] = last + 1
                     }
-                } else if let bytes = try? FileSystem.readFileIfPresent(path), bytes.count < start {
+                } else if let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize), bytes.count < start {
                     offsets[p.id] = 0
                 }
                 // What the live system says, in case nobody wrote it down.
@@ -143,7 +144,7 @@ enum StatusCommand {
                     emit(Date(), p, status: now.status.name, previous: shown[p.id] ?? "invalid", interface: now.record?.interface,
                          error: now.lastDisconnectError)
                     shown[p.id] = now.status.name
-                    if printed >= limit { return .ok }
+                    if printed >= limit || stdout.failure != nil { return .ok }
                 }
                 if now.supervisorAlive, let pid = now.record?.supervisorPid, pidfds[p.id]?.pid != pid {
                     if let old = pidfds[p.id] { close(old.fd) }
@@ -153,7 +154,8 @@ enum StatusCommand {
             }
             let pids = Array(pidfds)
             let fds = [watch.fd] + (links.map { [$0.fd] } ?? []) + pids.map { $0.value.fd }
-            let ready = pollReadable(fds, timeoutMs: 60_000)
+            // The reader of stdout going away ends the watch, even with nothing to print.
+            let ready = pollReadable(fds, orHangupOf: stdout.descriptor, timeoutMs: 60_000).filter { $0 < fds.count }
             watch.drain()
             links?.drain()
             let base = links == nil ? 1 : 2

@@ -56,7 +56,7 @@ enum VerifyCommand {
         if let port = defaultPort, !hostPort.isEmpty, !hostPort.contains(":") {
             return Probe(host: String(hostPort), port: port, path: path.map { $0.isEmpty ? "/" : $0 })
         }
-        throw VPNError.usage("invalid probe '\(text)': expected http://HOST[:PORT]/PATH or HOST:PORT", hint: "See 'vpnctl help verify'.")
+        throw VPNError.usage("invalid probe \(text.quotedForMessage): expected http://HOST[:PORT]/PATH or HOST:PORT", hint: "See 'vpnctl help verify'.")
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {

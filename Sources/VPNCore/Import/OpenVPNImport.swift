@@ -96,7 +96,7 @@ public enum OpenVPNImport {
             if let d, let path = d.args.first, path != "[inline]" {
                 let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
                 do {
-                    guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true) else {
+                    guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true, limit: ImportFormat.maximumSize) else {
                         problems.append("line \(d.line): \(tag) file '\(OpenVPNDirectives.shown(path))' does not exist")
                         return nil
                     }

@@ -34,7 +34,7 @@ public enum WGQuick {
             let at = "line \(lineNumber)"
             if trimmed.hasPrefix("[") {
                 guard trimmed.hasSuffix("]") else {
-                    problems.append("\(at): section header '\(trimmed)' has no closing ']'")
+                    problems.append("\(at): section header \(trimmed.quotedForMessage) has no closing ']'")
                     continue
                 }
                 let s = trim(trimmed.dropFirst().dropLast()).lowercased()
@@ -66,7 +66,7 @@ public enum WGQuick {
             let key = keyOriginal.lowercased()
             let value = trim(trimmed[trimmed.index(after: eq)...])
             guard let section else {
-                problems.append("\(at): '\(keyOriginal)' appears before any [Interface] or [Peer] section")
+                problems.append("\(at): \(keyOriginal.quotedForMessage) appears before any [Interface] or [Peer] section")
                 continue
             }
             if section == "unknown" { continue }
@@ -90,41 +90,41 @@ public enum WGQuick {
                     }
                 case "address":
                     for a in list(value) {
-                        if CIDR(a) == nil { problems.append("\(at): Address '\(a)' is not an IP address with an optional /prefix") }
+                        if CIDR(a) == nil { problems.append("\(at): Address \(a.quotedForMessage) is not an IP address with an optional /prefix") }
                         config.addresses.append(a)
                     }
                 case "dns":
                     for d in list(value) {
-                        if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS '\(d)' is neither an IP address nor a search domain") }
+                        if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS \(d.quotedForMessage) is neither an IP address nor a search domain") }
                         config.dns.append(d)
                     }
                 case "mtu":
                     if let n = Int(value), (576...65535).contains(n) { config.mtu = n }
-                    else { problems.append("\(at): MTU '\(value)' must be a number from 576 to 65535") }
+                    else { problems.append("\(at): MTU \(value.quotedForMessage) must be a number from 576 to 65535") }
                 case "listenport":
                     if let n = Int(value), (0...65535).contains(n) { config.listenPort = n }
-                    else { problems.append("\(at): ListenPort '\(value)' must be a number from 0 to 65535") }
+                    else { problems.append("\(at): ListenPort \(value.quotedForMessage) must be a number from 0 to 65535") }
                 case "table":
                     let t = value.lowercased()
                     if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
-                    else { problems.append("\(at): Table '\(value)' must be auto, off, or a table number") }
+                    else { problems.append("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number") }
                 case "fwmark":
                     let t = value.lowercased()
                     if Fwmark(t) != nil { config.fwmark = t }
-                    else { problems.append("\(at): FwMark '\(value)' must be off or a number") }
+                    else { problems.append("\(at): FwMark \(value.quotedForMessage) must be off or a number") }
                 case "saveconfig":
                     notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")
                 case "preup", "postup", "predown", "postdown":
                     problems.append("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)")
                 default:
-                    problems.append("\(at): unknown key '\(keyOriginal)' in [Interface]")
+                    problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Interface]")
                 }
             } else {
                 let index = config.peers.count
                 switch key {
                 case "publickey":
                     if WireGuardKey.isValid(value) { peer?.publicKey = value }
-                    else { problems.append("\(at): PublicKey '\(value)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
+                    else { problems.append("\(at): PublicKey \(value.quotedForMessage) is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
                 case "presharedkey":
                     if WireGuardKey.isValid(value) {
                         let secretName = presharedKeySecret(peer: index)
@@ -135,22 +135,22 @@ public enum WGQuick {
                     }
                 case "allowedips":
                     for a in list(value) {
-                        if CIDR(a) == nil { problems.append("\(at): AllowedIPs '\(a)' is not a CIDR prefix") }
+                        if CIDR(a) == nil { problems.append("\(at): AllowedIPs \(a.quotedForMessage) is not a CIDR prefix") }
                         peer?.allowedIPs.append(a)
                     }
                 case "endpoint":
                     switch Endpoint.parse(value) {
                     case .success: peer?.endpoint = value
-                    case .failure(.missingPort): problems.append("\(at): Endpoint '\(value)' has no port (host:port)")
-                    case .failure(.badPort): problems.append("\(at): Endpoint '\(value)' has a port outside 1–65535")
-                    case .failure(.badHost): problems.append("\(at): Endpoint '\(value)' has an invalid host")
+                    case .failure(.missingPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has no port (host:port)")
+                    case .failure(.badPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has a port outside 1–65535")
+                    case .failure(.badHost): problems.append("\(at): Endpoint \(value.quotedForMessage) has an invalid host")
                     }
                 case "persistentkeepalive":
                     if value.lowercased() == "off" { peer?.persistentKeepalive = 0 }
                     else if let n = Int(value), (0...65535).contains(n) { peer?.persistentKeepalive = n }
-                    else { problems.append("\(at): PersistentKeepalive '\(value)' must be off or 0–65535 seconds") }
+                    else { problems.append("\(at): PersistentKeepalive \(value.quotedForMessage) must be off or 0–65535 seconds") }
                 default:
-                    problems.append("\(at): unknown key '\(keyOriginal)' in [Peer]")
+                    problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Peer]")
                 }
             }
         }

@@ -41,9 +41,16 @@ public enum WireGuardUAPI {
         public var endpoint: String? = nil
     }
 
-    public enum ReplyError: Error, Equatable, Sendable {
+    public enum ReplyError: Error, Equatable, Sendable, CustomStringConvertible {
         case errno(Int)
         case malformed(String)
+
+        public var description: String {
+            switch self {
+            case .errno(let n): return "wireguard-go answered errno=\(n)"
+            case .malformed(let line): return "wireguard-go sent a malformed line \(line.quotedForMessage)"
+            }
+        }
     }
 
     /// Parses a `get=1` reply. Unknown keys are ignored, as the protocol asks.
@@ -60,10 +67,13 @@ public enum WireGuardUAPI {
                 if n != 0 { throw ReplyError.errno(n) }
             case "public_key":
                 peers.append(PeerStatus(publicKeyHex: String(value)))
+            // In range, so that seconds * 1000 + nanoseconds / 10^6 cannot overflow.
             case "last_handshake_time_sec":
-                if !peers.isEmpty, let v = Int64(value) { peers[peers.count - 1].lastHandshakeSec = v }
+                guard let v = Int64(value), (0...(Int64.max / 1000 - 1000)).contains(v) else { throw ReplyError.malformed(String(line.prefix(80))) }
+                if !peers.isEmpty { peers[peers.count - 1].lastHandshakeSec = v }
             case "last_handshake_time_nsec":
-                if !peers.isEmpty, let v = Int64(value) { peers[peers.count - 1].lastHandshakeNsec = v }
+                guard let v = Int64(value), (0..<1_000_000_000).contains(v) else { throw ReplyError.malformed(String(line.prefix(80))) }
+                if !peers.isEmpty { peers[peers.count - 1].lastHandshakeNsec = v }
             case "rx_bytes":
                 if !peers.isEmpty, let v = UInt64(value) { peers[peers.count - 1].rxBytes = v }
             case "tx_bytes":

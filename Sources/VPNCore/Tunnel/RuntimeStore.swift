@@ -11,6 +11,11 @@ public struct RuntimeStore: Sendable {
 
     public init(directory: String) { self.directory = directory }
 
+    /// A record is a few hundred bytes; anything near this is not one.
+    public static let maximumRecordSize = 1 << 20
+    /// An events log is a line per transition.
+    public static let maximumEventsSize = 64 << 20
+
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
     /// Held by `start` from deciding to spawn a supervisor until it is accepted.
@@ -53,7 +58,8 @@ public struct RuntimeStore: Sendable {
             // it counts only from a run dir nobody else can write.
             guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return nil }
             try FileSystem.checkTrustedDirectory(directory)
-            guard try FileSystem.checkTrustedFile(path) != nil, let b = try FileSystem.readFileIfPresent(path) else { return nil }
+            guard try FileSystem.checkTrustedFile(path) != nil,
+                  let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
             bytes = b
         } catch {
             throw storeError(error)
@@ -73,9 +79,18 @@ public struct RuntimeStore: Sendable {
 
     public func appendEvent(_ event: TransitionEvent, id: UUID) throws {
         let line = Array(try RuntimeStore.makeEncoder().encode(event)) + [0x0A]
-        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 { throw storeError(SystemError("open", path: eventsPath(id), errno: .current)) }
+        // O_NONBLOCK: a FIFO in place of the log fails at once instead of blocking the supervisor.
+        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        if fd < 0 {
+            // ENXIO: a FIFO that nobody reads.
+            if errno == ENXIO { throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular("FIFO"))) }
+            throw storeError(SystemError("open", path: eventsPath(id), errno: .current))
+        }
         defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+            throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular(FileSystem.typeName(st.st_mode & S_IFMT))))
+        }
         _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 

@@ -84,7 +84,12 @@ public final class KernelTunnelSystem: TunnelSystem {
 
     public func addAddress(_ cidr: String, ifindex: Int32) throws { try netlink.addAddress(cidr, ifindex: ifindex) }
     public func deleteAddress(_ cidr: String, ifindex: Int32) throws { try netlink.deleteAddress(cidr, ifindex: ifindex) }
-    public func setMTU(_ name: String, _ mtu: Int) throws { try netlink.setLink(name, mtu: UInt32(mtu)) }
+    public func setMTU(_ name: String, _ mtu: Int) throws {
+        guard (68...65535).contains(mtu) else {
+            throw SystemError("set an MTU of \(mtu) (68–65535) on", path: "interface \(name)", errno: Errno(EINVAL))
+        }
+        try netlink.setLink(name, mtu: UInt32(mtu))
+    }
     public func setUp(_ name: String) throws { try netlink.setLink(name, up: true) }
 
     public func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {

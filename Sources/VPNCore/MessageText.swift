@@ -1,0 +1,66 @@
+/// How values from files and command lines appear in messages and on terminals.
+extension String {
+    /// The value in single quotes, cut to 100 characters and with control
+    /// characters escaped, for error messages: a 1 MB value gives a short line.
+    public var quotedForMessage: String { "'" + abbreviated(100).escapingControls(keepLineBreaks: false) + "'" }
+
+    /// At most `limit` characters; a longer string ends with "…" and its length.
+    public func abbreviated(_ limit: Int) -> String {
+        var n = 0
+        for i in indices {
+            if n == limit { return String(self[..<i]) + "… (\(count) characters)" }
+            n += 1
+        }
+        return self
+    }
+
+    /// Control characters (C0, DEL, C1), bidi controls, zero-width and other
+    /// invisible formatting characters written as `\u{1B}`, so that a string
+    /// from a file cannot move the cursor, retitle the terminal or reorder text.
+    /// Line breaks and tabs are kept when `keepLineBreaks`.
+    public func escapingControls(keepLineBreaks: Bool = true) -> String {
+        if utf8.allSatisfy({ ($0 >= 0x20 && $0 < 0x7F) || (keepLineBreaks && ($0 == 0x0A || $0 == 0x09)) }) { return self }
+        var out = ""
+        out.reserveCapacity(utf8.count)
+        for u in unicodeScalars {
+            if keepLineBreaks && (u == "\n" || u == "\t") || !u.needsEscapeOnTerminal {
+                out.unicodeScalars.append(u)
+            } else {
+                out += "\\u{" + String(u.value, radix: 16, uppercase: true) + "}"
+            }
+        }
+        return out
+    }
+}
+
+extension Unicode.Scalar {
+    /// C0, DEL and C1 controls, invisible formatting characters (bidi
+    /// controls such as U+202E, zero-width spaces and joiners, U+FEFF) and
+    /// the line and paragraph separators.
+    public var needsEscapeOnTerminal: Bool {
+        if value < 0x20 || (0x7F...0x9F).contains(value) { return true }
+        if value < 0xA0 { return false }
+        switch properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
+    }
+}
+
+extension Unicode.Scalar {
+    /// "U+202E", as the Unicode standard writes code points.
+    public var codePointText: String {
+        let hex = String(value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+}
+
+/// Errors that reach a message through `\(error)` describe themselves rather
+/// than print a Swift dump of their fields.
+extension ConnectionError: CustomStringConvertible {
+    public var description: String { "\(name): \(message)" }
+}
+
+extension WireGuardTunnel.Failure: CustomStringConvertible {
+    public var description: String { error.description }
+}
