@@ -43,7 +43,12 @@ key $d/$cert.key
 dh none
 tls-crypt $d/tc.key
 data-ciphers AES-256-GCM
-keepalive 10 60
+# Pushes ping 2 / ping-restart 10: a silent server is noticed within the
+# recovery tests' bounds. explicit-exit-notify: clients hear of a restart.
+keepalive 2 10
+explicit-exit-notify 1
+# The hand-run client of the recovery tests uses the same certificate.
+duplicate-cn
 script-security 2
 auth-user-pass-verify $d/check-pass.sh via-file
 tmp-dir $d
