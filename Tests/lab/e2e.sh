@@ -273,7 +273,8 @@ test_wg_recovery() {
   nothing_left || rc=1
   return $rc
 }
-if selected "wireguard recovers" test_wg_recovery; then
+# (the set-up runs when any of the three is selected)
+if selected "wireguard recovers by itself: server silenced, underlay down, server restarted" test_wg_recovery; then
   rec_default_route add
   rec_hand_wg_up
   check "wireguard recovers by itself: server silenced 20 s" test_wg_recovery rec_silence_wg rec_resume_wg 20 yes "server silenced 20 s"
@@ -487,7 +488,7 @@ if [ $ovpn_ready = yes ]; then
     nothing_left || rc=1
     return $rc
   }
-  if selected "openvpn recovers" test_ovpn_recovery && [ $rec_ready = yes ]; then
+  if selected "openvpn recovers by itself: server silenced, underlay down, server restarted" test_ovpn_recovery && [ $rec_ready = yes ]; then
     if rec_hand_ovpn_up; then
       check "openvpn recovers by itself: server silenced 20 s" test_ovpn_recovery rec_silence_ovpn rec_resume_ovpn 20 yes "server silenced 20 s"
       check "openvpn recovers by itself: underlay down 20 s" test_ovpn_recovery rec_underlay_down rec_underlay_up 20 yes "underlay down 20 s"

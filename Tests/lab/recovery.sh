@@ -12,7 +12,7 @@
 #
 # rec_cycle measures, after a fault is undone, when vpnctl reads connected,
 # when traffic passes through vpnctl's tunnel, and when it passes through
-# the hand-run provider's (first ping reply, `ping -D` timestamps).
+# the hand-run provider's (first answer to a probe).
 
 NS_H=${LAB}h
 h() { ip netns exec "$NS_H" "$@"; }
@@ -98,10 +98,21 @@ rec_stop_ovpn() {
 }
 rec_start_ovpn() { ovpn_server o 1194 server >/dev/null; }
 
+# probe_loop NS TARGET FILE SECONDS: a fresh one-packet ping every ~0.1 s (a
+# long-running ping keeps the source address it started with, which a
+# reconnect may change), each answer logged as `ping -D` would.
+probe_loop() {
+  local end=$(( $(date +%s) + $4 ))
+  while [ "$(date +%s)" -lt $end ]; do
+    ip netns exec "$1" ping -n -c 1 -W 0.3 "$2" >/dev/null 2>&1 && echo "[$(date +%s.%N)] bytes from $2" >> "$3"
+    sleep 0.1
+  done
+}
+
 # first_reply FILE AFTER_MS: the time (ms) of the first reply in a `ping -D`
 # log at or after AFTER_MS, or nothing.
 first_reply() {
-  awk -v after="$2" '/bytes from/ { t = substr($1, 2, length($1) - 2) * 1000; if (t >= after) { printf "%d\n", t; exit } }' "$1"
+  awk -v after="$2" '/bytes from/ { t = substr($1, 2, length($1) - 2) * 1000; if (t >= after) { printf "%.0f\n", t; exit } }' "$1"
 }
 
 secs() { awk -v d="$1" 'BEGIN { printf "%.1f", d / 1000 }'; }
@@ -110,14 +121,16 @@ secs() { awk -v d="$1" 'BEGIN { printf "%.1f", d / 1000 }'; }
 # With pings running through both tunnels, BREAK, wait SECONDS (vpnctl must
 # leave connected in that time when MUST_NOTICE is yes, and never reach
 # disconnected), FIX, then vpnctl must read connected again by itself and
-# traffic must pass through it. Prints the recovery times (REC_LINE).
+# traffic must pass through it. Prints the recovery times (REC_LINE; in ms:
+# REC_TC connected, REC_TV traffic through vpnctl's, REC_TH through the hand-run).
 rec_cycle() {
   local prof=$1 vt=$2 ht=$3 brk=$4 fix=$5 n=$6 notice=$7 label=$8
   local vping hping rc=0 left=no st t0 tc="" tv th end before
   before=$(field "$prof" reconnects)
-  ip netns exec "$NS_C" ping -D -n -i 0.1 -W 1 -w $((n + 70)) "$vt" > "$LAB_DIR/rec-v.ping" 2>&1 &
+  : > "$LAB_DIR/rec-v.ping"; : > "$LAB_DIR/rec-h.ping"
+  probe_loop "$NS_C" "$vt" "$LAB_DIR/rec-v.ping" $((n + 70)) &
   vping=$!; LAB_PIDS+=($vping)
-  ip netns exec "$NS_H" ping -D -n -i 0.1 -W 1 -w $((n + 70)) "$ht" > "$LAB_DIR/rec-h.ping" 2>&1 &
+  probe_loop "$NS_H" "$ht" "$LAB_DIR/rec-h.ping" $((n + 70)) &
   hping=$!; LAB_PIDS+=($hping)
   sleep 1
   $brk
@@ -141,11 +154,16 @@ rec_cycle() {
   fi
   kill $vping $hping 2>/dev/null; wait $vping $hping 2>/dev/null
   [ $rc = 0 ] || return 1
+  REC_TC=${tc:+$((tc - t0))} REC_TV=${tv:+$((tv - t0))} REC_TH=${th:+$((th - t0))}
   REC_LINE="$label: vpnctl connected +$( [ -n "$tc" ] && secs $((tc - t0)) || echo never)s, traffic +$( [ -n "$tv" ] && secs $((tv - t0)) || echo never)s; by hand traffic +$( [ -n "$th" ] && secs $((th - t0)) || echo never)s"
   echo "  recovery ($REC_LINE)"
   [ "$notice" = yes ] && [ $left = no ] && { echo "  $prof never left connected during the fault"; rc=1; }
   [ -n "$tc" ] || { echo "  $prof is $(field "$prof" status), not connected, 60 s after the fault was undone"; rc=1; }
   [ -n "$tv" ] || { echo "  no traffic through $prof after the fault"; rc=1; }
+  if [ -n "${REC_DEBUG_DIR:-}" ]; then
+    mkdir -p "$REC_DEBUG_DIR/$prof-${label// /_}"; cp "$LAB_DIR"/*.log "$LAB_DIR"/rec-*.ping "$VPNCTL_RUN_DIR"/logs/* "$REC_DEBUG_DIR/$prof-${label// /_}"/ 2>/dev/null
+    c ip route > "$REC_DEBUG_DIR/$prof-${label// /_}/routes-c"; h ip route > "$REC_DEBUG_DIR/$prof-${label// /_}/routes-h"
+  fi
   if [ $left = yes ] && [ -n "$tc" ] && [ "$(field "$prof" reconnects)" -le "${before:-0}" ]; then
     echo "  reconnects did not grow ($before -> $(field "$prof" reconnects))"; rc=1
   fi

@@ -370,20 +370,30 @@ extension Supervisor {
     func apply(_ s: PushedSettings, _ name: String, _ system: KernelTunnelSystem, _ undo: UndoStack,
                _ state: PushedState) throws {
         let index = try system.ifindex(name)
+        // Withdrawn: gone already (the kernel drops routes with a link) is as good.
         for r in state.applied.routes where !s.routes.contains(r) {
-            try system.deleteRoute(r, ifindex: index, gateway: nil, table: 254)
             state.applied.routes.removeAll { $0 == r }
+            do { try system.deleteRoute(r, ifindex: index, gateway: nil, table: 254) } catch {
+                log("[!] route \(r), no longer pushed, was not there to delete: \(error)")
+            }
             log("[#] route \(r) withdrawn")
         }
         for a in state.applied.addresses where !s.addresses.contains(a) {
-            try system.deleteAddress(a, ifindex: index)
             state.applied.addresses.removeAll { $0 == a }
+            do { try system.deleteAddress(a, ifindex: index) } catch {
+                log("[!] address \(a), no longer pushed, was not there to delete: \(error)")
+            }
             log("[#] address \(a) withdrawn")
         }
-        for a in s.addresses where !state.applied.addresses.contains(a) {
-            try system.addAddress(a, ifindex: index)
+        // Added again on every push, not only when new: openvpn's restart
+        // may have taken the link down, and the kernel its routes with it.
+        for a in s.addresses {
+            do {
+                try system.addAddress(a, ifindex: index)
+                log("[#] address \(a) dev \(name)")
+            } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {}
+            if state.applied.addresses.contains(a) { continue }
             state.applied.addresses.append(a)
-            log("[#] address \(a) dev \(name)")
             undo.push("delete address \(a)") { [system] in
                 guard state.applied.addresses.contains(a) else { return }
                 try system.deleteAddress(a, ifindex: index)
@@ -397,14 +407,16 @@ extension Supervisor {
         }
         try system.setUp(name)
         log("[#] link \(name) up")
-        for r in s.routes where !state.applied.routes.contains(r) {
+        for r in s.routes {
             do {
                 try system.addRoute(r, ifindex: index, gateway: nil, table: 254)
+                log("[#] route \(r) dev \(name)")
             } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {
-                continue  // the kernel already has it (the subnet route of an address)
+                // Already there: ours from an earlier push, or the subnet route of an address.
+                continue
             }
+            if state.applied.routes.contains(r) { continue }
             state.applied.routes.append(r)
-            log("[#] route \(r) dev \(name)")
             undo.push("delete route \(r)") { [system] in
                 guard state.applied.routes.contains(r) else { return }
                 try system.deleteRoute(r, ifindex: index, gateway: nil, table: 254)

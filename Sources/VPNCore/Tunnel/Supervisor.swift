@@ -205,7 +205,8 @@ public final class Supervisor {
             let connecting = record.status == .connecting
             // Fixed slots: 0 signals, 1 netlink, 2 provider output (-1 is skipped by poll).
             let fds: [Int32] = [signalFD, monitor?.fd ?? -1, output?.pollFD ?? -1]
-            let ready = pollReadable(fds, timeoutMs: connecting ? 5 : 1000)
+            // Reasserting: look often, so that connected is read soon after packets flow again.
+            let ready = pollReadable(fds, timeoutMs: connecting ? 5 : record.status == .reasserting ? 100 : 1000)
             if ready.contains(2) { output?.drain() }
             if ready.contains(0) {
                 var stop = false
