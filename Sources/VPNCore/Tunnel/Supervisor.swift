@@ -9,8 +9,8 @@ import VPNSystem
 /// and configures the utun, starts and watches the provider, rewrites the
 /// runtime record on every transition and tears everything down on SIGTERM or
 /// when the provider fails. Single-threaded: one poll loop over a signalfd, a
-/// netlink monitor, the provider's output pipe and a timer, so that the provider's parent-death signal is
-/// tied to this (the only) thread.
+/// netlink monitor, the provider's output pipe and a timer, so that the
+/// provider's parent-death signal is tied to this (the only) thread.
 public final class Supervisor {
     public struct Options {
         public var configDirectory: String
