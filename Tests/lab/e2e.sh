@@ -484,6 +484,8 @@ if [ $ovpn_ready = yes ]; then
       grep -q '"note":"reconnected' "$VPNCTL_RUN_DIR/$id.events" || { echo "  no reconnect in the event log"; rc=1; }
     fi
     c ip route show | grep -q "^198.19.9.0/24 dev $ifn" || { echo "  the pushed route is gone"; rc=1; }
+    # A reconnect may bring another address: the old one is withdrawn.
+    [ "$(c ip -4 -o addr show dev "$ifn" | wc -l)" = 1 ] || { echo "  addresses on $ifn: $(c ip -4 -o addr show dev "$ifn")"; rc=1; }
     c "$V" stop work >/dev/null
     nothing_left || rc=1
     return $rc

@@ -153,9 +153,24 @@ rec_cycle() {
     done
   fi
   kill $vping $hping 2>/dev/null; wait $vping $hping 2>/dev/null
+  # The time vpnctl wrote the transition, not when this loop saw it.
+  [ -n "$tc" ] && tc=$(python3 - "$VPNCTL_RUN_DIR/$(field "$prof" id).events" "$t0" "$tc" <<'PY'
+import json, sys, datetime
+t0, seen = int(sys.argv[2]), sys.argv[3]
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    t = datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp() * 1000
+    if e["status"] == "connected" and t >= t0:
+        print(int(t)); break
+else:
+    print(seen)
+PY
+)
   [ $rc = 0 ] || return 1
   REC_TC=${tc:+$((tc - t0))} REC_TV=${tv:+$((tv - t0))} REC_TH=${th:+$((th - t0))}
-  REC_LINE="$label: vpnctl connected +$( [ -n "$tc" ] && secs $((tc - t0)) || echo never)s, traffic +$( [ -n "$tv" ] && secs $((tv - t0)) || echo never)s; by hand traffic +$( [ -n "$th" ] && secs $((th - t0)) || echo never)s"
+  local conn="connected +$( [ -n "$tc" ] && secs $((tc - t0)) || echo never)s"
+  [ $left = no ] && conn="stayed connected (never noticed the fault)"
+  REC_LINE="$label: vpnctl $conn, traffic +$( [ -n "$tv" ] && secs $((tv - t0)) || echo never)s; by hand traffic +$( [ -n "$th" ] && secs $((th - t0)) || echo never)s"
   echo "  recovery ($REC_LINE)"
   [ "$notice" = yes ] && [ $left = no ] && { echo "  $prof never left connected during the fault"; rc=1; }
   [ -n "$tc" ] || { echo "  $prof is $(field "$prof" status), not connected, 60 s after the fault was undone"; rc=1; }
