@@ -85,6 +85,7 @@ bench: build
 	bash Benchmarks/run.sh build/vpnctl
 	bash Benchmarks/stats.sh build/vpnctl
 	bash Benchmarks/openvpn.sh build/vpnctl
+	bash Benchmarks/recovery.sh build/vpnctl
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"

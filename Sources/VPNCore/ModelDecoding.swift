@@ -194,6 +194,7 @@ extension RuntimeRecord {
         interface = try r.string("interface")
         ifindex = try r.int32("ifindex", in: 1...Int32.max)
         connectedSince = try r.date("connectedSince")
+        reconnects = try r.int("reconnects")
         lastDisconnectError = try r.optional("lastDisconnectError").map(ConnectionError.init(json:))
         stopReason = try r.optional("stopReason")?.oneOf(StopReason.self, StopReason.allCases)
         settings = try r.optional("settings").map(AppliedSettings.init(json:))
@@ -213,6 +214,7 @@ extension TransitionEvent {
         previous = try r.string("previous") ?? ""
         interface = try r.string("interface")
         error = try r.optional("error").map(ConnectionError.init(json:))
+        note = try r.string("note")
     }
 
     public static func parse(_ bytes: [UInt8]) throws -> TransitionEvent {

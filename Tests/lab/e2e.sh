@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # End-to-end tests: real tun interfaces, real wireguard-go peers, real
 # netlink, inside namespaces this script creates. Usage: e2e.sh path/to/vpnctl
+# E2E_ONLY="word ..." runs only the tests whose function name is one of the
+# words or whose title contains one (the lab is still set up in full).
 set -uo pipefail
 V=$(realpath "${1:?usage: e2e.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib/testlib.sh"
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
+source "$HERE/recovery.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
@@ -374,6 +377,37 @@ test_half_way_failure_leaves_nothing() {
 }
 check "a bring-up the kernel refuses half-way (IPv6 address) unwinds: exit 4, nothing left" test_half_way_failure_leaves_nothing
 
+# ---- recovery (WireGuard) ------------------------------------------------------
+# Faults shortened from the issue's (40 s silence, 30 s underlay) to 20 s each,
+# to keep the lab's time down; each is still longer than what it must outlast
+# (WireGuard's ~15 s without an answer, openvpn's ping-restart 10 s).
+
+REC_LINES=()
+rec_ready=no
+if rec_up; then rec_ready=yes; else fail "the recovery lab did not come up (see above for the step that broke)"; fi
+c "$V" import "$LAB_DIR/roam.conf" >/dev/null
+
+# test_wg_recovery BREAK FIX SECONDS NOTICE LABEL: profile roam (endpoint through a default route).
+test_wg_recovery() {
+  [ $rec_ready = yes ] || return 1
+  c "$V" start roam >/dev/null || return 1
+  rec_cycle roam 198.19.0.1 198.19.0.1 "$@"; local rc=$?
+  [ $rc = 0 ] && REC_LINES+=("wireguard $REC_LINE")
+  c "$V" stop roam >/dev/null
+  nothing_left || rc=1
+  return $rc
+}
+# (the set-up runs when any of the three is selected)
+if selected "wireguard recovers by itself: server silenced, underlay down, server restarted" test_wg_recovery; then
+  rec_default_route add
+  rec_hand_wg_up
+  check "wireguard recovers by itself: server silenced 20 s" test_wg_recovery rec_silence_wg rec_resume_wg 20 yes "server silenced 20 s"
+  check "wireguard recovers by itself: underlay down 20 s" test_wg_recovery rec_underlay_down rec_underlay_up 20 yes "underlay down 20 s"
+  check "wireguard recovers by itself: server restarted" test_wg_recovery rec_stop_wg rec_start_wg 1 no "server restarted"
+  rec_hand_wg_down
+  rec_default_route del
+fi
+
 # ---- stats -------------------------------------------------------------------
 
 # Two quiet namespaces joined by a veth pair: no IPv6, static neighbours, so
@@ -570,6 +604,62 @@ if [ $ovpn_ready = yes ]; then
   }
   check "openvpn supervisor killed: openvpn dies with it; stop removes the utun and the run files" test_ovpn_supervisor_killed
 
+  # test_ovpn_recovery BREAK FIX SECONDS NOTICE LABEL
+  test_ovpn_recovery() {
+    [ $rec_ready = yes ] || return 1
+    c "$V" start work --timeout 15 >/dev/null || return 1
+    local idx ifn rc id
+    idx=$(record work ifindex); ifn=$(field work interface); id=$(field work id)
+    rec_cycle work 198.19.9.1 198.19.9.1 "$@"; rc=$?
+    [ $rc = 0 ] && REC_LINES+=("openvpn $REC_LINE")
+    # The persistent tun survives openvpn's restarts: same name, same ifindex.
+    [ "$(c cat /sys/class/net/"$ifn"/ifindex 2>/dev/null)" = "$idx" ] || { echo "  $ifn (ifindex $idx) did not survive"; rc=1; }
+    if [ "$(field work reconnects)" -gt 0 ]; then
+      grep -q '"note":"reconnected' "$VPNCTL_RUN_DIR/$id.events" || { echo "  no reconnect in the event log"; rc=1; }
+    fi
+    c ip route show | grep -q "^198.19.9.0/24 dev $ifn" || { echo "  the pushed route is gone"; rc=1; }
+    # A reconnect may bring another address: the old one is withdrawn.
+    [ "$(c ip -4 -o addr show dev "$ifn" | wc -l)" = 1 ] || { echo "  addresses on $ifn: $(c ip -4 -o addr show dev "$ifn")"; rc=1; }
+    c "$V" stop work >/dev/null
+    nothing_left || rc=1
+    return $rc
+  }
+  if selected "openvpn recovers by itself: server silenced, underlay down, server restarted" test_ovpn_recovery && [ $rec_ready = yes ]; then
+    if rec_hand_ovpn_up; then
+      check "openvpn recovers by itself: server silenced 20 s" test_ovpn_recovery rec_silence_ovpn rec_resume_ovpn 20 yes "server silenced 20 s"
+      check "openvpn recovers by itself: underlay down 20 s" test_ovpn_recovery rec_underlay_down rec_underlay_up 20 yes "underlay down 20 s"
+      check "openvpn recovers by itself: server restarted" test_ovpn_recovery rec_stop_ovpn rec_start_ovpn 1 yes "server restarted"
+    else
+      fail "openvpn recovers by itself: the hand-run openvpn client did not come up"
+    fi
+    rec_hand_ovpn_down
+  fi
+
+  test_ovpn_interface_deleted() {
+    c "$V" start work --timeout 15 >/dev/null || return 1
+    local ifn pid id log size0 size1 t0 t1="" rc=0
+    ifn=$(field work interface); pid=$(record work providerPid); id=$(field work id)
+    log=$VPNCTL_RUN_DIR/logs/$id.log
+    size0=$(stat -c %s "$log")
+    t0=$(now_ms)
+    c ip link del "$ifn"
+    for _ in $(seq 1 100); do
+      [ "$(field work status)" = disconnected ] && { t1=$(now_ms); break; }
+      sleep 0.05
+    done
+    [ -n "$t1" ] || { echo "  still $(field work status) 5 s after $ifn was deleted"; return 1; }
+    echo "  ended $(secs $((t1 - t0))) s after $ifn was deleted: $(field work lastDisconnectError.message)"
+    [ $((t1 - t0)) -le 3000 ] || { echo "  took more than 3 s"; rc=1; }
+    [ "$(field work stopReason)" = providerFailed ] || { echo "  stopReason $(field work stopReason)"; rc=1; }
+    field work lastDisconnectError.message | grep -q "interface $ifn was deleted" || rc=1
+    [ -d "/proc/$pid" ] && { echo "  openvpn $pid is still there"; rc=1; }
+    size1=$(( $(stat -c %s "$log") + $( [ -f "$log.1" ] && stat -c %s "$log.1" || echo 0) ))
+    [ $((size1 - size0)) -lt 1048576 ] || { echo "  the log grew by $((size1 - size0)) bytes"; rc=1; }
+    nothing_left || rc=1
+    return $rc
+  }
+  check "openvpn: its utun deleted ends the tunnel at once with a reason; openvpn gone, the log grew < 1 MiB" test_ovpn_interface_deleted
+
   test_ovpn_missing() {
     local err rc
     err=$(c env PATH=/nonexistent "$V" start work 2>&1); rc=$?
@@ -579,8 +669,9 @@ if [ $ovpn_ready = yes ]; then
   check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
 fi
 
+for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_down
 trap - EXIT
-left=$(ip netns list | grep -E "^${LAB}[csab]\b")
+left=$(ip netns list | grep -E "^${LAB}[csabh]\b")
 [ -z "$left" ] && pass "lab teardown leaves no namespace" || fail "namespaces left: $left"
 summary lab

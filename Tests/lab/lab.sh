@@ -121,13 +121,15 @@ lab_down() {
       for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
     fi
   done
-  for pid in "${LAB_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  # CONT first: a test that failed mid-fault may leave a server stopped.
+  for pid in "${LAB_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done
   for pid in "${LAB_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
   ip netns del "$NS_C" 2>/dev/null
   ip netns del "$NS_S" 2>/dev/null
   ip netns del "${LAB}a" 2>/dev/null
   ip netns del "${LAB}b" 2>/dev/null
-  rm -f "/var/run/wireguard/${LAB}w.sock" "/var/run/wireguard/${LAB}x.sock"
+  ip netns del "${LAB}h" 2>/dev/null
+  rm -f "/var/run/wireguard/${LAB}w.sock" "/var/run/wireguard/${LAB}x.sock" "/var/run/wireguard/${LAB}hw.sock"
   rm -rf "$LAB_DIR"
   LAB_PIDS=()
 }

@@ -3,6 +3,7 @@
 # servers in the server namespace.
 #
 #   server 198.18.0.1:1194/udp  tunnel 198.19.8.0/24 (server .1)
+#   (the expired-certificate server on 1195: tunnel 198.19.10.0/24)
 #   pushed route 198.19.9.0/24  resource http://198.19.9.1:8080/ (server lo)
 #   user alice / password "s3cret pass" (checked by a script on the server side)
 
@@ -24,9 +25,11 @@ ovpn_pki() {
   chmod 700 "$d/check-pass.sh"
 }
 
-# ovpn_server NAME PORT CERTNAME: an openvpn server in the server namespace.
+# ovpn_server NAME PORT CERTNAME [SUBNET]: an openvpn server in the server
+# namespace. Each server its own subnet: with two on one, the route of the
+# one started last (a restarted server is) would take the other's replies.
 ovpn_server() {
-  local name=$1 port=$2 cert=$3 d=$LAB_DIR/pki
+  local name=$1 port=$2 cert=$3 subnet=${4:-198.19.8.0} d=$LAB_DIR/pki
   cat > "$d/$name.conf" <<CONF
 dev ${LAB}$name
 dev-type tun
@@ -34,7 +37,7 @@ proto udp
 local 198.18.0.1
 port $port
 topology subnet
-server 198.19.8.0 255.255.255.0
+server $subnet 255.255.255.0
 push "route 198.19.9.0 255.255.255.0"
 push "dhcp-option DNS 198.19.8.1"
 ca $d/ca.crt
@@ -43,7 +46,12 @@ key $d/$cert.key
 dh none
 tls-crypt $d/tc.key
 data-ciphers AES-256-GCM
-keepalive 10 60
+# Pushes ping 2 / ping-restart 10: a silent server is noticed within the
+# recovery tests' bounds. explicit-exit-notify: clients hear of a restart.
+keepalive 2 10
+explicit-exit-notify 1
+# The hand-run client of the recovery tests uses the same certificate.
+duplicate-cn
 script-security 2
 auth-user-pass-verify $d/check-pass.sh via-file
 tmp-dir $d
@@ -92,7 +100,7 @@ ovpn_up() {
   (cd "$LAB_DIR/www" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.19.9.1 8080) > "$LAB_DIR/http3.log" 2>&1 &
   LAB_PIDS+=($!)
   ovpn_server o 1194 server || return 1
-  ovpn_server e 1195 expired || return 1
+  ovpn_server e 1195 expired 198.19.10.0 || return 1
   ovpn_client_file 1194 > "$LAB_DIR/work.ovpn"
   ovpn_client_file 1195 > "$LAB_DIR/expired.ovpn"
   ovpn_client_file 1199 > "$LAB_DIR/down.ovpn"

@@ -8,15 +8,19 @@ pass() { passed=$((passed + 1)); echo "ok   - $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
 skip() { skipped=$((skipped + 1)); echo "skip - $1"; }
 
-# check NAME FN [ARGS...]: runs FN and records the result. With
-# TEST_ONLY="word ..." only the checks whose FN contains one of the words run.
+# selected TITLE FN: whether a check runs. With TEST_ONLY (or E2E_ONLY) set to
+# "word ...", only checks whose FN or title contains one of the words run.
+selected() {
+  local only=${TEST_ONLY:-${E2E_ONLY:-}} w
+  [ -z "$only" ] && return 0
+  for w in $only; do [[ $2 == *"$w"* || $1 == *"$w"* ]] && return 0; done
+  return 1
+}
+
+# check NAME FN [ARGS...]: runs FN (when selected) and records the result.
 check() {
   local name=$1; shift
-  if [ -n "${TEST_ONLY:-}" ]; then
-    local w hit=no
-    for w in $TEST_ONLY; do [[ $1 == *"$w"* ]] && hit=yes; done
-    [ $hit = yes ] || return 0
-  fi
+  selected "$name" "$1" || return 0
   if "$@"; then pass "$name"; else fail "$name"; fi
 }
 

@@ -10,7 +10,7 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, lastDisconnectError, stopReason, dns
+        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns
     }
 
     func encode(to encoder: Encoder) throws {
@@ -20,6 +20,7 @@ struct StatusJSON: Encodable {
         try c.encode(status.status.name, forKey: .status)
         if let i = status.interface { try c.encode(i, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
         if let s = status.connectedSince { try c.encode(Timestamp.iso8601(s), forKey: .connectedSince) } else { try c.encodeNil(forKey: .connectedSince) }
+        try c.encode(status.record?.reconnects ?? 0, forKey: .reconnects)
         if let e = status.lastDisconnectError { try c.encode(e, forKey: .lastDisconnectError) } else { try c.encodeNil(forKey: .lastDisconnectError) }
         if let r = status.stopReason { try c.encode(r.rawValue, forKey: .stopReason) } else { try c.encodeNil(forKey: .stopReason) }
         try c.encode(status.dns, forKey: .dns)
@@ -36,6 +37,7 @@ extension StatusJSON {
             "status": .string(status.status.name),
             "interface": .optional(status.interface),
             "connectedSince": .optional(status.connectedSince.map(Timestamp.iso8601)),
+            "reconnects": .number(String(status.record?.reconnects ?? 0)),
             "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
             "stopReason": .optional(status.stopReason?.rawValue),
             "dns": .array(status.dns.map { .string($0) }),
@@ -171,6 +173,8 @@ final class LogFollower {
     }
 
     func echo() {
+        // The log was rotated or truncated (BoundedLog): read the new file from its start.
+        if let o = offset, let size = (try? FileSystem.info(path))??.size, size < o { offset = 0 }
         guard let start = offset, let bytes = try? FileSystem.readFile(path, from: start),
               let lastNewline = bytes.lastIndex(of: 0x0A) else { return }
         for line in String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n") {

@@ -43,6 +43,9 @@ public struct OpenVPNLaunch: Sendable {
             "ifconfig-noexec", "route-noexec", "script-security 1",
             "management \(q(managementSocket)) unix", "management-client", "management-hold", "management-up-down",
             "management-query-passwords", "auth-retry none", "verb 3",
+            // The supervisor stamps each line; unstamped, a repeated line is
+            // the same line and the log counts it instead of writing it.
+            "suppress-timestamps",
         ]
         for (i, r) in c.remotes.enumerated() {
             guard Endpoint.isHostName(r.host) || IPAddress(r.host) != nil, (1...65535).contains(r.port), OpenVPNImport.protocols.contains(r.proto) else {
@@ -117,12 +120,15 @@ extension Supervisor {
         var mgmt: Int32 = -1
         var providerPid: pid_t = 0
         var diagnosis = OpenVPNDiagnosis()
-        var settings = AppliedSettings()
+        let pushed = PushedState()
+        let output = providerOutput()
+        defer { output?.drain() }
         let remote = config.remotes.map { "\($0.host):\($0.port)/\($0.proto)" }.joined(separator: ", ")
 
         func fail(_ error: ConnectionError, _ reason: StopReason) -> Int32 {
             if record.status != .connecting && record.status != .disconnecting { transition(.disconnecting) }
             if mgmt >= 0 { close(mgmt); mgmt = -1 }
+            output?.drain()
             undo.unwind()
             transition(.disconnected, error: error, stopReason: reason)
             return 1
@@ -192,7 +198,8 @@ extension Supervisor {
         // 3. openvpn itself, under the parent-death signal.
         do {
             providerPid = try Processes.spawnTied(ovpn, [ovpn, "--config", configPath],
-                                                  environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputFD: logFD)
+                                                  environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputFD: output?.writeFD ?? logFD)
+            output?.closeWriteEnd()
             let pid = providerPid
             log("[#] \(ovpn) --config \(configPath) (pid \(pid))")
             undo.push("stop openvpn \(pid)") {
@@ -212,7 +219,8 @@ extension Supervisor {
             if monotonicMilliseconds() > acceptDeadline {
                 return fail(ConnectionError(.pluginFailed, "openvpn did not connect to its management socket"), .providerFailed)
             }
-            let ready = pollReadable([listenFD, signalFD], timeoutMs: 100)
+            let ready = pollReadable([listenFD, signalFD, output?.pollFD ?? -1], timeoutMs: 100)
+            if ready.contains(2) { output?.drain() }
             if ready.contains(0) {
                 mgmt = accept(listenFD, nil, nil)
                 if mgmt >= 0 { _ = fcntl(mgmt, F_SETFD, FD_CLOEXEC) }
@@ -242,14 +250,42 @@ extension Supervisor {
         }
         send("state on")
         send("log on")
-        send("hold release")
 
+        // Link events: a deleted utun ends the tunnel at once (openvpn itself
+        // would spin on "read from TUN/TAP: File descriptor in bad state").
+        let monitor: NetlinkMonitor?
+        do { monitor = try NetlinkMonitor(groups: 0x1) } catch {
+            monitor = nil
+            log("[!] \(error); a deleted \(name) is noticed only when openvpn exits")
+        }
+        var session = OpenVPNSession()
+        var stopping: Bool { session.stopping }
+        var releaseAt: Int64? = nil
         var env: [String: String] = [:]
         var upDown = ""
-        var stopping = false
         let startedAt = monotonicMilliseconds()
         while true {
-            let ready = pollReadable([signalFD, mgmt], timeoutMs: 200)
+            var timeout: Int32 = 200
+            if let at = releaseAt { timeout = Int32(max(0, min(200, at - monotonicMilliseconds()))) }
+            // Fixed slots: 0 signals, 1 management, 2 netlink, 3 provider output (-1 is skipped by poll).
+            let ready = pollReadable([signalFD, mgmt, monitor?.fd ?? -1, output?.pollFD ?? -1],
+                                     timeoutMs: timeout)
+            if ready.contains(3) { output?.drain() }
+            if let at = releaseAt, monotonicMilliseconds() >= at {
+                releaseAt = nil
+                if !stopping { send("hold release") }
+            }
+            if ready.contains(2) {
+                monitor?.drain()
+                let index: Int32?
+                do { index = try system.ifindex(name) } catch { index = nil }
+                if index != record.ifindex && !stopping {
+                    let why = index == nil ? "was deleted" : "was replaced (ifindex \(record.ifindex ?? 0) -> \(index ?? 0))"
+                    log("[!] interface \(name) \(why); stopping openvpn (pid \(providerPid))")
+                    Processes.terminate(providerPid, signal: SIGTERM, timeoutMs: 300)
+                    return fail(ConnectionError(.pluginFailed, "interface \(name) \(why) under openvpn; the tunnel ended"), .providerFailed)
+                }
+            }
             if ready.contains(0) {
                 while true {
                     let sig = vpn_signalfd_read(signalFD)
@@ -274,7 +310,8 @@ extension Supervisor {
                                                         + (diagnosis.lastReason.map { " (openvpn: \($0))" } ?? "")), .providerFailed)
                         }
                     } else if !stopping {
-                        stopping = true
+                        session.stop()
+                        releaseAt = nil
                         transition(.disconnecting)
                         send("signal SIGTERM")
                     }
@@ -284,6 +321,19 @@ extension Supervisor {
                 for line in reader.readLines() {
                     let m = ManagementMessage.parse(line)
                     diagnosis.observe(m)
+                    for action in session.observe(m) {
+                        switch action {
+                        case .releaseHold(let seconds):
+                            if seconds > 0 { log("[*] openvpn holds; releasing it in \(seconds) s (its connect-retry back-off)") }
+                            releaseAt = monotonicMilliseconds() + Int64(seconds) * 1000
+                        case .connected(let n):
+                            if n > 1 { log("[*] openvpn reconnected") }
+                            transition(.connected)
+                        case .reasserting:
+                            log("[*] openvpn is reconnecting (\(diagnosis.lastReason ?? "soft restart"))")
+                            transition(.reasserting)
+                        }
+                    }
                     switch m {
                     case .password(let text) where text.hasPrefix("Need 'Auth'"):
                         guard let user = ManagementMessage.quote(config.username ?? ""),
@@ -303,32 +353,25 @@ extension Supervisor {
                         upDown = what
                         env = [:]
                     case .upDownEnvEnd:
-                        // DOWN needs nothing: the undo steps remove what UP added.
+                        // DOWN (also before each reconnect's UP) needs nothing:
+                        // the undo steps remove what UP added, and the next UP
+                        // keeps what is pushed again and withdraws the rest.
                         if upDown == "UP" && !stopping {
-                            let pushed = PushedSettings(env: env)
-                            if !pushed.invalid.isEmpty {
+                            let settings = PushedSettings(env: env)
+                            if !settings.invalid.isEmpty {
                                 send("signal SIGTERM")
                                 return fail(ConnectionError(.configurationFailed,
-                                                            "the server pushed settings that are not addresses: \(pushed.invalid.joined(separator: ", "))"),
+                                                            "the server pushed settings that are not addresses: \(settings.invalid.joined(separator: ", "))"),
                                             .configurationFailed)
                             }
                             do {
-                                settings = try apply(pushed, name, system, undo, into: settings)
-                                record.settings = settings
+                                try apply(settings, name, system, undo, pushed)
+                                record.settings = pushed.applied
                             } catch {
                                 return fail(ConnectionError(.configurationFailed, "cannot apply the pushed settings: \(error)"), .configurationFailed)
                             }
                         }
                         env = [:]
-                    case .state(let stateName, _):
-                        guard let status = OpenVPNState.status(stateName), !stopping else { break }
-                        if status == .connected, record.status != .connected {
-                            transition(.connected)
-                        } else if status == .reasserting, record.status == .connected {
-                            transition(.reasserting)
-                        } else if status == .disconnecting {
-                            break
-                        }
                     default:
                         break
                     }
@@ -350,40 +393,69 @@ extension Supervisor {
     }
 
     /// Applies pushed settings to the utun through netlink, with undo steps.
+    /// A later push (a reconnect) keeps what it pushes again, adds what is
+    /// new and withdraws what it no longer has.
     func apply(_ s: PushedSettings, _ name: String, _ system: KernelTunnelSystem, _ undo: UndoStack,
-               into previous: AppliedSettings) throws -> AppliedSettings {
-        var applied = previous
+               _ state: PushedState) throws {
         let index = try system.ifindex(name)
-        for a in s.addresses where !applied.addresses.contains(a) {
-            try system.addAddress(a, ifindex: index)
-            applied.addresses.append(a)
-            log("[#] address \(a) dev \(name)")
+        // Withdrawn: gone already (the kernel drops routes with a link) is as good.
+        for r in state.applied.routes where !s.routes.contains(r) {
+            state.applied.routes.removeAll { $0 == r }
+            do { try system.deleteRoute(r, ifindex: index, gateway: nil, table: 254) } catch {
+                log("[!] route \(r), no longer pushed, was not there to delete: \(error)")
+            }
+            log("[#] route \(r) withdrawn")
+        }
+        for a in state.applied.addresses where !s.addresses.contains(a) {
+            state.applied.addresses.removeAll { $0 == a }
+            do { try system.deleteAddress(a, ifindex: index) } catch {
+                log("[!] address \(a), no longer pushed, was not there to delete: \(error)")
+            }
+            log("[#] address \(a) withdrawn")
+        }
+        // Added again on every push, not only when new: openvpn's restart
+        // may have taken the link down, and the kernel its routes with it.
+        for a in s.addresses {
+            do {
+                try system.addAddress(a, ifindex: index)
+                log("[#] address \(a) dev \(name)")
+            } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {}
+            if state.applied.addresses.contains(a) { continue }
+            state.applied.addresses.append(a)
             undo.push("delete address \(a)") { [system] in
+                guard state.applied.addresses.contains(a) else { return }
                 try system.deleteAddress(a, ifindex: index)
                 self.log("[#] address \(a) deleted")
             }
         }
         if let mtu = s.mtu {
             try system.setMTU(name, mtu)
-            applied.mtu = mtu
+            state.applied.mtu = mtu
             log("[#] link \(name) mtu \(mtu)")
         }
         try system.setUp(name)
         log("[#] link \(name) up")
-        for r in s.routes where !applied.routes.contains(r) {
+        for r in s.routes {
             do {
                 try system.addRoute(r, ifindex: index, gateway: nil, table: 254)
+                log("[#] route \(r) dev \(name)")
             } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {
-                continue  // the kernel already has it (the subnet route of an address)
+                // Already there: ours from an earlier push, or the subnet route of an address.
+                continue
             }
-            applied.routes.append(r)
-            log("[#] route \(r) dev \(name)")
+            if state.applied.routes.contains(r) { continue }
+            state.applied.routes.append(r)
             undo.push("delete route \(r)") { [system] in
+                guard state.applied.routes.contains(r) else { return }
                 try system.deleteRoute(r, ifindex: index, gateway: nil, table: 254)
                 self.log("[#] route \(r) deleted")
             }
         }
-        applied.dns = s.dns + s.domains
-        return applied
+        state.applied.dns = s.dns + s.domains
     }
+}
+
+/// The settings applied from openvpn's pushes so far, shared with their undo steps.
+final class PushedState {
+    var applied = AppliedSettings()
 }

@@ -77,7 +77,10 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
     public var providerStartTime: UInt64?
     public var interface: String?
     public var ifindex: Int32?
+    /// When this session began: a reconnect starts a new one.
     public var connectedSince: Date?
+    /// How many times the tunnel came back by itself since it was started.
+    public var reconnects: Int?
     public var lastDisconnectError: ConnectionError?
     public var stopReason: StopReason?
     public var settings: AppliedSettings?
@@ -106,6 +109,7 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
         try c.encodeIfPresent(interface, forKey: .interface)
         try c.encodeIfPresent(ifindex, forKey: .ifindex)
         try c.encodeIfPresent(connectedSince, forKey: .connectedSince)
+        try c.encodeIfPresent(reconnects, forKey: .reconnects)
         try c.encodeIfPresent(lastDisconnectError, forKey: .lastDisconnectError)
         try c.encodeIfPresent(stopReason, forKey: .stopReason)
         try c.encodeIfPresent(settings, forKey: .settings)
@@ -116,7 +120,7 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
-             interface, ifindex, connectedSince, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
+             interface, ifindex, connectedSince, reconnects, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
              txBytesAtConnect, updatedAt
     }
 }
@@ -130,4 +134,6 @@ public struct TransitionEvent: Encodable, Equatable, Sendable {
     public var previous: String
     public var interface: String?
     public var error: ConnectionError?
+    /// Why, in words, when the transition alone does not say (a reconnect).
+    public var note: String? = nil
 }

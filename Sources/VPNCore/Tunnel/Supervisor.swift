@@ -9,8 +9,8 @@ import VPNSystem
 /// and configures the utun, starts and watches the provider, rewrites the
 /// runtime record on every transition and tears everything down on SIGTERM or
 /// when the provider fails. Single-threaded: one poll loop over a signalfd, a
-/// netlink monitor and a timer, so that the provider's parent-death signal is
-/// tied to this (the only) thread.
+/// netlink monitor, the provider's output pipe and a timer, so that the
+/// provider's parent-death signal is tied to this (the only) thread.
 public final class Supervisor {
     public struct Options {
         public var configDirectory: String
@@ -34,7 +34,9 @@ public final class Supervisor {
     let options: Options
     let runtime: RuntimeStore
     var record: RuntimeRecord
+    /// The supervisor's stderr, opened on the log file by `start`.
     let logFD: Int32
+    let logFile: BoundedLog
     let monotonicStart = monotonicMilliseconds()
     var doorbell: Int32
 
@@ -44,21 +46,39 @@ public final class Supervisor {
         runtime = RuntimeStore(directory: options.runDirectory)
         record = RuntimeRecord(id: id, name: "", status: .disconnected)
         logFD = 2
+        logFile = BoundedLog(path: runtime.logPath(id), fd: logFD)
         doorbell = options.notifyFD
     }
 
     func log(_ line: String) {
-        let text = "\(Timestamp.iso8601(Date())) \(line)\n"
-        _ = text.withCString { write(logFD, $0, strlen($0)) }
+        logFile.write(line)
     }
 
+    /// The provider's stdout and stderr, drained into the log by the loops.
+    func providerOutput() -> ProviderOutput? {
+        do { return try ProviderOutput(log: logFile) } catch {
+            log("[!] \(error); the provider's output goes to the log file directly, uncapped")
+            return nil
+        }
+    }
+
+    /// Connected after reasserting is a reconnect: a new session, with its own
+    /// `connectedSince` and counters, counted in `reconnects` and noted in the
+    /// event log.
     func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil) {
         let previous = record.status
         record.status = status
         record.updatedAt = Date()
         if let error { record.lastDisconnectError = error }
         if let stopReason { record.stopReason = stopReason }
-        if status == .connected && record.connectedSince == nil {
+        var note: String? = nil
+        let reconnect = status == .connected && previous == .reasserting && record.connectedSince != nil
+        if reconnect {
+            let n = (record.reconnects ?? 0) + 1
+            record.reconnects = n
+            note = "reconnected (reconnect \(n) since start); a new session begins"
+        }
+        if status == .connected && (record.connectedSince == nil || reconnect) {
             record.connectedSince = Date()
             // Kept so that `stats --profile` can show this session's bytes. One
             // link over netlink, not all of /proc/net/dev, on the way to connected.
@@ -73,7 +93,7 @@ public final class Supervisor {
             if previous != status {
                 try runtime.appendEvent(TransitionEvent(time: record.updatedAt, id: id.uuidString.lowercased(), name: record.name,
                                                         status: status.name, previous: previous.name,
-                                                        interface: record.interface, error: error), id: id)
+                                                        interface: record.interface, error: error, note: note), id: id)
             }
         } catch {
             log("[!] cannot write the runtime record: \(error)")
@@ -86,12 +106,13 @@ public final class Supervisor {
             }
         }
         if previous != status {
-            log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")")
+            log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")\(note.map { ": \($0)" } ?? "")")
         }
     }
 
     /// Runs until the tunnel is down. Returns the process exit status.
     public func run() -> Int32 {
+        defer { logFile.flushRepeats() }
         let signalFD = vpn_supervisor_signalfd()
         if signalFD < 0 { log("[!] signalfd: \(Errno(-signalFD))"); return 1 }
         guard let lock = try? FileLock.tryLock(path: "\(options.runDirectory)/\(id.uuidString.lowercased()).lock") else {
@@ -103,6 +124,7 @@ public final class Supervisor {
         record.supervisorStartTime = Processes.startTime(of: getpid())
         record.lastDisconnectError = nil
         record.stopReason = nil
+        record.reconnects = nil
 
         let store = PreferencesStore(directory: options.configDirectory)
         let profile: Profile
@@ -138,13 +160,16 @@ public final class Supervisor {
             return 1
         }
         let tunnel = WireGuardTunnel(profileID: id, config: config, system: system, log: log)
+        let output = providerOutput()
+        defer { output?.drain() }
         do {
             let privateKey = String(decoding: try store.secrets.read(id, name: config.privateKeySecret ?? ""), as: UTF8.self)
             var psks: [String: String] = [:]
             for p in config.peers {
                 if let s = p.presharedKeySecret { psks[s] = String(decoding: try store.secrets.read(id, name: s), as: UTF8.self) }
             }
-            try tunnel.start(wireguardGo: wg, logFD: logFD, privateKey: privateKey, presharedKeys: psks)
+            try tunnel.start(wireguardGo: wg, logFD: output?.writeFD ?? logFD, privateKey: privateKey, presharedKeys: psks)
+            output?.closeWriteEnd()
         } catch let f as WireGuardTunnel.Failure {
             record.interface = nil
             transition(.disconnected, error: f.error, stopReason: f.stopReason)
@@ -168,6 +193,7 @@ public final class Supervisor {
 
         func finish(_ status: VPNStatus = .disconnected, error: ConnectionError?, reason: StopReason) -> Int32 {
             if record.status != .disconnecting { transition(.disconnecting) }
+            output?.drain()
             tunnel.stop()
             transition(.disconnected, error: error, stopReason: reason)
             return error == nil ? 0 : 1
@@ -175,8 +201,11 @@ public final class Supervisor {
 
         while true {
             let connecting = record.status == .connecting
-            let fds = [signalFD] + (monitor.map { [$0.fd] } ?? [])
-            let ready = pollReadable(fds, timeoutMs: connecting ? 5 : 1000)
+            // Fixed slots: 0 signals, 1 netlink, 2 provider output (-1 is skipped by poll).
+            let fds: [Int32] = [signalFD, monitor?.fd ?? -1, output?.pollFD ?? -1]
+            // Reasserting: look often, so that connected is read soon after packets flow again.
+            let ready = pollReadable(fds, timeoutMs: connecting ? 5 : record.status == .reasserting ? 100 : 1000)
+            if ready.contains(2) { output?.drain() }
             if ready.contains(0) {
                 var stop = false
                 while true {
