@@ -29,7 +29,7 @@ public struct OpenVPNLaunch: Sendable {
     public static let ownDirectives: Set<String> = [
         "client", "dev", "dev-type", "disable-dco", "ifconfig-noexec", "route-noexec", "script-security", "management",
         "management-client", "management-hold", "management-up-down", "management-query-passwords", "auth-retry", "verb",
-        "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass",
+        "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass", "suppress-timestamps",
     ]
 
     /// The config file for one run. Every option is checked again here (the
