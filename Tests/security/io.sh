@@ -15,21 +15,9 @@ _io_fresh() {
   mkdir -p "$IO_DIR"
   export VPNCTL_CONFIG_DIR="$IO_CFG" VPNCTL_RUN_DIR="$IO_RUN"
   if [ "${2:-}" != empty ]; then
-    _io_conf > "$WORK/io-$1/p.conf"
+    wg_conf > "$WORK/io-$1/p.conf"
     timeout $_IO_T "$BIN" import "$WORK/io-$1/p.conf" --name p >/dev/null 2>&1 || { echo "  setup: import failed"; return 1; }
   fi
-}
-
-_io_conf() {
-  cat <<'CONF'
-[Interface]
-PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
-Address = 10.0.0.2/32
-[Peer]
-PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
-AllowedIPs = 0.0.0.0/0
-Endpoint = 198.18.0.1:51820
-CONF
 }
 
 # _io_expect NAME RC WANTED_RC STDERR_FILE TEXT: the exit code and a phrase of the message.
@@ -55,7 +43,7 @@ sec_io_import_endless_stdin() (
 
 sec_io_import_process_substitution_works() (
   _io_fresh import-procsub empty || return 1
-  timeout $_IO_T "$BIN" import <(_io_conf) --name ps 2>"$IO_DIR/err" >/dev/null
+  timeout $_IO_T "$BIN" import <(wg_conf) --name ps 2>"$IO_DIR/err" >/dev/null
   _io_expect "import <(...)" $? 0 "$IO_DIR/err" ""
 )
 
@@ -166,7 +154,7 @@ sec_io_status_watch_closed_stdout() (
 
 sec_io_bidi_name_refused() (
   _io_fresh bidi empty || return 1
-  _io_conf > "$WORK/io-bidi/p.conf"
+  wg_conf > "$WORK/io-bidi/p.conf"
   timeout $_IO_T "$BIN" import "$WORK/io-bidi/p.conf" --name $'office\u202efdp' 2>"$IO_DIR/err" >/dev/null
   _io_expect "bidi name" $? 2 "$IO_DIR/err" "invisible formatting character (U+202E" || return 1
   ! grep -q $'\u202e' "$IO_DIR/err" || { echo "  the bidi control reached stderr raw"; return 1; }

@@ -124,15 +124,7 @@ sec_ovpn_username_without_auth_user_pass() {
 
 # An fwmark that is not off, a number or 0x-hex is refused by edit.
 sec_ovpn_edit_refuses_junk_fwmark() {
-  cat > "$WORK/wg.conf" <<'CONF'
-[Interface]
-PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
-Address = 10.0.0.2/32
-[Peer]
-PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
-AllowedIPs = 0.0.0.0/0
-Endpoint = 198.18.0.1:51820
-CONF
+  wg_conf > "$WORK/wg.conf"
   "$BIN" import "$WORK/wg.conf" --name wg > /dev/null 2>&1 || { _sovpn_fail "wg.conf does not import"; return 1; }
   _sovpn_expect 5 "protocol.fwmark: 'junk'" _sovpn_edit wg "d['protocol']['fwmark'] = 'junk'" || return 1
   _sovpn_edit wg "d['protocol']['fwmark'] = '0xca6c'" > /dev/null 2>&1 || { _sovpn_fail "fwmark 0xca6c was refused"; return 1; }

@@ -63,17 +63,10 @@ need_netns() {
 }
 # wg_conf: a valid wg-quick file (lab addresses, a key that is not used anywhere).
 wg_conf() {
-  cat <<CONF
-[Interface]
-PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
-Address = 198.19.0.2/32
-[Peer]
-PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
-AllowedIPs = 198.19.0.0/24
-Endpoint = 198.18.0.1:51820
-CONF
+  wg_quick_conf 198.19.0.2/32 198.19.0.0/24 198.18.0.1:51820 \
+    yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk= xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
 }
-export -f as_user need_user new_netns need_netns wg_conf
+export -f as_user need_user new_netns need_netns wg_conf wg_quick_conf
 
 for f in "$HERE"/*.sh; do
   [ "$f" = "$HERE/run.sh" ] || source "$f"

@@ -12,11 +12,12 @@ PY
   chmod 600 "$VPNCTL_RUN_DIR/$1.json"
 }
 start_time() { awk '{print $22}' "/proc/$1/stat"; }
+# import_p: the profile 'p' from wg_conf, as most cases start.
+import_p() { wg_conf > p.conf && "$BIN" import p.conf >/dev/null; }
 profile_id() { "$BIN" show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile"]["id"])'; }
 
 sec_state_open_config_dir_refused() {
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   chmod 777 "$VPNCTL_CONFIG_DIR"
   local err rc
   err=$(timeout 10 "$BIN" list 2>&1); rc=$?
@@ -27,8 +28,7 @@ sec_state_open_config_dir_refused() {
 
 sec_state_foreign_preferences_refused() {
   need_user || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   chown "$SEC_USER" "$VPNCTL_CONFIG_DIR/preferences.json"
   local err rc
   err=$(timeout 10 "$BIN" list 2>&1); rc=$?
@@ -38,8 +38,7 @@ sec_state_foreign_preferences_refused() {
 # A key secret planted by another user is refused before anything starts.
 sec_state_foreign_secret_refused_at_start() {
   need_user || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   local id err rc
   id=$(profile_id p)
   chown "$SEC_USER" "$VPNCTL_CONFIG_DIR/secrets/$id/private-key"
@@ -51,8 +50,7 @@ sec_state_foreign_secret_refused_at_start() {
 # A run dir another user owns: its records are not obeyed (no kill, no delete).
 sec_state_foreign_run_dir_refused() {
   need_user || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   local id victim err rc
   id=$(profile_id p)
   sleep 60 & victim=$!
@@ -73,8 +71,7 @@ sec_state_foreign_run_dir_refused() {
 # vpnctl did not create. stop must touch none of them.
 sec_state_unproven_record_touches_nothing() {
   need_netns || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   local ns id v1 v2 index err rc
   ns=$(new_netns rec) || return 1
   ip netns exec "$ns" ip tuntap add dev utun7 mode tun || return 1
@@ -97,8 +94,7 @@ sec_state_unproven_record_touches_nothing() {
 # interfaceName naming an existing tun: refused before anything is touched.
 sec_state_existing_interface_not_taken_over() {
   need_netns || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   local ns err rc
   ns=$(new_netns iface) || return 1
   ip netns exec "$ns" ip tuntap add dev admin0 mode tun || return 1
@@ -116,8 +112,7 @@ PY
 # An unprivileged user: its own store works; root's is closed to it; tunnels need CAP_NET_ADMIN.
 sec_state_unprivileged_user() {
   need_user || return 2
-  wg_conf > p.conf
-  "$BIN" import p.conf >/dev/null || return 1
+  import_p || return 1
   local home err rc
   home=$(mktemp -d "$(dirname "$WORK")/home.XXXXXX")   # $WORK itself is root's 0700
   cp p.conf "$home/"; chown -R "$SEC_USER" "$home"

@@ -8,6 +8,9 @@ import VPNSystem
 /// one per transition) and `<id>.log` (the supervisor's log).
 public struct RuntimeStore: Sendable {
     public let directory: String
+    /// The run dir (and each directory above it) is checked once per store,
+    /// not once per record: `status` reads every profile's record.
+    private let trusted = OnceFlag()
 
     public init(directory: String) { self.directory = directory }
 
@@ -56,8 +59,11 @@ public struct RuntimeStore: Sendable {
         do {
             // A record makes vpnctl signal processes and delete interfaces:
             // it counts only from a run dir nobody else can write.
-            guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return nil }
-            try FileSystem.checkTrustedDirectory(directory)
+            if !trusted.isSet {
+                guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return nil }
+                try FileSystem.checkTrustedDirectory(directory)
+                trusted.set()
+            }
             guard try FileSystem.checkTrustedFile(path) != nil,
                   let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
             bytes = b
@@ -162,4 +168,10 @@ public enum Timestamp {
         if b.count > 20, b[19] == UInt8(ascii: "."), let f = num(20, 3) { ms = Double(f) / 1000 }
         return Date(timeIntervalSince1970: Double(secs) + ms)
     }
+}
+
+/// A flag that is set once; for state a short-lived command checks once.
+final class OnceFlag: @unchecked Sendable {
+    private(set) var isSet = false
+    func set() { isSet = true }
 }
