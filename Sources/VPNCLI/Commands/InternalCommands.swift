@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CVPNShims
 import FoundationEssentials
 import VPNCore
 import VPNSystem

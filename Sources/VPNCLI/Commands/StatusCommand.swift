@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CVPNShims
 import FoundationEssentials
 import VPNCore
 import VPNSystem
@@ -85,9 +84,8 @@ enum StatusCommand {
         let links = try? NetlinkMonitor(groups: 0x1)
         var offsets: [UUID: Int] = [:]
         var shown: [UUID: String] = [:]
-        var pidfds: [UUID: (pid: Int32, fd: Int32)] = [:]
+        var pidfds: [UUID: ProcessWatch] = [:]
         var printed = 0
-        defer { for (_, p) in pidfds { close(p.fd) } }
 
         func profiles() -> [Profile] {
             if let only { return only }
@@ -147,9 +145,7 @@ enum StatusCommand {
                     if printed >= limit || stdout.failure != nil { return .ok }
                 }
                 if now.supervisorAlive, let pid = now.record?.supervisorPid, pidfds[p.id]?.pid != pid {
-                    if let old = pidfds[p.id] { close(old.fd) }
-                    let fd = vpn_pidfd_open(pid)
-                    if fd >= 0 { pidfds[p.id] = (pid, fd) }
+                    pidfds[p.id] = ProcessWatch(pid: pid)
                 }
             }
             let pids = Array(pidfds)
@@ -160,9 +156,7 @@ enum StatusCommand {
             links?.drain()
             let base = links == nil ? 1 : 2
             for i in ready where i >= base {
-                let (id, p) = pids[i - base]
-                close(p.fd)
-                pidfds[id] = nil
+                pidfds[pids[i - base].key] = nil
             }
         }
         return .ok

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CVPNShims
 import FoundationEssentials
 import VPNSystem
 
@@ -174,8 +173,8 @@ public struct TunnelController {
                      watchRecords: Bool = true,
                      onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
         try runtime.prepare()
-        let pidfd = supervisor.map { vpn_pidfd_open($0) } ?? -1
-        defer { if pidfd >= 0 { close(pidfd) } }
+        let exitWatch = supervisor.flatMap { ProcessWatch(pid: $0) }
+        let pidfd = exitWatch?.fd ?? -1
         var bell = doorbell ?? -1
         let watch = bell < 0 && (watchRecords || pidfd < 0)
             ? try DirectoryWatch([runtime.directory], mask: DirectoryWatch.replacements) : nil
