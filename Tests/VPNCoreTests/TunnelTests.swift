@@ -30,12 +30,20 @@ final class FakeTunnelSystem: TunnelSystem {
         return 4242
     }
     func stopProvider(_ pid: pid_t) { calls.append("stopProvider \(pid)") }
-    func ifindex(_ name: String) throws -> Int32 { try record("ifindex \(name)"); return 7 }
+    var deletedLinks: Set<String> = []
+    func ifindex(_ name: String) throws -> Int32 {
+        try record("ifindex \(name)")
+        if deletedLinks.contains(name) { throw Injected() }
+        return 7
+    }
     func addAddress(_ cidr: String, ifindex: Int32) throws { try record("addAddress \(cidr)") }
     func deleteAddress(_ cidr: String, ifindex: Int32) throws { calls.append("deleteAddress \(cidr)") }
     func setMTU(_ name: String, _ mtu: Int) throws { try record("setMTU \(mtu)") }
     func setUp(_ name: String) throws { try record("setUp \(name)") }
+    /// Every route to add is already there ("object exists").
+    var routesExist = false
     func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {
+        if routesExist { calls.append("addRoute \(prefix) exists"); throw NetlinkError("add route", code: -6) }
         try record("addRoute \(prefix) dev \(ifindex)\(gateway.map { " via \($0)" } ?? "")")
     }
     func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws { calls.append("deleteRoute \(prefix)") }
@@ -49,6 +57,20 @@ final class FakeTunnelSystem: TunnelSystem {
         calls.append("route \(address)")
         return RouteDecision(outputInterfaceIndex: 2, gateway: IPAddress("198.18.0.254")!.bytes)
     }
+    func createPersistentTun(_ name: String) throws { try record("createPersistentTun \(name)") }
+    var downLinks: Set<Int32> = []
+    func linkState(index: Int32) -> (name: String, usable: Bool)? { ("eth\(index)", !downLinks.contains(index)) }
+    func counters(_ name: String) -> InterfaceCounters? { nil }
+    var missingPrograms: Set<String> = []
+    func which(_ program: String, path: String?) -> String? { missingPrograms.contains(program) ? nil : "/usr/sbin/\(program)" }
+    /// A real listening socket (the tests connect to it as openvpn would).
+    func listenUnix(_ path: String) throws -> Int32 {
+        try record("listenUnix \(path.split(separator: "/").last ?? "")")
+        unlink(path)
+        return try UnixSocket.listen(at: path)
+    }
+    func terminate(_ pid: pid_t, signal: Int32, timeoutMs: Int) { calls.append("terminate \(pid)") }
+    func startTime(of pid: pid_t) -> UInt64? { 1 }
 }
 
 @Suite struct WireGuardTunnelTests {
@@ -174,6 +196,23 @@ final class FakeTunnelSystem: TunnelSystem {
         guard case .reasserting = h.observe(nowMs: 200, handshakeEpoch: 5, handshakeAgeMs: 200, rxBytes: 100, txBytes: 196, pathProblem: nil)
         else { Issue.record("recovered without evidence"); return }
         #expect(h.observe(nowMs: 300, handshakeEpoch: 5, handshakeAgeMs: 300, rxBytes: 196, txBytes: 292, pathProblem: nil) == .connected)
+    }
+
+    @Test func dataReceivedDespiteAPathProblemDisprovesIt() {
+        // No route to the endpoint, yet wireguard-go still reaches it from
+        // the source it remembers: received data is the stronger fact.
+        var h = WireGuardHealth()
+        _ = h.observe(nowMs: 0, handshakeEpoch: 5, handshakeAgeMs: 1, rxBytes: 100, txBytes: 100, pathProblem: nil)
+        #expect(h.observe(nowMs: 100, handshakeEpoch: 5, handshakeAgeMs: 100, rxBytes: 100, txBytes: 196,
+                          pathProblem: "no route to the endpoint") == .reasserting("no route to the endpoint"))
+        #expect(h.observe(nowMs: 200, handshakeEpoch: 5, handshakeAgeMs: 200, rxBytes: 196, txBytes: 292,
+                          pathProblem: "no route to the endpoint") == .connected)
+        #expect(h.observe(nowMs: 1200, handshakeEpoch: 5, handshakeAgeMs: 1200, rxBytes: 196, txBytes: 292,
+                          pathProblem: "no route to the endpoint") == .connected, "still disproven while it stands")
+        // The same problem coming back after it cleared counts again.
+        _ = h.observe(nowMs: 2200, handshakeEpoch: 5, handshakeAgeMs: 2200, rxBytes: 196, txBytes: 292, pathProblem: nil)
+        #expect(h.observe(nowMs: 3200, handshakeEpoch: 5, handshakeAgeMs: 3200, rxBytes: 196, txBytes: 292,
+                          pathProblem: "no route to the endpoint") == .reasserting("no route to the endpoint"))
     }
 
     @Test func staleHandshakeWhileSendingReasserts() {

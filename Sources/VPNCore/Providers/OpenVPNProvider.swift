@@ -5,7 +5,7 @@ import FoundationEssentials
 import VPNSystem
 
 /// OpenVPN 2.6 attached by name to a persistent utun vpnctl creates, driven
-/// over a management socket (see `Supervisor.runOpenVPN`).
+/// over a management socket (see `OpenVPNTunnel`).
 public struct OpenVPNProvider: TunnelProvider {
     public static let kind = ProtocolConfiguration.Kind.openvpn
     public static let implementation = "openvpn"
@@ -26,8 +26,8 @@ public struct OpenVPNProvider: TunnelProvider {
         _ = try TrustStore(configDirectory: environment.configDirectory).bundle(requirements.trustAnchors)
     }
 
-    public func run(in supervisor: Supervisor, store: PreferencesStore, signalFD: Int32) -> Int32 {
-        supervisor.runOpenVPN(config, program: requirements.program, store: store, signalFD: signalFD)
+    public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
+        OpenVPNTunnel(context: context, config: config, program: requirements.program)
     }
 
     /// The run-only files of one run: config, client certificate, CA bundle, management socket.

@@ -52,7 +52,7 @@ public struct ProviderEnvironment {
 
 /// The NEPacketTunnelProvider analogue: one per protocol implementation. It
 /// declares what it needs, checks a profile before anything starts, runs the
-/// tunnel inside the supervisor, and removes its own leftovers after a dead
+/// tunnel inside the supervisor (`makeTunnel`, on its one event loop), and removes its own leftovers after a dead
 /// supervisor. Adding a transport means one such type and one line in
 /// `ProviderRegistry.builtIn`.
 public protocol TunnelProvider {
@@ -73,8 +73,8 @@ public protocol TunnelProvider {
     /// be a key); throws a `VPNError`.
     func checkSecret(name: String, value: [UInt8]) throws
 
-    /// Runs the tunnel in `supervisor` until it is down; returns the exit status.
-    func run(in supervisor: Supervisor, store: PreferencesStore, signalFD: Int32) -> Int32
+    /// The tunnel for one run, driven by the supervisor's event loop.
+    func makeTunnel(in context: TunnelContext) -> any ProviderTunnel
 
     /// Removes what a dead supervisor of this provider left that is the
     /// provider's own (sockets, run files), for the record's interface and id.

@@ -5,7 +5,7 @@ import FoundationEssentials
 import VPNSystem
 
 /// WireGuard carried by wireguard-go on a utun vpnctl creates (see
-/// `WireGuardTunnel` for the bring-up and `Supervisor.runWireGuard` for the loop).
+/// `WireGuardTunnel` for the bring-up and `WireGuardGoSession` for the run).
 public struct WireGuardGoProvider: TunnelProvider {
     public static let kind = ProtocolConfiguration.Kind.wireguard
     public static let implementation = "wireguard-go"
@@ -35,8 +35,8 @@ public struct WireGuardGoProvider: TunnelProvider {
         }
     }
 
-    public func run(in supervisor: Supervisor, store: PreferencesStore, signalFD: Int32) -> Int32 {
-        supervisor.runWireGuard(config, program: requirements.program, store: store, signalFD: signalFD)
+    public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
+        WireGuardGoSession(context: context, config: config, program: requirements.program)
     }
 
     /// A UAPI socket nobody answers on is left over from a dead wireguard-go.

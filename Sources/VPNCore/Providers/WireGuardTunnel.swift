@@ -38,17 +38,6 @@ public final class WireGuardTunnel {
         undo = UndoStack(log: log)
     }
 
-    /// utunN with the lowest free N. A name is taken when the link exists in
-    /// this namespace or a live UAPI socket exists for it: that path is shared
-    /// by every network namespace.
-    public static func chooseInterfaceName(_ system: TunnelSystem) -> String? {
-        for n in 0..<256 {
-            let name = "utun\(n)"
-            if !system.interfaceExists(name) && !system.uapiSocketIsLive(name) { return name }
-        }
-        return nil
-    }
-
     /// Splits a default route so it overrides the existing default without
     /// replacing it (as wg-quick does with its own table).
     static func routePrefixes(_ allowed: CIDR) -> [String] {
@@ -112,7 +101,7 @@ public final class WireGuardTunnel {
             throw Failure(error: ConnectionError(.configurationFailed, "interface \(name) already exists; vpnctl only creates new interfaces"),
                           stopReason: .configurationFailed)
         }
-        guard let name = config.interfaceName ?? WireGuardTunnel.chooseInterfaceName(system) else {
+        guard let name = config.interfaceName ?? InterfaceNames.chooseFree(system) else {
             throw Failure(error: ConnectionError(.configurationFailed, "no free utunN name"), stopReason: .configurationFailed)
         }
         let tunFD: Int32
@@ -149,23 +138,13 @@ public final class WireGuardTunnel {
         _ = try uapi("get=1\n\n")
 
         ifindex = try system.ifindex(name)
-        for a in config.addresses {
-            guard let cidr = CIDR(a) else { continue }
-            try system.addAddress(cidr.description, ifindex: ifindex)
-            settings.addresses.append(cidr.description)
-            log("[#] address \(cidr) dev \(name)")
-            let index = ifindex
-            undo.push("delete address \(cidr)") { [system] in
-                try system.deleteAddress(cidr.description, ifindex: index)
-                self.log("[#] address \(cidr) deleted")
-            }
-        }
-        let mtu = config.mtu ?? 1420
-        try system.setMTU(name, mtu)
-        settings.mtu = mtu
-        log("[#] link \(name) mtu \(mtu)")
-        try system.setUp(name)
-        log("[#] link \(name) up")
+        let applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: log)
+        var wanted = TunnelNetworkSettings()
+        wanted.addresses = config.addresses.compactMap { CIDR($0)?.description }
+        wanted.mtu = config.mtu ?? 1420
+        wanted.dns = config.dns
+        try applier.applyInterface(wanted)
+        settings = applier.applied
 
         let request = WireGuardUAPI.setRequest(
             privateKeyHex: privateHex, listenPort: config.listenPort,
@@ -180,55 +159,27 @@ public final class WireGuardTunnel {
         log("[#] wireguard-go configured: \(peers.count) peer\(peers.count == 1 ? "" : "s") (\(peers.map(\.endpoint).joined(separator: ", ")))")
 
         if config.table != "off" {
-            let table = config.table.flatMap { UInt32($0) } ?? 254
+            wanted.table = config.table.flatMap { UInt32($0) } ?? 254
             let allAllowed = config.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
             // An endpoint inside the allowed IPs would be routed into its own
             // tunnel, and excluded prefixes must stay out: both keep the
             // route they had.
-            var keepOut: [(String, RouteDecision)] = []
             for (peer, before) in zip(peers, endpointRoutes) {
                 guard allAllowed.contains(where: { $0.contains(peer.endpointAddress) }), let before else { continue }
-                keepOut.append(("\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)", before))
+                wanted.excludedRoutes.append(.init(prefix: "\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)",
+                                                   ifindex: before.outputInterfaceIndex,
+                                                   gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
             }
             for (prefix, before) in excluded {
                 guard let before else { continue }
-                keepOut.append((prefix.description, before))
+                wanted.excludedRoutes.append(.init(prefix: prefix.description, ifindex: before.outputInterfaceIndex,
+                                                   gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
             }
-            for (host, before) in keepOut {
-                let gateway = before.gateway.flatMap { IPAddress(bytes: $0)?.description }
-                try system.addRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
-                settings.excludedRoutes.append(host)
-                log("[#] route \(host)\(gateway.map { " via \($0)" } ?? "") (excluded from the tunnel)")
-                undo.push("delete route \(host)") { [system] in
-                    try system.deleteRoute(host, ifindex: before.outputInterfaceIndex, gateway: gateway, table: table)
-                    self.log("[#] route \(host) deleted")
-                }
-            }
-            // An address with a prefix ("10.8.0.2/24") already brought the
-            // kernel's own route to its subnet on this link (table main);
-            // adding it again would fail with "object exists".
-            let kernelRoutes = table != 254 ? [] : Set(config.addresses.compactMap(CIDR.init)
-                .filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description })
             var seen = Set<String>()
-            for allowed in allAllowed {
-                for prefix in WireGuardTunnel.routePrefixes(allowed) where seen.insert(prefix).inserted {
-                    if kernelRoutes.contains(prefix) {
-                        settings.routes.append(prefix)
-                        log("[#] route \(prefix) dev \(name) (the kernel's, from the address)")
-                        continue
-                    }
-                    let index = ifindex
-                    try system.addRoute(prefix, ifindex: index, gateway: nil, table: table)
-                    settings.routes.append(prefix)
-                    log("[#] route \(prefix) dev \(name)\(table == 254 ? "" : " table \(table)")")
-                    undo.push("delete route \(prefix)") { [system] in
-                        try system.deleteRoute(prefix, ifindex: index, gateway: nil, table: table)
-                        self.log("[#] route \(prefix) deleted")
-                    }
-                }
-            }
+            wanted.routes = allAllowed.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
+            try applier.applyRoutes(wanted)
         }
-        settings.dns = config.dns
+        settings = applier.applied
         kickHandshake()
     }
 

@@ -115,6 +115,10 @@ public struct WireGuardHealth: Sendable {
     var reassertingSince: Int64? = nil
     var handshakeAtReassert: Int64 = 0
     var rxAtReassert: UInt64 = 0
+    /// rx when the current path problem was first seen: data received after
+    /// it disproves it (wireguard-go sends from a remembered source and
+    /// interface, so a deleted default route need not stop the tunnel).
+    var rxAtPathProblem: UInt64? = nil
     public private(set) var verdict: Verdict = .connecting
 
     public init() {}
@@ -127,6 +131,7 @@ public struct WireGuardHealth: Sendable {
         if txBytes != lastTx && rxBytes == lastRx && sendingWithoutReplySince == nil { sendingWithoutReplySince = nowMs }
         let sending = txBytes != lastTx
         defer { lastRx = rxBytes; lastTx = txBytes }
+        let pathProblem = standingProblem(pathProblem, rxBytes)
 
         guard let age = handshakeAgeMs else {
             if case .connecting = verdict { return verdict }
@@ -155,6 +160,16 @@ public struct WireGuardHealth: Sendable {
             }
         }
         return verdict
+    }
+
+    /// The path problem, unless data has come in since it was first seen.
+    mutating func standingProblem(_ problem: String?, _ rx: UInt64) -> String? {
+        guard let problem else {
+            rxAtPathProblem = nil
+            return nil
+        }
+        if rxAtPathProblem == nil { rxAtPathProblem = rx }
+        return rx > rxAtPathProblem! ? nil : problem
     }
 
     mutating func enterReasserting(_ now: Int64, _ epoch: Int64, _ rx: UInt64, _ reason: String) -> Verdict {

@@ -27,6 +27,19 @@ public protocol TunnelSystem: AnyObject {
     func deleteLink(_ name: String) throws
     func uapi(_ name: String, _ request: String) throws -> String
     func route(to address: IPAddress) -> RouteDecision?
+    /// A persistent tun (no packet information) that a provider attaches to by name.
+    func createPersistentTun(_ name: String) throws
+    /// A link's name and whether it can carry traffic (up, with carrier).
+    func linkState(index: Int32) -> (name: String, usable: Bool)?
+    /// The interface's counters, or nil when there is no such link.
+    func counters(_ name: String) -> InterfaceCounters?
+    /// A program in `path` (or the default PATH), or nil.
+    func which(_ program: String, path: String?) -> String?
+    /// A listening unix socket at `path` (a stale file there is replaced).
+    func listenUnix(_ path: String) throws -> Int32
+    /// Sends `signal` to a child and waits up to `timeoutMs` before SIGKILL.
+    func terminate(_ pid: pid_t, signal: Int32, timeoutMs: Int)
+    func startTime(of pid: pid_t) -> UInt64?
 }
 
 public final class KernelTunnelSystem: TunnelSystem {
@@ -111,4 +124,30 @@ public final class KernelTunnelSystem: TunnelSystem {
     public func route(to address: IPAddress) -> RouteDecision? {
         try? RouteLookup.route(to: address.bytes)
     }
+
+    public func createPersistentTun(_ name: String) throws {
+        close(try TunDevice.create(name: name, packetInformation: false, persistent: true).fd)
+    }
+
+    public func linkState(index: Int32) -> (name: String, usable: Bool)? {
+        guard let link = try? netlink.linkInfo(index: index) else { return nil }
+        return (link.name, link.info.isUp && link.info.hasCarrier)
+    }
+
+    public func counters(_ name: String) -> InterfaceCounters? {
+        (try? netlink.counters(named: name))??.counters
+    }
+
+    public func which(_ program: String, path: String?) -> String? { Processes.which(program, path: path) }
+
+    public func listenUnix(_ path: String) throws -> Int32 {
+        unlink(path)
+        return try UnixSocket.listen(at: path)
+    }
+
+    public func terminate(_ pid: pid_t, signal: Int32, timeoutMs: Int) {
+        Processes.terminate(pid, signal: signal, timeoutMs: timeoutMs)
+    }
+
+    public func startTime(of pid: pid_t) -> UInt64? { Processes.startTime(of: pid) }
 }

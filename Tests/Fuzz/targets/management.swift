@@ -1,4 +1,5 @@
 import VPNCore
+import VPNSystem
 
 /// openvpn management lines (and the settings pushed through them): never crash.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// One run of wireguard-go, driven by the supervisor's loop. WireGuard has no
+/// connected state of its own: a timer reads the peers over UAPI and
+/// `WireGuardHealth` decides (often while connecting and reasserting, once a
+/// second otherwise); a network change looks at the path at once.
+final class WireGuardGoSession: ProviderTunnel {
+    let context: TunnelContext
+    let config: WireGuardConfiguration
+    let program: String
+    var tunnel: WireGuardTunnel?
+    var health = WireGuardHealth()
+    var lastKickMs: Int64 = 0
+    var pathProblem: String? = nil
+    var checkPath = true
+    var tick: EventLoop.Token? = nil
+
+    init(context: TunnelContext, config: WireGuardConfiguration, program: String) {
+        self.context = context
+        self.config = config
+        self.program = program
+    }
+
+    func start() {
+        guard let wg = context.system.which(program, path: context.searchPath) else {
+            return context.finish(error: ConnectionError(.pluginFailed, "\(program) is not installed"), reason: .providerFailed)
+        }
+        let tunnel = WireGuardTunnel(profileID: context.id, config: config, system: context.system, log: context.log)
+        do {
+            let secrets = context.store.secrets
+            let privateKey = String(decoding: try secrets.read(context.id, name: config.privateKeySecret ?? ""), as: UTF8.self)
+            var psks: [String: String] = [:]
+            for p in config.peers {
+                if let s = p.presharedKeySecret { psks[s] = String(decoding: try secrets.read(context.id, name: s), as: UTF8.self) }
+            }
+            try tunnel.start(wireguardGo: wg, logFD: context.outputFD, privateKey: privateKey, presharedKeys: psks)
+        } catch let f as WireGuardTunnel.Failure {
+            return context.finish(error: f.error, reason: f.stopReason)
+        } catch {
+            return context.finish(error: ConnectionError(.configurationFailed, "\(error)"), reason: .configurationFailed)
+        }
+        self.tunnel = tunnel
+        context.providerSpawned(tunnel.providerPid, startTime: context.system.startTime(of: tunnel.providerPid))
+        context.update {
+            $0.interface = tunnel.interface
+            $0.ifindex = tunnel.ifindex
+            $0.settings = tunnel.settings
+        }
+        context.transition(.connecting)
+        lastKickMs = context.loop.nowMs
+        observe()
+    }
+
+    func stop(reason: StopReason) {
+        end(error: nil, reason: reason)
+    }
+
+    func childExited(_ pid: pid_t, _ status: ExitStatus) {
+        guard let tunnel, pid == tunnel.providerPid else { return }
+        context.log("[!] wireguard-go \(status)")
+        end(error: ConnectionError(.pluginFailed, "wireguard-go (pid \(pid)) \(status)"), reason: .providerFailed)
+    }
+
+    func networkChanged() {
+        guard let tunnel else { return }
+        checkPath = true
+        if (try? context.system.ifindex(tunnel.interface)) != tunnel.ifindex {
+            return end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted"), reason: .providerFailed)
+        }
+        observe()
+    }
+
+    /// Undoes everything the bring-up made, then reports the end.
+    func end(error: ConnectionError?, reason: StopReason) {
+        context.loop.cancel(tick)
+        if context.status != .disconnecting { context.transition(.disconnecting) }
+        tunnel?.stop()
+        context.finish(error: error, reason: reason)
+    }
+
+    /// Reads the peers, decides, and looks again after an interval that
+    /// depends on the state.
+    func observe() {
+        context.loop.cancel(tick)
+        guard let tunnel, context.exitCode == nil else { return }
+        let connecting = context.status == .connecting
+        if checkPath || !connecting {
+            pathProblem = Self.pathProblem(tunnel, context.system)
+            checkPath = false
+        }
+        do {
+            decide(try tunnel.status(), tunnel)
+        } catch {
+            context.log("[!] reading the peers from wireguard-go failed: \(error)")
+        }
+        guard context.exitCode == nil else { return }
+        // Checked here, not only after a good read: a wireguard-go whose UAPI
+        // never answers must time out too.
+        if context.status == .connecting && context.elapsedMs > context.startTimeoutMs {
+            return timedOut(tunnel)
+        }
+        let interval: Int64 = context.status == .connecting ? 5 : context.status == .reasserting ? 100 : 1000
+        tick = context.loop.after(interval) { [weak self] in self?.observe() }
+    }
+
+    func decide(_ peers: [WireGuardUAPI.PeerStatus], _ tunnel: WireGuardTunnel) {
+        var newestHandshake: Int64 = 0
+        var rx: UInt64 = 0, tx: UInt64 = 0
+        for p in peers {
+            newestHandshake = max(newestHandshake, p.lastHandshakeSec * 1000 + p.lastHandshakeNsec / 1_000_000)
+            rx += p.rxBytes
+            tx += p.txBytes
+        }
+        let now = context.loop.nowMs
+        let wallNow = Int64(Date().timeIntervalSince1970 * 1000)
+        let age: Int64? = newestHandshake > 0 ? max(0, wallNow - newestHandshake) : nil
+        switch health.observe(nowMs: now, handshakeEpoch: newestHandshake, handshakeAgeMs: age, rxBytes: rx, txBytes: tx,
+                              pathProblem: pathProblem) {
+        case .connecting:
+            if now - lastKickMs > 1000 {
+                tunnel.kickHandshake()
+                lastKickMs = now
+            }
+        case .connected:
+            if context.status == .connecting { tunnel.restoreKeepalive() }
+            if context.status != .connected {
+                if context.status == .reasserting { context.log("[*] path restored") }
+                context.transition(.connected)
+            }
+        case .reasserting(let why):
+            if context.status != .reasserting {
+                context.log("[*] path broken: \(why)")
+                context.transition(.reasserting)
+            }
+        }
+    }
+
+    func timedOut(_ tunnel: WireGuardTunnel) {
+        let who = tunnel.peers.map { "peer \($0.publicKey) at \($0.endpoint)" }.joined(separator: ", ")
+        let why = pathProblem.map { " (\($0))" } ?? ""
+        let seconds = context.startTimeoutMs / 1000
+        end(error: ConnectionError(.serverNotResponding, "no handshake within \(seconds) s from \(who)\(why)"),
+            reason: .connectionFailed)
+    }
+
+    /// Is the way to each endpoint evidently broken?
+    static func pathProblem(_ tunnel: WireGuardTunnel, _ system: TunnelSystem) -> String? {
+        for p in tunnel.peers {
+            guard let route = system.route(to: p.endpointAddress) else {
+                return "no route to the endpoint \(p.endpoint)"
+            }
+            if route.outputInterfaceIndex == tunnel.ifindex {
+                return "the route to the endpoint \(p.endpoint) goes into the tunnel itself"
+            }
+            if let link = system.linkState(index: route.outputInterfaceIndex), !link.usable {
+                return "link \(link.name) to the endpoint \(p.endpoint) is down"
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,149 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// What a running provider tunnel is given (the NEPacketTunnelProvider's
+/// world): the profile and its secrets, the system it changes, the event loop
+/// it waits on, and one way to report: `transition`, `update` and `finish`.
+/// It keeps the runtime record, writes it on every change and rings the
+/// starting CLI's doorbell.
+public final class TunnelContext {
+    public let id: UUID
+    public let profile: Profile
+    public let store: PreferencesStore
+    public let runtime: RuntimeStore
+    public let system: TunnelSystem
+    public let loop: EventLoop
+    /// How long connecting may take before the start fails.
+    public let startTimeoutMs: Int64
+    /// The PATH providers are looked up in (nil: the default).
+    public let searchPath: String?
+    /// Where the provider's stdout and stderr go.
+    public let outputFD: Int32
+    let logLine: (String) -> Void
+    let startedAtMs: Int64
+    public private(set) var record: RuntimeRecord
+    var doorbell: Int32
+    /// 0 once the tunnel ended cleanly, 1 after a failure; nil while it runs.
+    public private(set) var exitCode: Int32?
+    /// Called once the write end of the provider's output can be closed.
+    var onProviderSpawned: () -> Void = {}
+
+    public init(profile: Profile, store: PreferencesStore, runtime: RuntimeStore, system: TunnelSystem, loop: EventLoop,
+                record: RuntimeRecord, startTimeoutMs: Int64, searchPath: String?, outputFD: Int32, doorbell: Int32 = -1,
+                log: @escaping (String) -> Void) {
+        id = profile.id
+        self.profile = profile
+        self.store = store
+        self.runtime = runtime
+        self.system = system
+        self.loop = loop
+        self.record = record
+        self.startTimeoutMs = startTimeoutMs
+        self.searchPath = searchPath
+        self.outputFD = outputFD
+        self.doorbell = doorbell
+        logLine = log
+        startedAtMs = loop.nowMs
+    }
+
+    public func log(_ line: String) { logLine(line) }
+
+    public var status: VPNStatus { record.status }
+
+    /// Milliseconds since the supervisor started the tunnel.
+    public var elapsedMs: Int64 { loop.nowMs - startedAtMs }
+
+    /// The provider process is running: its pid goes into the record, and the
+    /// supervisor's copy of its output pipe is closed.
+    public func providerSpawned(_ pid: pid_t, startTime: UInt64?) {
+        record.providerPid = pid
+        record.providerStartTime = startTime
+        onProviderSpawned()
+    }
+
+    /// Changes the record (interface, settings) without a transition; written
+    /// with the next transition.
+    public func update(_ change: (inout RuntimeRecord) -> Void) { change(&record) }
+
+    /// Connected after reasserting is a reconnect: a new session, with its own
+    /// `connectedSince` and counters, counted in `reconnects` and noted in the
+    /// event log.
+    public func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil) {
+        let previous = record.status
+        record.status = status
+        record.updatedAt = Date()
+        if let error { record.lastDisconnectError = error }
+        if let stopReason { record.stopReason = stopReason }
+        var note: String? = nil
+        let reconnect = status == .connected && previous == .reasserting && record.connectedSince != nil
+        if reconnect {
+            let n = (record.reconnects ?? 0) + 1
+            record.reconnects = n
+            note = "reconnected (reconnect \(n) since start); a new session begins"
+        }
+        if status == .connected && (record.connectedSince == nil || reconnect) {
+            record.connectedSince = Date()
+            // Kept so that `stats --profile` can show this session's bytes.
+            if let name = record.interface, let c = system.counters(name) {
+                record.rxBytesAtConnect = c.rxBytes
+                record.txBytesAtConnect = c.txBytes
+            }
+        }
+        if status == .disconnected { record.connectedSince = nil }
+        write(previous: previous, error: error, note: note)
+        ringDoorbell()
+        if previous != status {
+            log("[*] \(previous.name) -> \(status.name)\(error.map { ": \($0.name): \($0.message)" } ?? "")\(note.map { ": \($0)" } ?? "")")
+        }
+    }
+
+    func write(previous: VPNStatus, error: ConnectionError?, note: String?) {
+        do {
+            try runtime.write(record)
+            if previous != record.status {
+                try runtime.appendEvent(TransitionEvent(time: record.updatedAt, id: id.uuidString.lowercased(), name: record.name,
+                                                        status: record.status.name, previous: previous.name,
+                                                        interface: record.interface, error: error, note: note), id: id)
+            }
+        } catch {
+            log("[!] cannot write the runtime record: \(error)")
+        }
+    }
+
+    func ringDoorbell() {
+        guard doorbell >= 0 else { return }
+        Doorbell.ring(doorbell)
+        if record.status == .connected || record.status == .disconnected {
+            close(doorbell)
+            doorbell = -1
+        }
+    }
+
+    /// The tunnel is down (the provider has undone what it made):
+    /// disconnected with `error` (nil for a clean stop) and `reason`; the
+    /// loop ends.
+    public func finish(error: ConnectionError?, reason: StopReason) {
+        guard exitCode == nil else { return }
+        transition(.disconnected, error: error, stopReason: reason)
+        exitCode = error == nil ? 0 : 1
+        loop.stop()
+    }
+}
+
+/// A provider's running tunnel, driven by the supervisor's one event loop.
+/// Each method runs on the loop; the tunnel reports through its context and
+/// calls `context.finish` exactly once, when everything it made is undone.
+public protocol ProviderTunnel: AnyObject {
+    /// Brings the tunnel up (or fails and finishes). Waits are done by
+    /// registering fds and timers on `context.loop`, never by blocking.
+    func start()
+    /// The supervisor was told to stop (SIGTERM, SIGINT, SIGHUP).
+    func stop(reason: StopReason)
+    /// A child of the supervisor ended (reaped by the supervisor).
+    func childExited(_ pid: pid_t, _ status: ExitStatus)
+    /// Links, addresses or routes changed (netlink).
+    func networkChanged()
+}
