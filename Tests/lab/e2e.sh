@@ -72,7 +72,8 @@ nothing_left() {
   [ -n "$out" ] && { echo "  a provider is left in the client namespace: $out"; return 1; }
   for sock in /var/run/wireguard/utun*.sock; do
     [ -e "$sock" ] || continue
-    cn "$V" status --json | grep -q "\"interface\":\"$(basename "$sock" .sock)\"" && { echo "  socket left: $sock"; return 1; }
+    out=$(cn "$V" status --json)
+    grep -qF "\"interface\":\"$(basename "$sock" .sock)\"" <<<"$out" && { echo "  socket left: $sock"; return 1; }
   done
   return 0
 }
@@ -771,11 +772,12 @@ lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR
 lab_down
 trap - EXIT
 # Teardown leaves nothing: no namespace, socket, process or file of this lab.
-left=""
-for ns in "${lab_netns[@]}"; do ip netns list | grep -qw "^$ns" && left+=" namespace $ns"; done
+# (Listings are read first: under pipefail, grep -q ending early can fail the pipe.)
+left="" netns=$(ip netns list | cut -d' ' -f1) links=$(ip -o link show | cut -d: -f2 | grep -F "$LAB") procs=$(ps -eo pid=,args= | grep -F "$lab_dir" | grep -v grep)
+for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace $ns"; done
 for sock in "${lab_socks[@]}"; do [ -e "$sock" ] && left+=" socket $sock"; done
-ip -o link show | grep -q "${LAB}" && left+=" link: $(ip -o link show | grep "${LAB}" | cut -d: -f2)"
-ps -eo args= | grep -F "$lab_dir" | grep -qv grep && left+=" process: $(ps -eo pid=,args= | grep -F "$lab_dir" | grep -v grep)"
+[ -n "$links" ] && left+=" link(s) in this namespace:$(echo $links)"
+[ -n "$procs" ] && left+=" process(es): $procs"
 [ -e "$lab_dir" ] && left+=" directory $lab_dir"
 [ -z "$left" ] && pass "lab teardown leaves no namespace, link, socket, process or file" || fail "lab teardown left:$left"
 echo "# lab tests that ran: $TEST_N (each on its own store), plus the teardown check"

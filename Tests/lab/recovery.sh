@@ -36,7 +36,9 @@ rec_up() {
 # lab_roam_endpoint: the server's endpoint address 198.18.5.1 on its lo,
 # reached by clients only through a route (a default route, for the client).
 lab_roam_endpoint() {
-  s ip -o addr show dev lo | grep -q ' 198.18.5.1/32 ' && return 0
+  # (the listing first: under pipefail, grep -q ending early can fail the pipe)
+  local addrs; addrs=$(s ip -o addr show dev lo)
+  grep -qF ' 198.18.5.1/32 ' <<<"$addrs" && return 0
   need s ip addr add 198.18.5.1/32 dev lo
 }
 
