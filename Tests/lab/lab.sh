@@ -12,6 +12,8 @@
 LAB=${LAB:-vl$(( $$ % 100000 ))}
 LAB_DIR=${LAB_DIR:-$(mktemp -d /tmp/vpnctl-lab.XXXXXX)}
 LAB_PIDS=()
+LAB_NETNS=()   # every namespace this lab made, deleted by lab_down
+LAB_SOCKS=()   # the UAPI sockets of the wireguard-go servers it started
 NS_C=${LAB}c
 NS_S=${LAB}s
 export VPNCTL_CONFIG_DIR=$LAB_DIR/etc VPNCTL_RUN_DIR=$LAB_DIR/run
@@ -22,6 +24,17 @@ c() { ip netns exec "$NS_C" "$@"; }
 # need CMD...: a set-up step; on failure it says which one and returns 1.
 need() { "$@" || { echo "  lab set-up failed at: $*"; return 1; }; }
 s() { ip netns exec "$NS_S" "$@"; }
+
+# lab_netns_add NAME: a namespace of this lab (lo up), deleted by lab_down
+# even when the test that made it does not get to delete it.
+lab_netns_add() {
+  need ip netns add "$1" || return 1
+  LAB_NETNS+=("$1")
+  need ip -n "$1" link set lo up
+}
+
+# lab_netns_del NAME: deletes a namespace this lab made (a test's own teardown).
+lab_netns_del() { ip netns del "$1" 2>/dev/null; return 0; }
 
 # Prints why the lab cannot run here, or nothing.
 lab_cannot_run() {
@@ -45,6 +58,7 @@ lab_server_peer() {
   # must be wireguard-go itself so that it can be ended by pid.
   ip netns exec "$NS_S" wireguard-go -f "$name" > "$LAB_DIR/$name.log" 2>&1 &
   LAB_PIDS+=($!)
+  LAB_SOCKS+=("/var/run/wireguard/$name.sock")
   echo $! > "$LAB_DIR/$name.pid"
   wait_for "the UAPI socket of the server's wireguard-go $name" 4 test -S "/var/run/wireguard/$name.sock" || return 1
   need s wg set "$name" private-key "$LAB_DIR/$name.key" listen-port "$port" peer "$cpub" allowed-ips "$caddr/32" || return 1
@@ -54,10 +68,8 @@ lab_server_peer() {
 
 # Returns 1, naming the step, when any part of the lab fails to come up.
 lab_up() {
-  need ip netns add "$NS_C" || return 1
-  need ip netns add "$NS_S" || return 1
-  need c ip link set lo up || return 1
-  need s ip link set lo up || return 1
+  lab_netns_add "$NS_C" || return 1
+  lab_netns_add "$NS_S" || return 1
   need ip link add "${LAB}c0" netns "$NS_C" type veth peer name "${LAB}s0" netns "$NS_S" || return 1
   need c ip addr add 198.18.0.2/24 dev "${LAB}c0" || return 1
   need s ip addr add 198.18.0.1/24 dev "${LAB}s0" || return 1
@@ -100,7 +112,7 @@ CONF
 # Stops the server's wireguard-go for NAME (to silence the peer)...
 lab_server_stop() {
   local name=$1 pid; pid=$(cat "$LAB_DIR/$name.pid")
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
   wait_for "the server's wireguard-go $name to remove its socket" 2 test ! -e "/var/run/wireguard/$name.sock"
 }
 
@@ -110,26 +122,43 @@ lab_server_start() {
   lab_server_peer $(cat "$LAB_DIR/$1.args")
 }
 
-lab_down() {
-  local pid
-  # Supervisors this lab's vpnctl started (by the pids in its own run dir).
-  for f in "$VPNCTL_RUN_DIR"/*.json; do
+# lab_server_ensure NAME: the server's wireguard-go for NAME runs and is not
+# stopped (a test that failed mid-fault may have left it stopped or ended).
+lab_server_ensure() {
+  local pid; pid=$(cat "$LAB_DIR/$1.pid" 2>/dev/null) || return 0
+  kill -CONT "$pid" 2>/dev/null
+  if gone "$pid"; then
+    echo "  teardown: the server's wireguard-go $1 had ended; starting it again"
+    wait "$pid" 2>/dev/null
+    lab_server_start "$1"
+  fi
+}
+
+# lab_stop_supervisors RUN_DIR: ends the supervisors that vpnctl started with
+# RUN_DIR (by the pids in its records, checked against their command lines).
+# Prints each one it had to end.
+lab_stop_supervisors() {
+  local f pid
+  for f in "$1"/*.json; do
     [ -f "$f" ] || continue
     pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("supervisorPid") or "")' "$f" 2>/dev/null)
-    if [ -n "$pid" ] && [ -d "/proc/$pid" ] && grep -q "$VPNCTL_RUN_DIR" "/proc/$pid/cmdline" 2>/dev/null; then
+    if [ -n "$pid" ] && ! gone "$pid" && grep -qF "$1" "/proc/$pid/cmdline" 2>/dev/null; then
+      echo "  teardown: ending supervisor $pid ($(basename "$f" .json)), left running"
       kill "$pid" 2>/dev/null
-      for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
+      wait_for "supervisor $pid to exit" 5 gone "$pid" || kill -KILL "$pid" 2>/dev/null
     fi
   done
+}
+
+lab_down() {
+  local pid d ns
+  # Supervisors this lab's vpnctl started (by the pids in each run dir it used).
+  for d in "$LAB_DIR"/run "$LAB_DIR"/*/run; do [ -d "$d" ] && lab_stop_supervisors "$d" >/dev/null; done
   # CONT first: a test that failed mid-fault may leave a server stopped.
   for pid in "${LAB_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done
   for pid in "${LAB_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-  ip netns del "$NS_C" 2>/dev/null
-  ip netns del "$NS_S" 2>/dev/null
-  ip netns del "${LAB}a" 2>/dev/null
-  ip netns del "${LAB}b" 2>/dev/null
-  ip netns del "${LAB}h" 2>/dev/null
-  rm -f "/var/run/wireguard/${LAB}w.sock" "/var/run/wireguard/${LAB}x.sock" "/var/run/wireguard/${LAB}hw.sock"
+  for ns in "${LAB_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  rm -f "${LAB_SOCKS[@]}"
   rm -rf "$LAB_DIR"
-  LAB_PIDS=()
+  LAB_PIDS=() LAB_NETNS=() LAB_SOCKS=()
 }

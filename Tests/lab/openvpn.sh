@@ -60,9 +60,9 @@ CONF
   ip netns exec "$NS_S" openvpn --config "$d/$name.conf" > "$LAB_DIR/ovpn-$name.log" 2>&1 &
   LAB_PIDS+=($!)
   echo $! > "$LAB_DIR/ovpn-$name.pid"
-  local i
-  for i in $(seq 1 100); do grep -q "Initialization Sequence Completed" "$LAB_DIR/ovpn-$name.log" && return 0; sleep 0.05; done
-  echo "openvpn server $name did not start:"; tail -5 "$LAB_DIR/ovpn-$name.log"; return 1
+  wait_for "openvpn server $name to complete its initialization" 5 \
+    grep -q "Initialization Sequence Completed" "$LAB_DIR/ovpn-$name.log" && return 0
+  tail -5 "$LAB_DIR/ovpn-$name.log" | sed 's/^/  | /'; return 1
 }
 
 # ovpn_client_file PORT: an .ovpn as a provider would hand it out, inline blocks and all.
@@ -105,4 +105,16 @@ ovpn_up() {
   ovpn_client_file 1195 > "$LAB_DIR/expired.ovpn"
   ovpn_client_file 1199 > "$LAB_DIR/down.ovpn"
   wait_for "the OpenVPN lab's HTTP server on 198.19.9.1:8080" 6 s bash -c 'exec 3<>/dev/tcp/198.19.9.1/8080'
+}
+
+# ovpn_server_ensure NAME PORT CERT [SUBNET]: the server runs and is not
+# stopped (a test that failed mid-fault may have left it stopped or ended).
+ovpn_server_ensure() {
+  local pid; pid=$(cat "$LAB_DIR/ovpn-$1.pid" 2>/dev/null) || return 0
+  kill -CONT "$pid" 2>/dev/null
+  if gone "$pid"; then
+    echo "  teardown: the openvpn server $1 had ended; starting it again"
+    wait "$pid" 2>/dev/null
+    ovpn_server "$@" >/dev/null
+  fi
 }

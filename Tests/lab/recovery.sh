@@ -19,19 +19,27 @@ h() { ip netns exec "$NS_H" "$@"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 rec_up() {
-  ip netns add "$NS_H" || return 1
-  h ip link set lo up
-  ip link add "${LAB}h0" netns "$NS_H" type veth peer name "${LAB}s1" netns "$NS_S"
-  h ip addr add 198.18.1.2/24 dev "${LAB}h0"
-  s ip addr add 198.18.1.1/24 dev "${LAB}s1"
-  h ip link set "${LAB}h0" up
-  s ip link set "${LAB}s1" up
-  h ip route add 198.18.0.0/24 via 198.18.1.1
-  h ip route add 198.18.5.1/32 via 198.18.1.1
-  s ip addr add 198.18.5.1/32 dev lo
+  lab_netns_add "$NS_H" || return 1
+  need ip link add "${LAB}h0" netns "$NS_H" type veth peer name "${LAB}s1" netns "$NS_S" || return 1
+  need h ip addr add 198.18.1.2/24 dev "${LAB}h0" || return 1
+  need s ip addr add 198.18.1.1/24 dev "${LAB}s1" || return 1
+  need h ip link set "${LAB}h0" up || return 1
+  need s ip link set "${LAB}s1" up || return 1
+  need h ip route add 198.18.0.0/24 via 198.18.1.1 || return 1
+  need h ip route add 198.18.5.1/32 via 198.18.1.1 || return 1
+  lab_roam_endpoint || return 1
   sed 's/^Endpoint = 198.18.0.1:/Endpoint = 198.18.5.1:/' "$LAB_DIR/office.conf" > "$LAB_DIR/roam.conf"
-  (umask 077; wg genkey > "$LAB_DIR/hand.key")
+  (umask 077; wg genkey > "$LAB_DIR/hand.key") || { echo "  lab set-up failed at: wg genkey"; return 1; }
   wg pubkey < "$LAB_DIR/hand.key" > "$LAB_DIR/hand.pub"
+}
+
+# lab_roam_endpoint: the server's endpoint address 198.18.5.1 on its lo,
+# reached by clients only through a route (a default route, for the client).
+lab_roam_endpoint() {
+  # (the listing first: under pipefail, grep -q ending early can fail the pipe)
+  local addrs; addrs=$(s ip -o addr show dev lo)
+  grep -qF ' 198.18.5.1/32 ' <<<"$addrs" && return 0
+  need s ip addr add 198.18.5.1/32 dev lo
 }
 
 # The client's default route exists only while the roam tests run: with it,
@@ -45,14 +53,14 @@ rec_hand_wg_up() {
   rec_hand_peer
   ip netns exec "$NS_H" wireguard-go -f "${LAB}hw" > "$LAB_DIR/hand-wg.log" 2>&1 &
   LAB_PIDS+=($!)
+  LAB_SOCKS+=("/var/run/wireguard/${LAB}hw.sock")
   echo $! > "$LAB_DIR/hand-wg.pid"
-  local i
-  for i in $(seq 1 200); do [ -S "/var/run/wireguard/${LAB}hw.sock" ] && break; sleep 0.01; done
-  h wg set "${LAB}hw" private-key "$LAB_DIR/hand.key" peer "$(cat "$LAB_DIR/${LAB}w.pub")" \
-    endpoint 198.18.5.1:51820 allowed-ips 198.19.0.0/24
-  h ip addr add 198.19.0.3/32 dev "${LAB}hw"
-  h ip link set "${LAB}hw" up
-  h ip route add 198.19.0.0/24 dev "${LAB}hw"
+  wait_for "the UAPI socket of the hand-run wireguard-go" 4 test -S "/var/run/wireguard/${LAB}hw.sock" || return 1
+  need h wg set "${LAB}hw" private-key "$LAB_DIR/hand.key" peer "$(cat "$LAB_DIR/${LAB}w.pub")" \
+    endpoint 198.18.5.1:51820 allowed-ips 198.19.0.0/24 || return 1
+  need h ip addr add 198.19.0.3/32 dev "${LAB}hw" || return 1
+  need h ip link set "${LAB}hw" up || return 1
+  need h ip route add 198.19.0.0/24 dev "${LAB}hw"
 }
 
 rec_hand_wg_down() {
@@ -69,9 +77,9 @@ rec_hand_ovpn_up() {
   ip netns exec "$NS_H" openvpn --config "$LAB_DIR/hand.ovpn" > "$LAB_DIR/hand-ovpn.log" 2>&1 &
   LAB_PIDS+=($!)
   echo $! > "$LAB_DIR/hand-ovpn.pid"
-  local i
-  for i in $(seq 1 150); do grep -q "Initialization Sequence Completed" "$LAB_DIR/hand-ovpn.log" && return 0; sleep 0.1; done
-  echo "  the hand-run openvpn client did not connect:"; tail -5 "$LAB_DIR/hand-ovpn.log"; return 1
+  wait_for "the hand-run openvpn client to connect" 15 \
+    grep -q "Initialization Sequence Completed" "$LAB_DIR/hand-ovpn.log" && return 0
+  tail -5 "$LAB_DIR/hand-ovpn.log" | sed 's/^/  | /'; return 1
 }
 
 rec_hand_ovpn_down() {
@@ -94,7 +102,7 @@ rec_start_wg() { lab_server_start "${LAB}w" && rec_hand_peer; }
 rec_stop_ovpn() {
   local pid; pid=$(cat "$LAB_DIR/ovpn-o.pid")
   kill "$pid"; wait "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do [ -d "/proc/$pid" ] || break; sleep 0.02; done
+  wait_for "the openvpn server $pid to exit" 2 gone "$pid"
 }
 rec_start_ovpn() { ovpn_server o 1194 server >/dev/null; }
 
@@ -132,7 +140,11 @@ rec_cycle() {
   vping=$!; LAB_PIDS+=($vping)
   probe_loop "$NS_H" "$ht" "$LAB_DIR/rec-h.ping" $((n + 70)) &
   hping=$!; LAB_PIDS+=($hping)
-  sleep 1
+  # Traffic passes through both before the fault, or the cycle proves nothing.
+  wait_for "a reply through $prof before the fault" 10 test -s "$LAB_DIR/rec-v.ping" \
+    && wait_for "a reply through the hand-run tunnel before the fault" 10 test -s "$LAB_DIR/rec-h.ping" || rc=1
+  if [ $rc != 0 ]; then kill $vping $hping 2>/dev/null; wait $vping $hping 2>/dev/null; return 1; fi
+  # The fault lasts SECONDS; status is sampled every 0.25 s meanwhile.
   $brk
   end=$(( $(now_ms) + n * 1000 ))
   while [ "$(now_ms)" -lt $end ]; do

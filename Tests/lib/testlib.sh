@@ -17,11 +17,29 @@ selected() {
   return 1
 }
 
-# check NAME FN [ARGS...]: runs FN (when selected) and records the result.
+# check NAME FN [ARGS...]: runs FN (when selected) and records the result;
+# then runs the teardown steps FN (or whoever set it up) registered with
+# defer, whether FN passed or not.
 check() {
   local name=$1; shift
   selected "$name" "$1" || return 0
   if "$@"; then pass "$name"; else fail "$name"; fi
+  run_deferred
+}
+
+# defer CMD...: a teardown step, run by check (or run_deferred) after the
+# test, last registered first.
+DEFERRED=()
+defer() {
+  local q; printf -v q '%q ' "$@"
+  DEFERRED+=("$q")
+}
+
+# run_deferred: runs the registered teardown steps, newest first, and forgets them.
+run_deferred() {
+  local i
+  for ((i = ${#DEFERRED[@]} - 1; i >= 0; i--)); do eval "${DEFERRED[i]}"; done
+  DEFERRED=()
 }
 
 # Skips fail the run under CI (CI=true) or when asked (VPNCTL_REQUIRE_LAB=1):
@@ -46,6 +64,13 @@ expect_eq() {
   return 1
 }
 
+# expect_ne WHAT UNEXPECTED ACTUAL: not equal, or says what it saw.
+expect_ne() {
+  [ "$2" != "$3" ] && return 0
+  echo "  $1: expected anything but '$2', got it"
+  return 1
+}
+
 # expect_exit WHAT EXPECTED ACTUAL [OUTPUT]: an exit status, with the output on failure.
 expect_exit() {
   [ "$2" = "$3" ] && return 0
@@ -58,6 +83,68 @@ expect_contains() {
   grep -qF -- "$2" <<<"$3" && return 0
   echo "  $1: expected to contain '$2', got: $3"
   return 1
+}
+
+# expect_not_contains WHAT NEEDLE TEXT: TEXT does not contain NEEDLE (fixed string).
+expect_not_contains() {
+  grep -qF -- "$2" <<<"$3" || return 0
+  echo "  $1: expected no '$2', got: $3"
+  return 1
+}
+
+# expect_match WHAT REGEX TEXT: TEXT matches the extended REGEX (grep -E).
+expect_match() {
+  grep -qE -- "$2" <<<"$3" && return 0
+  echo "  $1: expected to match /$2/, got: $3"
+  return 1
+}
+
+# expect_nonempty WHAT VALUE: VALUE is not empty.
+expect_nonempty() {
+  [ -n "$2" ] && return 0
+  echo "  $1: expected a value, got nothing"
+  return 1
+}
+
+# expect_run WHAT STATUS CMD...: runs CMD (stdout and stderr into $OUT) and
+# expects exit STATUS ("0", "4", or "nonzero"); on a mismatch it says the
+# command, the expected and the actual exit and the output.
+OUT=
+expect_run() {
+  local what=$1 want=$2 rc; shift 2
+  OUT=$("$@" 2>&1); rc=$?
+  if [ "$want" = nonzero ]; then [ "$rc" != 0 ] && return 0
+  else [ "$rc" = "$want" ] && return 0; fi
+  echo "  $what: \`$*\` expected exit $want, got $rc${OUT:+: $OUT}"
+  return 1
+}
+
+# expect_ok WHAT CMD...: expect_run WHAT 0 CMD...
+expect_ok() { local what=$1; shift; expect_run "$what" 0 "$@"; }
+
+# expect_absent WHAT NEEDLE FILE...: no FILE (or file under a directory)
+# holds NEEDLE. Says which files do, never the needle (it may be a secret).
+expect_absent() {
+  local what=$1 needle=$2 hits; shift 2
+  hits=$(grep -rlF -- "$needle" "$@" 2>/dev/null) || return 0
+  echo "  $what: found in $(echo $hits)"
+  return 1
+}
+
+# gone PID: the process has exited (no such process, or a zombie not yet reaped).
+gone() {
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || return 0
+  [ "${st%% *}" = Z ]
+}
+
+# stop_pid PID: ends a process this test started (SIGCONT first, in case a
+# test stopped it), reaping it when it is our child; bounded.
+stop_pid() {
+  kill -CONT "$1" 2>/dev/null; kill "$1" 2>/dev/null
+  wait_for "pid $1 to exit" 5 gone "$1" || kill -KILL "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  return 0
 }
 
 # wait_for WHAT SECONDS CMD...: runs CMD every 50 ms until it succeeds; after
