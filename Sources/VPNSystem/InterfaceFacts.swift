@@ -74,7 +74,7 @@ public final class InterfaceFacts {
         }
     }
 
-    var sysfsProbe: SysfsProbe {
+    lazy var sysfsProbe: SysfsProbe = {
         let root = sysfs
         return SysfsProbe(
             exists: { relative in
@@ -85,7 +85,7 @@ public final class InterfaceFacts {
                 (try? FileSystem.readFileIfPresent("\(root)/\(name)/uevent", followSymlinks: true))
                     .flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
             })
-    }
+    }()
 
     /// The class of a link from its ARPHRD type and kind; sysfs is read only
     /// for Ethernet-type devices without a kind.

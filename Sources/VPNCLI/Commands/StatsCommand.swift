@@ -49,7 +49,7 @@ enum StatsCommand {
             if args.flag("watch") { return try watch(inv, StatsWatch(useCase: useCase, selection: selection), interval: interval) }
             let snapshot = try useCase.snapshot(selection)
             if inv.options.json {
-                inv.output.line(json(snapshot.rows, sampledAt: snapshot.sampledAt, session: snapshot.session, interval: nil))
+                printJSON(inv, snapshot.rows, sampledAt: snapshot.sampledAt, session: snapshot.session, interval: nil)
             } else if args.flag("prometheus") {
                 inv.context.stdout.write(prometheus(snapshot.rows))
             } else {
@@ -98,7 +98,7 @@ enum StatsCommand {
             let tick = try watch.next()
             let rows = tick.snapshot.rows
             if inv.options.json {
-                inv.output.line(json(rows, sampledAt: tick.snapshot.sampledAt, session: tick.snapshot.session, interval: interval))
+                printJSON(inv, rows, sampledAt: tick.snapshot.sampledAt, session: tick.snapshot.session, interval: interval)
             } else if prometheusFormat {
                 inv.context.stdout.write(prometheus(rows) + "\n")
             } else if inPlace {
@@ -180,6 +180,21 @@ enum StatsCommand {
     /// Written by hand into bytes: with 10,000 interfaces JSONEncoder, and
     /// even string interpolation, would cost more than reading /proc/net/dev.
     static func json(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) -> String {
+        jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval).string
+    }
+
+    /// One JSON line on stdout. Printable ASCII (what the writer makes of
+    /// any name but a hostile one) goes out as it is: the terminal escaping
+    /// that `Output.line` does would scan 3 MB for 10,000 interfaces to
+    /// change nothing.
+    static func printJSON(_ inv: Invocation, _ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) {
+        var w = jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval)
+        guard w.isPrintableASCII else { return inv.output.line(w.string) }
+        w.byte(0x0A)
+        inv.context.stdout.write(w.string)
+    }
+
+    static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) -> ByteWriter {
         var w = ByteWriter(capacity: 200 + rows.count * 280)
         w.raw("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
         w.raw(Timestamp.iso8601(sampledAt))
@@ -218,7 +233,7 @@ enum StatsCommand {
             w.raw(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
         }
         w.byte(UInt8(ascii: "}"))
-        return w.string
+        return w
     }
 
     static let metrics: [(String, String, (InterfaceCounters) -> UInt64)] = [
@@ -299,4 +314,11 @@ struct ByteWriter {
     }
 
     var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    var isPrintableASCII: Bool {
+        bytes.withUnsafeBufferPointer { b in
+            for x in b where x < 0x20 || x >= 0x7F { return false }
+            return true
+        }
+    }
 }
