@@ -196,41 +196,41 @@ enum StatsCommand {
 
     static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) -> ByteWriter {
         var w = ByteWriter(capacity: 200 + rows.count * 280)
-        w.raw("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
+        w.lit("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
         w.raw(Timestamp.iso8601(sampledAt))
-        w.raw("\"")
+        w.lit("\"")
         if let interval { w.raw(",\"intervalSeconds\":\(interval)") }
-        w.raw(",\"interfaces\":[")
+        w.lit(",\"interfaces\":[")
         for (i, r) in rows.enumerated() {
             let c = r.counters
             if i > 0 { w.byte(UInt8(ascii: ",")) }
-            w.raw("{\"name\":"); w.quoted(c.name)
-            w.raw(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.raw("null") }
-            w.raw(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
-            if let p = r.profile { w.raw(",\"profile\":"); w.quoted(p) }
-            w.raw(",\"rxBytes\":"); w.number(c.rxBytes)
-            w.raw(",\"rxPackets\":"); w.number(c.rxPackets)
-            w.raw(",\"rxErrors\":"); w.number(c.rxErrors)
-            w.raw(",\"rxDropped\":"); w.number(c.rxDropped)
-            w.raw(",\"txBytes\":"); w.number(c.txBytes)
-            w.raw(",\"txPackets\":"); w.number(c.txPackets)
-            w.raw(",\"txErrors\":"); w.number(c.txErrors)
-            w.raw(",\"txDropped\":"); w.number(c.txDropped)
-            w.raw(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
+            w.lit("{\"name\":"); w.quoted(c.name)
+            w.lit(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.lit("null") }
+            w.lit(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
+            if let p = r.profile { w.lit(",\"profile\":"); w.quoted(p) }
+            w.lit(",\"rxBytes\":"); w.number(c.rxBytes)
+            w.lit(",\"rxPackets\":"); w.number(c.rxPackets)
+            w.lit(",\"rxErrors\":"); w.number(c.rxErrors)
+            w.lit(",\"rxDropped\":"); w.number(c.rxDropped)
+            w.lit(",\"txBytes\":"); w.number(c.txBytes)
+            w.lit(",\"txPackets\":"); w.number(c.txPackets)
+            w.lit(",\"txErrors\":"); w.number(c.txErrors)
+            w.lit(",\"txDropped\":"); w.number(c.txDropped)
+            w.lit(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
             if interval != nil {
-                w.raw(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
-                w.raw(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
+                w.lit(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
+                w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
             }
             w.byte(UInt8(ascii: "}"))
         }
         w.byte(UInt8(ascii: "]"))
         if let x = session {
-            w.raw(",\"session\":{\"profile\":"); w.quoted(x.profile)
-            w.raw(",\"interface\":"); w.quoted(x.interface)
-            w.raw(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.raw("null") }
-            w.raw(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.raw("null") }
-            w.raw(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.raw("null") }
-            w.raw(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
+            w.lit(",\"session\":{\"profile\":"); w.quoted(x.profile)
+            w.lit(",\"interface\":"); w.quoted(x.interface)
+            w.lit(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.lit("null") }
+            w.lit(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.lit("null") }
+            w.lit(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.lit("null") }
+            w.lit(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
         }
         w.byte(UInt8(ascii: "}"))
         return w
@@ -288,6 +288,7 @@ struct ByteWriter {
 
     mutating func byte(_ b: UInt8) { bytes.append(b) }
     mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+    mutating func lit(_ s: StaticString) { s.withUTF8Buffer { bytes.append(contentsOf: $0) } }
 
     mutating func number(_ v: UInt64) {
         if v == 0 { bytes.append(0x30); return }

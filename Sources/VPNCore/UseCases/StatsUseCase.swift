@@ -176,9 +176,10 @@ public struct StatsUseCase {
     func select(_ selection: StatsSelection, tolerateMissing: Bool) throws -> [StatsRow] {
         let wanted = selection.interfaces
         guard !wanted.isEmpty else {
+            let owned = !selection.owners.isEmpty
             return try sampler.sampleAll().compactMap { s in
                 guard selection.all || StatsSelection.defaultClasses.contains(s.facts.kind) else { return nil }
-                return StatsRow(counters: s.counters, facts: s.facts, profile: selection.owners[s.counters.name])
+                return StatsRow(counters: s.counters, facts: s.facts, profile: owned ? selection.owners[s.counters.name] : nil)
             }
         }
         var samples = try sampler.sample(named: wanted) ?? []
