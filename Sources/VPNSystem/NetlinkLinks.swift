@@ -63,6 +63,13 @@ public enum LinkDump {
         return found
     }
 
+    /// The links in one netlink datagram, and whether the answer ends in it.
+    public static func links(in datagram: UnsafeRawBufferPointer) throws -> (links: [LinkRecord], complete: Bool) {
+        var links: [LinkRecord] = []
+        let complete = try RawRouteSocket.messages(in: datagram) { if let l = parseLink($0) { links.append(l) } }
+        return (links, complete)
+    }
+
     static let getLink: UInt16 = 18, newLink: UInt16 = 16
     static let ifName: UInt16 = 3, linkInfo: UInt16 = 18, stats64: UInt16 = 23, extMask: UInt16 = 29, infoKind: UInt16 = 1
     static let skipStats: UInt32 = 1 << 3
@@ -217,18 +224,25 @@ final class RawRouteSocket {
         while n < 0 && errno == EINTR { n = recv(fd, buffer.baseAddress, buffer.count, 0) }
         if n < 0 { throw SystemError("receive", path: "netlink answer", errno: .current) }
         if n == 0 { return true }
-        let all = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+        return try RawRouteSocket.messages(in: UnsafeRawBufferPointer(rebasing: buffer[0..<n]), body)
+    }
+
+    /// Splits one datagram into netlink messages and calls `body` with each
+    /// (header included). True when the answer ends in it: NLMSG_DONE, an
+    /// ack, a message without NLM_F_MULTI, or a truncated message. A kernel
+    /// error (NLMSG_ERROR with a code) is thrown.
+    static func messages(in all: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws -> Bool {
         var o = 0
-        while o + 16 <= n {
+        while o + 16 <= all.count {
             let len = Int(all.loadUnaligned(fromByteOffset: o, as: UInt32.self))
             let type = all.loadUnaligned(fromByteOffset: o + 4, as: UInt16.self)
             let flags = all.loadUnaligned(fromByteOffset: o + 6, as: UInt16.self)
-            guard len >= 16, o + len <= n else { return true }
+            guard len >= 16, len <= all.count - o else { return true }
             let message = UnsafeRawBufferPointer(rebasing: all[o..<(o + len)])
             if type == 3 /* NLMSG_DONE */ { return true }
             if type == 2 /* NLMSG_ERROR */ {
                 let code = len >= 20 ? message.loadUnaligned(fromByteOffset: 16, as: Int32.self) : 0
-                if code != 0 { throw SystemError("ask the kernel for", path: "links", errno: Errno(-code)) }
+                if code != 0 { throw SystemError("ask the kernel for", path: "links", errno: Errno(code == Int32.min ? 0 : -code)) }
                 return true
             }
             body(message)
