@@ -128,5 +128,5 @@ for i in "${!USED_IF[@]}"; do
 done
 status=$(c "$V" status office --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["status"])')
 [ "$status" = disconnected ] || { echo "LEFT: status $status"; left=1; }
-[ $left = 0 ] && echo "nothing left: no utun link, route, supervisor ($(( ${#SEEN_PIDS[@]} )) seen) or provider ($(( ${#SEEN_PROVIDERS[@]} )) seen), stale UAPI socket; status disconnected"
+[ $left = 0 ] && echo "nothing left: no utun link, route or stale UAPI socket, no supervisor ($(( ${#SEEN_PIDS[@]} )) seen) or provider ($(( ${#SEEN_PROVIDERS[@]} )) seen); status disconnected"
 [ $left = 0 ] && [ $failures = 0 ] && [ $readers = 0 ]
