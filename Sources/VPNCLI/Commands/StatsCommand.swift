@@ -183,19 +183,24 @@ enum StatsCommand {
         jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval).string
     }
 
-    /// One JSON line on stdout. Printable ASCII (what the writer makes of
-    /// any name but a hostile one) goes out as it is: the terminal escaping
-    /// that `Output.line` does would scan 3 MB for 10,000 interfaces to
-    /// change nothing.
+    /// One JSON line on stdout. When every name is printable ASCII (any
+    /// name but a hostile one), the line goes out in 64 KiB pieces as it is
+    /// written: the terminal escaping that `Output.line` does would scan
+    /// 3 MB for 10,000 interfaces to change nothing, and the whole line
+    /// would be copied three times on its way out.
     static func printJSON(_ inv: Invocation, _ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) {
-        var w = jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval)
-        guard w.isPrintableASCII else { return inv.output.line(w.string) }
+        let plain = rows.allSatisfy { ByteWriter.isPrintableASCII($0.counters.name) && ByteWriter.isPrintableASCII($0.profile ?? "") }
+            && ByteWriter.isPrintableASCII(session?.profile ?? "")
+        guard plain else { return inv.output.line(json(rows, sampledAt: sampledAt, session: session, interval: interval)) }
+        let stdout = inv.context.stdout
+        var w = jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval, flush: { stdout.write($0) })
         w.byte(0x0A)
-        inv.context.stdout.write(w.string)
+        w.flush()
     }
 
-    static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) -> ByteWriter {
-        var w = ByteWriter(capacity: 200 + rows.count * 280)
+    static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?,
+                          flush: ((String) -> Void)? = nil) -> ByteWriter {
+        var w = ByteWriter(capacity: flush == nil ? 200 + rows.count * 280 : ByteWriter.piece + 1024, sink: flush)
         w.lit("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
         w.raw(Timestamp.iso8601(sampledAt))
         w.lit("\"")
@@ -222,6 +227,7 @@ enum StatsCommand {
                 w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
             }
             w.byte(UInt8(ascii: "}"))
+            w.flushIfFull()
         }
         w.byte(UInt8(ascii: "]"))
         if let x = session {
@@ -277,13 +283,30 @@ enum StatsCommand {
     }
 }
 
-/// Appends JSON pieces to a byte buffer.
+/// Appends JSON pieces to a byte buffer; with a sink, hands it on in pieces.
 struct ByteWriter {
     var bytes: [UInt8]
+    let sink: ((String) -> Void)?
+    static let piece = 64 << 10
 
-    init(capacity: Int) {
+    init(capacity: Int, sink: ((String) -> Void)? = nil) {
         bytes = []
         bytes.reserveCapacity(capacity)
+        self.sink = sink
+    }
+
+    mutating func flushIfFull() {
+        if sink != nil && bytes.count >= ByteWriter.piece { flush() }
+    }
+
+    mutating func flush() {
+        guard let sink, !bytes.isEmpty else { return }
+        sink(string)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    static func isPrintableASCII(_ s: String) -> Bool {
+        s.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
     mutating func byte(_ b: UInt8) { bytes.append(b) }
@@ -315,11 +338,4 @@ struct ByteWriter {
     }
 
     var string: String { String(decoding: bytes, as: UTF8.self) }
-
-    var isPrintableASCII: Bool {
-        bytes.withUnsafeBufferPointer { b in
-            for x in b where x < 0x20 || x >= 0x7F { return false }
-            return true
-        }
-    }
 }

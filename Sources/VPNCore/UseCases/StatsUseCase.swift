@@ -41,9 +41,14 @@ public struct KernelInterfaceSampler: InterfaceSampler {
 
     public func sampleAll() throws -> [InterfaceSample] {
         if isLive {
-            let links = try kernel { try LinkDump.all(counters: true) }
             let facts = InterfaceFacts(links: [])
-            return links.compactMap { l in l.counters.map { InterfaceSample(counters: $0, facts: facts.facts(of: l)) } }
+            var samples: [InterfaceSample] = []
+            try kernel {
+                try LinkDump.forEach { l in
+                    if let c = l.counters { samples.append(InterfaceSample(counters: c, facts: facts.facts(of: l))) }
+                }
+            }
+            return samples
         }
         let counters: [InterfaceCounters]
         do { counters = try ProcNetDev.read(path: procNetDevPath) } catch let e as ProcNetDev.ParseError {
