@@ -39,7 +39,7 @@ echo "== where the time goes (callgrind instruction counts, stats --all --json)"
 n valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" "$V" stats --all --json > /dev/null 2>&1
 callgrind_annotate --inclusive=yes "$OUT/cg" 2>/dev/null | python3 -c '
 import re, sys
-want = [("total", "PROGRAM TOTALS"), ("RTM_GETLINK dump + parse", "LinkDumpO3all"),
+want = [("total", "PROGRAM TOTALS"), ("RTM_GETLINK dump + parse", "LinkDumpO7forEach"),
         ("classify", "InterfaceFactsC5facts2of"), ("JSON output", "StatsCommandO9jsonBytes"),
         ("write to stdout", "FileDescriptorSinkC5write")]
 rows = {}
