@@ -17,7 +17,7 @@ EXTRA_PACKAGES ?=
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -static-executable
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test test-unit test-cli test-lab test-security test-fuzz fuzz demo bench install uninstall clean
+.PHONY: all deps build test test-unit test-cli test-lab test-security test-fuzz fuzz demo bench soak install uninstall clean
 
 all: build
 
@@ -86,6 +86,14 @@ bench: build
 	bash Benchmarks/stats.sh build/vpnctl
 	bash Benchmarks/openvpn.sh build/vpnctl
 	bash Benchmarks/recovery.sh build/vpnctl
+	bash Benchmarks/profiles.sh build/vpnctl
+	bash Benchmarks/tunnels.sh build/vpnctl
+
+# Not in CI: SOAK_CYCLES (default 1000) start/stop cycles with fd and RSS
+# samples, concurrent status readers, and a check that nothing is left.
+soak: build
+	@$(MAKE) -s deps EXTRA_PACKAGES="time"
+	bash Benchmarks/soak.sh build/vpnctl
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)"

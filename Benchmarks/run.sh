@@ -27,7 +27,7 @@ r = {x["command"].split()[1]: x for x in json.load(open(sys.argv[1]))["results"]
 s, w = r["status"]["median"] * 1000, r["show"]["median"] * 1000
 print(f"vpnctl status --json  median {s:.2f} ms")
 print(f"wg show utun0         median {w:.2f} ms")
-print(f"ratio {s / w:.2f} (target <= 2.0)")
+print(f"ratio {s / w:.2f} (target <= 1.0)")
 PY
 c "$V" stop office >/dev/null
 

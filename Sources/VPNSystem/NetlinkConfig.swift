@@ -160,7 +160,8 @@ extension NetlinkRouteSocket {
 
 extension NetlinkRouteSocket {
     /// One link's counters (IFLA_STATS64, which the kernel fills from
-    /// dev_get_stats(), the same source as /proc/net/dev). The corresponding
+    /// dev_get_stats(), the same source as /proc/net/dev), folded as
+    /// /proc/net/dev prints them: rx drops include missed packets. The corresponding
     /// libnl calls are rtnl_link_get_kernel() and rtnl_link_get_stat().
     /// Returns nil when there is no such link.
     public func counters(named name: String) throws -> (ifindex: Int32, counters: InterfaceCounters)? {
@@ -171,7 +172,8 @@ extension NetlinkRouteSocket {
         defer { rtnl_link_put(link) }
         func stat(_ id: rtnl_link_stat_id_t) -> UInt64 { rtnl_link_get_stat(link, id) }
         let c = InterfaceCounters(name: name, rxBytes: stat(RTNL_LINK_RX_BYTES), rxPackets: stat(RTNL_LINK_RX_PACKETS),
-                                  rxErrors: stat(RTNL_LINK_RX_ERRORS), rxDropped: stat(RTNL_LINK_RX_DROPPED),
+                                  rxErrors: stat(RTNL_LINK_RX_ERRORS),
+                                  rxDropped: stat(RTNL_LINK_RX_DROPPED) &+ stat(RTNL_LINK_RX_MISSED_ERR),
                                   txBytes: stat(RTNL_LINK_TX_BYTES), txPackets: stat(RTNL_LINK_TX_PACKETS),
                                   txErrors: stat(RTNL_LINK_TX_ERRORS), txDropped: stat(RTNL_LINK_TX_DROPPED))
         return (rtnl_link_get_ifindex(link), c)

@@ -13,6 +13,19 @@ public struct InterfaceCounters: Equatable, Sendable {
     public var txPackets: UInt64
     public var txErrors: UInt64
     public var txDropped: UInt64
+
+    public init(name: String, rxBytes: UInt64, rxPackets: UInt64, rxErrors: UInt64, rxDropped: UInt64,
+                txBytes: UInt64, txPackets: UInt64, txErrors: UInt64, txDropped: UInt64) {
+        self.name = name
+        self.rxBytes = rxBytes
+        self.rxPackets = rxPackets
+        self.rxErrors = rxErrors
+        self.rxDropped = rxDropped
+        self.txBytes = txBytes
+        self.txPackets = txPackets
+        self.txErrors = txErrors
+        self.txDropped = txDropped
+    }
 }
 
 /// /proc/net/dev, parsed as a pure function of its text.

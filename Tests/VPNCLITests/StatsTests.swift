@@ -72,6 +72,26 @@ import Testing
         #expect(run("stats", "--all", "eth0").code == 2)
     }
 
+    /// A name that is not printable ASCII leaves the fast path: JSON still
+    /// parses, and what a terminal must not see raw is escaped.
+    @Test func jsonWithUnusualNamesStillParses() throws {
+        let h = Harness()
+        h.environment = ["VPNCTL_PROC_NET_DEV": h.write("dev.txt", """
+            Inter-|   Receive
+             face |bytes
+            wlé0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
+            a"b: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
+            x\u{202E}y: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
+
+            """)]
+        let r = h.run(["stats", "--all", "--json"])
+        #expect(r.code == 0, "\(r.stderr)")
+        let ifs = try #require(jsonObject(r.stdout)["interfaces"] as? [[String: Any]])
+        #expect(ifs.map { $0["name"] as? String } == ["wlé0", "a\"b", "x\u{202E}y"])
+        #expect(!r.stdout.contains("\u{202E}"))
+        #expect(r.stdout.hasSuffix("}\n") && r.stdout.filter { $0 == "\n" }.count == 1)
+    }
+
     @Test func humanUnits() {
         #expect(StatsCommand.humanBytes(0) == "0 B")
         #expect(StatsCommand.humanBytes(1023) == "1023 B")

@@ -23,23 +23,7 @@ enum StatsCommand {
         positionals: [PositionalSpec("interface", optional: true, variadic: true, help: "Interfaces to show.")],
         run: run)
 
-    struct Row {
-        let counters: InterfaceCounters
-        let facts: InterfaceFacts.Facts
-        var profile: String?
-        var resetDetected = false
-        var rxRate: Double? = nil
-        var txRate: Double? = nil
-    }
-
-    struct Session {
-        let profile: String
-        let interface: String
-        let rxBytes: UInt64?
-        let txBytes: UInt64?
-        let since: Date?
-        let resetDetected: Bool
-    }
+    typealias Row = StatsRow
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let args = inv.args
@@ -59,135 +43,76 @@ enum StatsCommand {
             interval = v
         }
         let path = inv.context.environment["VPNCTL_PROC_NET_DEV"].flatMap { $0.isEmpty ? nil : $0 } ?? ProcNetDev.defaultPath
-        let facts = InterfaceFacts()
-        var wanted = args.positionals
-        var profileTarget: (Profile, DerivedStatus)? = nil
-        var owners: [String: String] = [:]
-        if let name = args.value("profile") {
-            let manager = try inv.loadedManager()
-            let profile = try manager.profile(named: name)
-            let status = try inv.controller.derive(profile)
-            guard status.isActive, let interface = status.interface else {
-                throw VPNError(.notConnected, "'\(profile.name)' is \(status.status.name); it has no tunnel interface",
-                               hint: "start it with: vpnctl start \(profile.name)")
-            }
-            wanted.append(interface)
-            owners[interface] = profile.name
-            profileTarget = (profile, status)
-        } else {
-            owners = runningProfiles(inv)
-        }
-
-        // A few named interfaces are fetched one by one over netlink: the same
-        // kernel counters, without making the kernel print all of /proc/net/dev
-        // (20 ms with 10,000 interfaces) to read one line of it.
-        let fetchByName = !wanted.isEmpty && wanted.count <= 8 && path == ProcNetDev.defaultPath
-        let netlink = fetchByName ? try? NetlinkRouteSocket() : nil
-
-        func sample() throws -> [InterfaceCounters] {
-            if let netlink {
-                var found: [InterfaceCounters] = []
-                for name in wanted {
-                    if let c = try? netlink.counters(named: name) { found.append(c.counters) }
-                }
-                if found.count == wanted.count { return found }
-            }
-            do { return try ProcNetDev.read(path: path) } catch let e as ProcNetDev.ParseError {
-                throw VPNError(.failure, "\(path): \(e)")
-            } catch {
-                throw VPNError(.failure, "\(error)")
-            }
-        }
-
-        // While watching, a named interface may vanish for a moment (deleted
-        // and recreated): that sample skips it, and its return is a reset.
-        func select(_ all: [InterfaceCounters], tolerateMissing: Bool = false) throws -> [Row] {
-            if !wanted.isEmpty {
-                var byName: [String: InterfaceCounters] = [:]
-                for c in all { byName[c.name] = c }
-                return try wanted.compactMap { name in
-                    guard let c = byName[name] else {
-                        if tolerateMissing { return nil }
-                        let close = Suggest.closest(to: name, among: all.map(\.name), limit: 3)
-                        throw VPNError(.configurationUnknown, "no interface named \(name.quotedForMessage)",
-                                       hint: close.isEmpty ? "see them all with: vpnctl stats --all"
-                                                           : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?")
-                    }
-                    return Row(counters: c, facts: facts.facts(name), profile: owners[name])
-                }
-            }
-            let showAll = args.flag("all")
-            return all.compactMap { c in
-                let f = facts.facts(c.name)
-                guard showAll || [.tunnel, .ethernet, .wifi, .cellular].contains(f.kind) else { return nil }
-                return Row(counters: c, facts: f, profile: owners[c.name])
-            }
-        }
-
-        func session(_ rows: [Row]) -> Session? {
-            guard let (profile, status) = profileTarget, let row = rows.first(where: { $0.counters.name == status.interface }) else { return nil }
-            let r = status.record
-            let reset = r?.ifindex != row.facts.ifindex
-                || (r?.rxBytesAtConnect ?? 0) > row.counters.rxBytes || (r?.txBytesAtConnect ?? 0) > row.counters.txBytes
-            return Session(profile: profile.name, interface: row.counters.name,
-                           rxBytes: reset ? nil : r?.rxBytesAtConnect.map { row.counters.rxBytes - $0 },
-                           txBytes: reset ? nil : r?.txBytesAtConnect.map { row.counters.txBytes - $0 },
-                           since: status.connectedSince, resetDetected: reset)
-        }
-
-        if !args.flag("watch") {
-            let rows = try select(try sample())
-            let now = Date()
+        let useCase = StatsUseCase(sampler: KernelInterfaceSampler(procNetDevPath: path))
+        let selection = try selection(inv)
+        do {
+            if args.flag("watch") { return try watch(inv, StatsWatch(useCase: useCase, selection: selection), interval: interval) }
+            let snapshot = try useCase.snapshot(selection)
             if inv.options.json {
-                inv.output.line(json(rows, sampledAt: now, session: session(rows), interval: nil))
+                printJSON(inv, snapshot.rows, sampledAt: snapshot.sampledAt, session: snapshot.session, interval: nil)
             } else if args.flag("prometheus") {
-                inv.context.stdout.write(prometheus(rows))
+                inv.context.stdout.write(prometheus(snapshot.rows))
             } else {
-                printTable(inv, rows, session: session(rows))
+                printTable(inv, snapshot.rows, session: snapshot.session)
             }
             return .ok
+        } catch let e as StatsError {
+            throw error(e)
         }
+    }
 
-        // --watch: sample, compare with the previous sample, print, sleep.
-        var previous: [String: (ifindex: Int32?, c: InterfaceCounters, at: Int64)] = [:]
-        var first = true
-        let inPlace = inv.context.stdoutIsTerminal && !inv.options.json && !args.flag("prometheus")
+    static func selection(_ inv: Invocation) throws -> StatsSelection {
+        guard let name = inv.args.value("profile") else {
+            return StatsSelection(interfaces: inv.args.positionals, all: inv.args.flag("all"), owners: runningProfiles(inv))
+        }
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: name)
+        do {
+            var s = try StatsUseCase.selection(for: try inv.controller.derive(profile))
+            s.interfaces = inv.args.positionals + s.interfaces
+            return s
+        } catch let e as StatsError {
+            throw error(e)
+        }
+    }
+
+    static func error(_ e: StatsError) -> VPNError {
+        switch e {
+        case .noSuchInterface(let name, let close):
+            return VPNError(.configurationUnknown, "no interface named \(name.quotedForMessage)",
+                            hint: close.isEmpty ? "see them all with: vpnctl stats --all"
+                                                : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?")
+        case .notConnected(let profile, let status):
+            return VPNError(.notConnected, "'\(profile)' is \(status.name); it has no tunnel interface",
+                            hint: "start it with: vpnctl start \(profile)")
+        }
+    }
+
+    /// --watch: sample, render, wait until the next sample is due.
+    static func watch(_ inv: Invocation, _ watch: StatsWatch, interval: Double) throws -> ExitCode {
+        var watch = watch
+        let prometheusFormat = inv.args.flag("prometheus")
+        let inPlace = inv.context.stdoutIsTerminal && !inv.options.json && !prometheusFormat
         var linesDrawn = 0
         while inv.context.stdout.checkOpen() {
-            let at = monotonicMilliseconds()
-            var rows = try select(try sample(), tolerateMissing: !first)
-            facts.forget()
-            for i in rows.indices {
-                let c = rows[i].counters
-                if let p = previous[c.name] {
-                    let reset = p.ifindex != rows[i].facts.ifindex || c.rxBytes < p.c.rxBytes || c.txBytes < p.c.txBytes
-                        || c.rxPackets < p.c.rxPackets || c.txPackets < p.c.txPackets
-                    rows[i].resetDetected = reset
-                    let seconds = Double(at - p.at) / 1000
-                    if !reset && seconds > 0 {
-                        rows[i].rxRate = Double(c.rxBytes - p.c.rxBytes) / seconds
-                        rows[i].txRate = Double(c.txBytes - p.c.txBytes) / seconds
-                    }
-                }
-                previous[c.name] = (rows[i].facts.ifindex, c, at)
-            }
+            let tick = try watch.next()
+            let rows = tick.snapshot.rows
             if inv.options.json {
-                inv.output.line(json(rows, sampledAt: Date(), session: session(rows), interval: interval))
-            } else if args.flag("prometheus") {
+                printJSON(inv, rows, sampledAt: tick.snapshot.sampledAt, session: tick.snapshot.session, interval: interval)
+            } else if prometheusFormat {
                 inv.context.stdout.write(prometheus(rows) + "\n")
             } else if inPlace {
                 if linesDrawn > 0 { inv.context.stdout.write("\u{1B}[\(linesDrawn)A\u{1B}[J") }
                 linesDrawn = printWatchTable(inv, rows)
             } else {
                 for r in rows {
-                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  rx \(rate(r.rxRate, first))  tx \(rate(r.txRate, first))"
+                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  rx \(rate(r.rxRate, tick.isFirst))  tx \(rate(r.txRate, tick.isFirst))"
                                     + "  rx \(humanBytes(r.counters.rxBytes))  tx \(humanBytes(r.counters.txBytes))"
                                     + (r.resetDetected ? "  (counters reset: interface recreated)" : ""))
                 }
             }
-            first = false
             // Sampling is periodic by nature: wait until the next sample is due.
-            let due = at + Int64(interval * 1000)
+            let due = tick.at + Int64(interval * 1000)
             while monotonicMilliseconds() < due && inv.context.stdout.checkOpen() {
                 _ = pollReadable([], orHangupOf: inv.context.stdout.descriptor, timeoutMs: Int32(max(1, due - monotonicMilliseconds())))
             }
@@ -198,11 +123,7 @@ enum StatsCommand {
     /// Which profile runs on which interface, from the run directory.
     static func runningProfiles(_ inv: Invocation) -> [String: String] {
         guard FileSystem.exists(inv.options.runDirectory), let manager = try? inv.loadedManager() else { return [:] }
-        var owners: [String: String] = [:]
-        for p in manager.profiles {
-            if let d = try? inv.controller.derive(p), d.isActive, let i = d.interface { owners[i] = p.name }
-        }
-        return owners
+        return StatsUseCase.owners(of: manager.profiles, controller: inv.controller)
     }
 
     static func rate(_ r: Double?, _ first: Bool) -> String {
@@ -225,7 +146,7 @@ enum StatsCommand {
         link counters include protocol overhead, and counters reset when an interface is recreated.
         """
 
-    static func printTable(_ inv: Invocation, _ rows: [Row], session: Session?) {
+    static func printTable(_ inv: Invocation, _ rows: [Row], session: StatsSession?) {
         if rows.isEmpty {
             inv.output.note("no tunnel or link interfaces; see every interface with: vpnctl stats --all")
         } else {
@@ -258,46 +179,67 @@ enum StatsCommand {
 
     /// Written by hand into bytes: with 10,000 interfaces JSONEncoder, and
     /// even string interpolation, would cost more than reading /proc/net/dev.
-    static func json(_ rows: [Row], sampledAt: Date, session: Session?, interval: Double?) -> String {
-        var w = ByteWriter(capacity: 200 + rows.count * 280)
-        w.raw("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
+    static func json(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) -> String {
+        jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval).string
+    }
+
+    /// One JSON line on stdout. When every name is printable ASCII (any
+    /// name but a hostile one), the line goes out in 64 KiB pieces as it is
+    /// written: the terminal escaping that `Output.line` does would scan
+    /// 3 MB for 10,000 interfaces to change nothing, and the whole line
+    /// would be copied three times on its way out.
+    static func printJSON(_ inv: Invocation, _ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) {
+        let plain = rows.allSatisfy { ByteWriter.isPrintableASCII($0.counters.name) && ByteWriter.isPrintableASCII($0.profile ?? "") }
+            && ByteWriter.isPrintableASCII(session?.profile ?? "")
+        guard plain else { return inv.output.line(json(rows, sampledAt: sampledAt, session: session, interval: interval)) }
+        let stdout = inv.context.stdout
+        var w = jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval, flush: { stdout.write($0) })
+        w.byte(0x0A)
+        w.flush()
+    }
+
+    static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?,
+                          flush: ((String) -> Void)? = nil) -> ByteWriter {
+        var w = ByteWriter(capacity: flush == nil ? 200 + rows.count * 280 : ByteWriter.piece + 1024, sink: flush)
+        w.lit("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
         w.raw(Timestamp.iso8601(sampledAt))
-        w.raw("\"")
+        w.lit("\"")
         if let interval { w.raw(",\"intervalSeconds\":\(interval)") }
-        w.raw(",\"interfaces\":[")
+        w.lit(",\"interfaces\":[")
         for (i, r) in rows.enumerated() {
             let c = r.counters
             if i > 0 { w.byte(UInt8(ascii: ",")) }
-            w.raw("{\"name\":"); w.quoted(c.name)
-            w.raw(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.raw("null") }
-            w.raw(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
-            if let p = r.profile { w.raw(",\"profile\":"); w.quoted(p) }
-            w.raw(",\"rxBytes\":"); w.number(c.rxBytes)
-            w.raw(",\"rxPackets\":"); w.number(c.rxPackets)
-            w.raw(",\"rxErrors\":"); w.number(c.rxErrors)
-            w.raw(",\"rxDropped\":"); w.number(c.rxDropped)
-            w.raw(",\"txBytes\":"); w.number(c.txBytes)
-            w.raw(",\"txPackets\":"); w.number(c.txPackets)
-            w.raw(",\"txErrors\":"); w.number(c.txErrors)
-            w.raw(",\"txDropped\":"); w.number(c.txDropped)
-            w.raw(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
+            w.lit("{\"name\":"); w.quoted(c.name)
+            w.lit(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.lit("null") }
+            w.lit(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
+            if let p = r.profile { w.lit(",\"profile\":"); w.quoted(p) }
+            w.lit(",\"rxBytes\":"); w.number(c.rxBytes)
+            w.lit(",\"rxPackets\":"); w.number(c.rxPackets)
+            w.lit(",\"rxErrors\":"); w.number(c.rxErrors)
+            w.lit(",\"rxDropped\":"); w.number(c.rxDropped)
+            w.lit(",\"txBytes\":"); w.number(c.txBytes)
+            w.lit(",\"txPackets\":"); w.number(c.txPackets)
+            w.lit(",\"txErrors\":"); w.number(c.txErrors)
+            w.lit(",\"txDropped\":"); w.number(c.txDropped)
+            w.lit(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
             if interval != nil {
-                w.raw(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
-                w.raw(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.raw("null") }
+                w.lit(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
+                w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
             }
             w.byte(UInt8(ascii: "}"))
+            w.flushIfFull()
         }
         w.byte(UInt8(ascii: "]"))
         if let x = session {
-            w.raw(",\"session\":{\"profile\":"); w.quoted(x.profile)
-            w.raw(",\"interface\":"); w.quoted(x.interface)
-            w.raw(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.raw("null") }
-            w.raw(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.raw("null") }
-            w.raw(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.raw("null") }
-            w.raw(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
+            w.lit(",\"session\":{\"profile\":"); w.quoted(x.profile)
+            w.lit(",\"interface\":"); w.quoted(x.interface)
+            w.lit(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.lit("null") }
+            w.lit(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.lit("null") }
+            w.lit(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.lit("null") }
+            w.lit(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
         }
         w.byte(UInt8(ascii: "}"))
-        return w.string
+        return w
     }
 
     static let metrics: [(String, String, (InterfaceCounters) -> UInt64)] = [
@@ -341,17 +283,35 @@ enum StatsCommand {
     }
 }
 
-/// Appends JSON pieces to a byte buffer.
+/// Appends JSON pieces to a byte buffer; with a sink, hands it on in pieces.
 struct ByteWriter {
     var bytes: [UInt8]
+    let sink: ((String) -> Void)?
+    static let piece = 64 << 10
 
-    init(capacity: Int) {
+    init(capacity: Int, sink: ((String) -> Void)? = nil) {
         bytes = []
         bytes.reserveCapacity(capacity)
+        self.sink = sink
+    }
+
+    mutating func flushIfFull() {
+        if sink != nil && bytes.count >= ByteWriter.piece { flush() }
+    }
+
+    mutating func flush() {
+        guard let sink, !bytes.isEmpty else { return }
+        sink(string)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    static func isPrintableASCII(_ s: String) -> Bool {
+        s.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 
     mutating func byte(_ b: UInt8) { bytes.append(b) }
     mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+    mutating func lit(_ s: StaticString) { s.withUTF8Buffer { bytes.append(contentsOf: $0) } }
 
     mutating func number(_ v: UInt64) {
         if v == 0 { bytes.append(0x30); return }

@@ -25,8 +25,7 @@ enum StatusCommand {
         if let name = inv.args.positionals.first { profiles = [try manager.profile(named: name)] }
         if inv.args.flag("watch") { return try watch(inv, manager, only: inv.args.positionals.first.map { _ in profiles }) }
         if inv.args.value("count") != nil { throw VPNError.usage("'--count' needs '--watch'", hint: "See 'vpnctl help status'.") }
-        let controller = inv.controller
-        let statuses = try profiles.map { try controller.derive($0) }
+        let statuses = try StatusUseCase(controller: inv.controller).statuses(of: profiles)
         if inv.options.json {
             let value = JSONValue.object(["schemaVersion": .number("1"),
                                           "profiles": .array(statuses.map { StatusJSON(status: $0).json })])
@@ -69,96 +68,41 @@ enum StatusCommand {
         }
     }
 
-    /// Follows each profile's event log (every transition the supervisor
-    /// makes) and re-derives status when a supervisor exits or a link
-    /// changes, so that transitions nobody wrote down are reported too.
+    /// Renders each transition the core's watch reports, until `--count`
+    /// of them or until the reader of stdout goes away.
     static func watch(_ inv: Invocation, _ manager: ProfileManager, only: [Profile]?) throws -> ExitCode {
-        let controller = inv.controller
-        try controller.runtime.prepare()
         var limit = Int.max
         if let c = inv.args.value("count") {
             guard let n = Int(c), n > 0 else { throw VPNError.usage("invalid value \(c.quotedForMessage) for '--count <n>'", hint: "See 'vpnctl help status'.") }
             limit = n
         }
-        let watch = try DirectoryWatch([controller.runtime.directory])
-        let links = try? NetlinkMonitor(groups: 0x1)
-        var offsets: [UUID: Int] = [:]
-        var shown: [UUID: String] = [:]
-        var pidfds: [UUID: ProcessWatch] = [:]
-        var printed = 0
-
-        func profiles() -> [Profile] {
+        let stdout = inv.context.stdout
+        let watch = try StatusUseCase(controller: inv.controller).watch(profiles: {
             if let only { return only }
             return (try? manager.store.load()) ?? manager.profiles
-        }
-
-        func emit(_ time: Date, _ p: Profile, status: String, previous: String, interface: String?, error: ConnectionError?) {
-            if inv.options.json {
-                inv.output.emit(WatchLine(time: Timestamp.iso8601(time), id: p.id.uuidString.lowercased(), name: p.name,
-                                          status: status, previous: previous, interface: interface, error: error))
-            } else {
-                var s = "\(Timestamp.clock(time))  \(p.name)  \(previous) -> \(status)"
-                if let interface { s += "  \(interface)" }
-                if let error { s += "  \(error.name): \(error.message)" }
-                inv.output.line(s)
-            }
-            printed += 1
-        }
-
-        // Start from now: existing history is not replayed.
-        for p in profiles() {
-            offsets[p.id] = (try? FileSystem.info(controller.runtime.eventsPath(p.id)))??.size ?? 0
-            shown[p.id] = (try? controller.derive(p))?.status.name
-        }
+        }, hangupOf: stdout.descriptor)
+        let count = watch.begin()
         if !inv.options.json {
-            inv.output.note("watching \(profiles().count) profile\(profiles().count == 1 ? "" : "s"); Ctrl-C to stop")
+            inv.output.note("watching \(count) profile\(count == 1 ? "" : "s"); Ctrl-C to stop")
         }
-        let stdout = inv.context.stdout
-        while printed < limit && stdout.checkOpen() {
-            for p in profiles() {
-                // New event lines: every transition, even ones faster than us.
-                let path = controller.runtime.eventsPath(p.id)
-                let start = offsets[p.id] ?? 0
-                if let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize), bytes.count > start {
-                    let fresh = bytes[start...]
-                    if let last = fresh.lastIndex(of: 0x0A) {
-                        for line in fresh[..<last].split(separator: 0x0A) {
-                            guard let e = try? TransitionEvent.parse(Array(line)) else { continue }
-                            // Same as what was last shown: a clean-up writing down what
-                            // was already reported from the live system.
-                            if e.status == e.previous || e.status == shown[p.id] { continue }
-                            emit(e.time, p, status: e.status, previous: e.previous, interface: e.interface, error: e.error)
-                            shown[p.id] = e.status
-                            if printed >= limit || stdout.failure != nil { return .ok }
-                        }
-                        offsets[p.id] = last + 1
-                    }
-                } else if let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize), bytes.count < start {
-                    offsets[p.id] = 0
-                }
-                // What the live system says, in case nobody wrote it down.
-                guard let now = try? controller.derive(p) else { continue }
-                if now.record?.status != now.status, shown[p.id] != now.status.name {
-                    emit(Date(), p, status: now.status.name, previous: shown[p.id] ?? "invalid", interface: now.record?.interface,
-                         error: now.lastDisconnectError)
-                    shown[p.id] = now.status.name
-                    if printed >= limit || stdout.failure != nil { return .ok }
-                }
-                if now.supervisorAlive, let pid = now.record?.supervisorPid, pidfds[p.id]?.pid != pid {
-                    pidfds[p.id] = ProcessWatch(pid: pid)
-                }
-            }
-            let pids = Array(pidfds)
-            let fds = [watch.fd] + (links.map { [$0.fd] } ?? []) + pids.map { $0.value.fd }
-            // The reader of stdout going away ends the watch, even with nothing to print.
-            let ready = pollReadable(fds, orHangupOf: stdout.descriptor, timeoutMs: 60_000).filter { $0 < fds.count }
-            watch.drain()
-            links?.drain()
-            let base = links == nil ? 1 : 2
-            for i in ready where i >= base {
-                pidfds[pids[i - base].key] = nil
-            }
+        var printed = 0
+        watch.run(keepGoing: { printed < limit && stdout.checkOpen() }) { t in
+            emit(inv, t)
+            printed += 1
+            return printed < limit && stdout.failure == nil
         }
         return .ok
+    }
+
+    static func emit(_ inv: Invocation, _ t: StatusTransition) {
+        if inv.options.json {
+            inv.output.emit(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.uuidString.lowercased(), name: t.name,
+                                      status: t.status, previous: t.previous, interface: t.interface, error: t.error))
+        } else {
+            var s = "\(Timestamp.clock(t.time))  \(t.name)  \(t.previous) -> \(t.status)"
+            if let interface = t.interface { s += "  \(interface)" }
+            if let error = t.error { s += "  \(error.name): \(error.message)" }
+            inv.output.line(s)
+        }
     }
 }

@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// `status`: every profile's status, derived from its runtime record and the
+/// live system on each call, and `status --watch` as a stream of transitions.
+public struct StatusUseCase {
+    public let controller: TunnelController
+
+    public init(controller: TunnelController) {
+        self.controller = controller
+    }
+
+    public func statuses(of profiles: [Profile]) throws -> [DerivedStatus] {
+        try profiles.map { try controller.derive($0) }
+    }
+
+    /// A watch over the profiles `profiles` returns (read again on every
+    /// pass, so that a profile added meanwhile is followed), woken by the
+    /// run directory, link changes and supervisors' exits. `hangupOf` ends
+    /// a wait when that fd's reader goes away.
+    public func watch(profiles: @escaping () -> [Profile], hangupOf: Int32? = nil) throws -> StatusWatch {
+        try controller.runtime.prepare()
+        let events = try SystemStatusEvents(runDirectory: controller.runtime.directory, hangupOf: hangupOf)
+        return StatusWatch(controller: controller, profiles: profiles, events: events)
+    }
+}
+
+/// One transition, as `status --watch` reports it.
+public struct StatusTransition: Equatable, Sendable {
+    public var time: Date
+    public var id: UUID
+    public var name: String
+    public var status: String
+    public var previous: String
+    public var interface: String?
+    public var error: ConnectionError?
+
+    public init(time: Date, id: UUID, name: String, status: String, previous: String, interface: String?, error: ConnectionError?) {
+        self.time = time
+        self.id = id
+        self.name = name
+        self.status = status
+        self.previous = previous
+        self.interface = interface
+        self.error = error
+    }
+}
+
+/// What wakes a watch: the system's events, or a test's script.
+public protocol StatusEventSource: AnyObject {
+    /// Wake when this supervisor exits (kept until it does, or until
+    /// another pid is followed for the same profile).
+    func follow(_ id: UUID, supervisor pid: pid_t)
+    /// Blocks until something may have changed, or for at most a minute.
+    func wait()
+}
+
+/// inotify on the run directory, rtnetlink link notifications and one pidfd
+/// per live supervisor: no polling loop.
+public final class SystemStatusEvents: StatusEventSource {
+    let directory: DirectoryWatch
+    let links: NetlinkMonitor?
+    let hangupOf: Int32?
+    var supervisors: [UUID: ProcessWatch] = [:]
+
+    public init(runDirectory: String, hangupOf: Int32?) throws {
+        directory = try DirectoryWatch([runDirectory])
+        links = try? NetlinkMonitor(groups: 0x1)
+        self.hangupOf = hangupOf
+    }
+
+    public func follow(_ id: UUID, supervisor pid: pid_t) {
+        if supervisors[id]?.pid != pid { supervisors[id] = ProcessWatch(pid: pid) }
+    }
+
+    public func wait() {
+        let pids = Array(supervisors)
+        let fds = [directory.fd] + (links.map { [$0.fd] } ?? []) + pids.map { $0.value.fd }
+        let ready = pollReadable(fds, orHangupOf: hangupOf, timeoutMs: 60_000).filter { $0 < fds.count }
+        directory.drain()
+        links?.drain()
+        let base = links == nil ? 1 : 2
+        for i in ready where i >= base { supervisors[pids[i - base].key] = nil }
+    }
+}
+
+/// Follows each profile's event log (every transition its supervisor
+/// makes) and re-derives status after each wake, so that transitions
+/// nobody wrote down (a crash, a deleted interface) are reported too.
+public final class StatusWatch {
+    let controller: TunnelController
+    let profiles: () -> [Profile]
+    let events: StatusEventSource
+    var offsets: [UUID: Int] = [:]
+    var shown: [UUID: String] = [:]
+    public var now: () -> Date = { Date() }
+
+    public init(controller: TunnelController, profiles: @escaping () -> [Profile], events: StatusEventSource) {
+        self.controller = controller
+        self.profiles = profiles
+        self.events = events
+    }
+
+    /// Starts from now: existing history is not replayed. Returns how many
+    /// profiles are watched.
+    @discardableResult
+    public func begin() -> Int {
+        let list = profiles()
+        for p in list {
+            offsets[p.id] = (try? FileSystem.info(controller.runtime.eventsPath(p.id)))??.size ?? 0
+            shown[p.id] = (try? controller.derive(p))?.status.name
+        }
+        return list.count
+    }
+
+    /// Reports transitions to `handler` until it returns false, or until
+    /// `keepGoing` does (checked before each wait).
+    public func run(keepGoing: () -> Bool, _ handler: (StatusTransition) -> Bool) {
+        while keepGoing() {
+            if !pass(handler) { return }
+            events.wait()
+        }
+    }
+
+    /// One look at every profile; false when `handler` asked to stop.
+    func pass(_ handler: (StatusTransition) -> Bool) -> Bool {
+        for p in profiles() {
+            // New event lines: every transition, even ones faster than us.
+            for t in newEvents(p) {
+                shown[p.id] = t.status
+                if !handler(t) { return false }
+            }
+            // What the live system says, in case nobody wrote it down.
+            guard let live = try? controller.derive(p) else { continue }
+            if live.record?.status != live.status, shown[p.id] != live.status.name {
+                let t = StatusTransition(time: now(), id: p.id, name: p.name, status: live.status.name,
+                                         previous: shown[p.id] ?? "invalid", interface: live.record?.interface,
+                                         error: live.lastDisconnectError)
+                shown[p.id] = live.status.name
+                if !handler(t) { return false }
+            }
+            if live.supervisorAlive, let pid = live.record?.supervisorPid { events.follow(p.id, supervisor: pid) }
+        }
+        return true
+    }
+
+    /// Complete lines appended to the profile's event log since the last
+    /// look, less those that repeat what was last shown (a clean-up writing
+    /// down what was already reported from the live system). A log that
+    /// shrank was replaced: it is read again from its start next time.
+    func newEvents(_ p: Profile) -> [StatusTransition] {
+        let path = controller.runtime.eventsPath(p.id)
+        let start = offsets[p.id] ?? 0
+        guard let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize) else { return [] }
+        if bytes.count < start { offsets[p.id] = 0; return [] }
+        guard bytes.count > start, let last = bytes[start...].lastIndex(of: 0x0A) else { return [] }
+        var result: [StatusTransition] = []
+        var current = shown[p.id]
+        for line in bytes[start..<last].split(separator: 0x0A) {
+            guard let e = try? TransitionEvent.parse(Array(line)) else { continue }
+            if e.status == e.previous || e.status == current { continue }
+            result.append(StatusTransition(time: e.time, id: p.id, name: p.name, status: e.status, previous: e.previous,
+                                           interface: e.interface, error: e.error))
+            current = e.status
+        }
+        offsets[p.id] = last + 1
+        return result
+    }
+}

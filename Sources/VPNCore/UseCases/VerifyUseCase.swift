@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// What `verify` probes: HOST:PORT (a TCP connect) or http://HOST[:PORT]/PATH
+/// (a GET after the connect).
+public struct ProbeTarget: Equatable, Sendable {
+    public let host: String
+    public let port: Int
+    /// The HTTP path; nil for a bare TCP connect.
+    public let path: String?
+
+    public enum ParseError: Error, Equatable, Sendable {
+        case httpsUnsupported
+        case invalid
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> ProbeTarget {
+        var rest = Substring(text)
+        var defaultPort: Int? = nil
+        var isURL = false
+        if rest.hasPrefix("http://") { rest = rest.dropFirst(7); defaultPort = 80; isURL = true }
+        else if rest.hasPrefix("https://") { throw .httpsUnsupported }
+        let hostPort = rest.prefix { $0 != "/" }
+        let path = isURL ? String(rest.dropFirst(hostPort.count)) : nil
+        if case .success(let e) = Endpoint.parse(String(hostPort)) {
+            return ProbeTarget(host: e.host, port: e.port, path: path.map { $0.isEmpty ? "/" : $0 })
+        }
+        if let port = defaultPort, !hostPort.isEmpty, !hostPort.contains(":") {
+            return ProbeTarget(host: String(hostPort), port: port, path: path.map { $0.isEmpty ? "/" : $0 })
+        }
+        throw .invalid
+    }
+}
+
+/// One step of the proof, with what it found.
+public struct VerifyCheck: Equatable, Sendable {
+    public let name: String
+    public let ok: Bool
+    public let detail: String
+}
+
+public enum VerifyVerdict: String, Sendable {
+    case pathProven = "path proven"
+    case configuredOnly = "configured only"
+    case notConnected = "not connected"
+    case probeFailed = "probe failed"
+
+    /// The documented exit code: 0 proven, 12 not (or not provably) through
+    /// the tunnel, 4 the probe failed.
+    public var exitCode: ExitCode {
+        switch self {
+        case .pathProven: return .ok
+        case .configuredOnly, .notConnected: return .notConnected
+        case .probeFailed: return .connectionFailed
+        }
+    }
+}
+
+public struct VerifyReport: Equatable, Sendable {
+    public let verdict: VerifyVerdict
+    public let checks: [VerifyCheck]
+}
+
+/// What `verify` asks of the system; a fake answers in tests.
+public protocol VerifySystem {
+    /// The link's index and whether it is up; nil when there is none.
+    func link(named name: String) throws -> (index: Int32, isUp: Bool)?
+    func linkName(index: Int32) -> String?
+    /// The kernel's route to `address` (RTM_GETROUTE); nil when there is none.
+    func route(to address: IPAddress) throws -> RouteDecision?
+    func resolve(_ host: String) -> IPAddress?
+    func probe(_ target: ProbeTarget, address: IPAddress, timeoutMs: Int32) -> (ok: Bool, detail: String)
+}
+
+/// `verify`: proves the path, not the label. (1) the tunnel's interface
+/// exists with the recorded ifindex and is up, (2) the kernel routes the
+/// probe's address through it, (3) the probe answers.
+public struct VerifyUseCase {
+    public let system: VerifySystem
+
+    public init(system: VerifySystem = KernelVerifySystem()) {
+        self.system = system
+    }
+
+    public func verify(_ status: DerivedStatus, probe: ProbeTarget, timeoutSeconds: Int) throws -> VerifyReport {
+        var checks: [VerifyCheck] = []
+        guard status.status == .connected || status.status == .reasserting, let name = status.interface,
+              let link = try system.link(named: name), link.index == status.record?.ifindex else {
+            checks.append(VerifyCheck(name: "interface", ok: false, detail: "'\(status.name)' is \(status.status.name); no tunnel interface"))
+            return VerifyReport(verdict: .notConnected, checks: checks)
+        }
+        checks.append(VerifyCheck(name: "interface", ok: link.isUp, detail: "\(name) (ifindex \(link.index)) is \(link.isUp ? "up" : "down")"))
+        if !link.isUp { return VerifyReport(verdict: .configuredOnly, checks: checks) }
+
+        guard let address = IPAddress(probe.host) ?? system.resolve(probe.host) else {
+            checks.append(VerifyCheck(name: "route", ok: false, detail: "cannot resolve \(probe.host)"))
+            return VerifyReport(verdict: .probeFailed, checks: checks)
+        }
+        let route = try system.route(to: address)
+        let via = route.flatMap { system.linkName(index: $0.outputInterfaceIndex) } ?? "nowhere"
+        let routeOK = route?.outputInterfaceIndex == link.index
+        checks.append(VerifyCheck(name: "route", ok: routeOK, detail: "\(address) leaves through \(via)\(routeOK ? "" : ", not \(name)")"))
+
+        let result = system.probe(probe, address: address, timeoutMs: Int32(timeoutSeconds * 1000))
+        checks.append(VerifyCheck(name: "probe", ok: result.ok, detail: result.detail))
+        let verdict: VerifyVerdict = !routeOK ? .configuredOnly : (result.ok ? .pathProven : .probeFailed)
+        return VerifyReport(verdict: verdict, checks: checks)
+    }
+}
+
+/// The live system: rtnetlink for links and routes, getaddrinfo, a TCP probe.
+public struct KernelVerifySystem: VerifySystem {
+    public init() {}
+
+    public func link(named name: String) throws -> (index: Int32, isUp: Bool)? {
+        let link: LinkRecord?
+        do { link = try LinkDump.link(named: name, counters: false) } catch { throw KernelVerifySystem.mapped(error) }
+        return link.map { ($0.ifindex, $0.flags & UInt32(IFF_UP) != 0) }
+    }
+
+    public func linkName(index: Int32) -> String? {
+        (try? NetlinkRouteSocket().linkInfo(index: index))??.name
+    }
+
+    public func route(to address: IPAddress) throws -> RouteDecision? {
+        do { return try RouteLookup.route(to: address.bytes) } catch { throw KernelVerifySystem.mapped(error) }
+    }
+
+    public func resolve(_ host: String) -> IPAddress? { Resolver.firstAddress(host) }
+
+    public func probe(_ target: ProbeTarget, address: IPAddress, timeoutMs: Int32) -> (ok: Bool, detail: String) {
+        TCPProbe.run(address: address, port: target.port, httpPath: target.path, host: target.host, timeoutMs: timeoutMs)
+    }
+
+    /// A refused netlink request is a permission problem (exit 11), not a failure.
+    static func mapped(_ error: Error) -> Error {
+        if let e = error as? SystemError, e.errno.isPermission { return VPNError(.permissionDenied, "\(e)") }
+        if let e = error as? NetlinkError, e.isPermission { return VPNError(.permissionDenied, "\(e)") }
+        return error
+    }
+}
