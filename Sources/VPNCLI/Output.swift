@@ -139,7 +139,7 @@ public enum ColorMode: String, CaseIterable, Sendable {
         }
         if args.flag("no-color") {
             guard args.value("color") == nil || mode == .never else {
-                throw VPNError(.usage, "'--no-color' contradicts '--color=\(mode.rawValue)'", hint: "See 'vpnctl help'.")
+                throw VPNError(.usage, "'--no-color' and '--color=\(mode.rawValue)' cannot be used together", hint: "See 'vpnctl help'.")
             }
             mode = .never
         }
