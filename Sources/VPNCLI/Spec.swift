@@ -128,7 +128,7 @@ public enum GlobalOptionSpecs {
         OptionSpec("run-dir", value: "dir", help: "Runtime state directory (env VPNCTL_RUN_DIR; default /run/vpnctl)."),
         OptionSpec("verbose", short: "v", help: "Print each change made to the system."),
         OptionSpec("color", value: "when", kind: .choice(ColorMode.allCases.map(\.rawValue)),
-                   help: "auto (the default: colour on a terminal, unless NO_COLOR is set or TERM is dumb), always or never."),
+                   help: "auto (the default: only on a terminal, not with NO_COLOR or TERM=dumb), always or never."),
         OptionSpec("no-color", help: "Never colour the output; the same as --color=never."),
         OptionSpec("help", short: "h", help: "Show help for the command."),
     ]

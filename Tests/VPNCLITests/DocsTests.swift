@@ -37,6 +37,17 @@ import VPNCore
         }
     }
 
+    /// The README's tour shows every command, and names every global option.
+    @Test func readmeNamesEveryCommandAndGlobalOption() throws {
+        let readme = try read("README.md")
+        for command in VPNCLI.commands {
+            #expect(readme.contains("vpnctl \(command.name) "), "README never shows 'vpnctl \(command.name)'")
+        }
+        for option in GlobalOptionSpecs.all where option.name != "help" {
+            #expect(readme.contains("`--\(option.name)"), "README does not name --\(option.name)")
+        }
+    }
+
     @Test func exitCodeTablesMatchTheCode() throws {
         let man = try read("man/vpnctl.1")
         let readme = try read("README.md")
