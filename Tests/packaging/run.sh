@@ -133,6 +133,14 @@ installed_completions_work() {
   if command -v zsh >/dev/null; then
     got=$(zsh -f -c "fpath=($R/usr/share/zsh/vendor-completions \$fpath); autoload -Uz compinit; compinit -u -d $WORK/zcd; print -r -- \${_comps[vpnctl]}" 2>&1)
     expect_eq "zsh finds _vpnctl on its fpath" "_vpnctl" "$got" || return 1
+    # zsh's completion run for real in a pty (Tests/packaging/zsh-complete.zsh).
+    local zdir="$WORK/zsh"; mkdir -p "$zdir"; cp "$R/usr/share/zsh/vendor-completions/_vpnctl" "$zdir/"
+    zsh_complete() { PATH="$R/usr/bin:$PATH" timeout 30 zsh -f "$HERE/zsh-complete.zsh" "$zdir" "$1" | paste -sd'|'; }
+    expect_eq "zsh: vpnctl st" "start|stats|status|stop" "$(zsh_complete 'vpnctl st')" || return 1
+    expect_eq "zsh: --color=" "always|auto|never" "$(zsh_complete 'vpnctl --color=')" || return 1
+    expect_eq "zsh: start <profile> (live)" "my home|office" "$(zsh_complete "vpnctl --config-dir $STORE start ")" || return 1
+    expect_eq "zsh: secret set <profile> <secret> (live)" "private-key" \
+      "$(zsh_complete "vpnctl --config-dir=$STORE secret set my\\ home ")" || return 1
   fi
   if command -v fish >/dev/null; then
     got=$(HOME="$WORK/fishhome" XDG_CONFIG_HOME="$WORK/fishhome" XDG_DATA_HOME="$WORK/fishhome" PATH="$R/usr/bin:/usr/bin:/bin" \
