@@ -60,5 +60,5 @@ chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"
 find "$PKG" -exec touch -h -d "@$EPOCH" {} +
 
 mkdir -p "$OUT"
-dpkg-deb --root-owner-group -Zxz --build "$PKG" "$DEB" >/dev/null
+SOURCE_DATE_EPOCH=$EPOCH dpkg-deb --root-owner-group -Zxz --build "$PKG" "$DEB" >/dev/null
 echo "$DEB"
