@@ -111,7 +111,7 @@ struct CompletionScripts {
             var kinds = node.positionals.map { CompletionScripts.word($0.kind) }
             if node.positionals.last?.spec.variadic == true { kinds.append("...") }
             if !kinds.isEmpty { fields.append("__vpnctl_pos=\"\(kinds.joined(separator: " "))\"") }
-            specCases.append("        \(bashWord(node.name))) \(fields.joined(separator: " ")) ;;")
+            specCases.append("        \(bashWord(node.name)))" + fields.map { " " + $0 }.joined() + " ;;")
         }
         specCases.append("        help) __vpnctl_pos=\"command subcommand\" ;;")
         var kindCases: [String] = []
