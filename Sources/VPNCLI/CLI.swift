@@ -17,7 +17,7 @@ public enum VPNCLI {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec]
+         VerifyCommand.spec, StatsCommand.spec, CompletionCommand.spec]
     }
 
     public static var root: CommandSpec {
@@ -48,6 +48,7 @@ public enum VPNCLI {
     static func dispatch(_ argv: [String], context: Context) -> Int32 {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
+        if words.first == "__complete" { return CompletionCommand.complete(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")
         let early = Output(context: context, json: wantsJSON, color: false)
@@ -75,8 +76,17 @@ public enum VPNCLI {
             early.line(Help.render(spec, path: path))
             return 0
         case .run(let spec, let args):
-            let options = GlobalOptions(args, context)
-            let output = Output(context: context, json: options.json, color: options.color)
+            var options = GlobalOptions(args, context)
+            let colorMode: ColorMode
+            do { colorMode = try ColorMode.from(args) } catch let e as VPNError {
+                early.error(e)
+                return e.code.rawValue
+            } catch {
+                early.error(VPNError(.failure, "\(error)".abbreviated(1000)))
+                return ExitCode.failure.rawValue
+            }
+            options.color = colorMode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
+            let output = Output(context: context, json: options.json, color: colorMode)
             let invocation = Invocation(args: args, options: options, context: context, output: output)
             do {
                 return try spec.run!(invocation).rawValue

@@ -17,6 +17,15 @@ public struct Output {
         self.stderrColor = color && context.stderrIsTerminal
     }
 
+    /// Each stream is coloured on its own: `vpnctl status | less` keeps
+    /// red errors on the terminal and plain text in the pipe.
+    init(context: Context, json: Bool, color mode: ColorMode) {
+        self.context = context
+        self.json = json
+        self.color = mode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
+        self.stderrColor = mode.colors(terminal: context.stderrIsTerminal, environment: context.environment)
+    }
+
     /// Text for people. Control characters and invisible formatting
     /// characters are escaped here, for every command: a name from a
     /// hand-edited file cannot reach the terminal as an escape sequence.
@@ -109,6 +118,42 @@ public struct Output {
                 s += i == r.count - 1 ? c : c + String(repeating: " ", count: widths[i] - c.count + 2)
             }
             line(s)
+        }
+    }
+}
+
+/// `--color=auto|always|never` (`--no-color` is `never`).
+public enum ColorMode: String, CaseIterable, Sendable {
+    case auto, always, never
+
+    /// The mode a command line asks for. `--no-color` with `--color=always`
+    /// (or `auto`) is a contradiction, not a guess.
+    static func from(_ args: ParsedArguments) throws -> ColorMode {
+        var mode = ColorMode.auto
+        if let word = args.value("color") {
+            guard let m = ColorMode(rawValue: word) else {
+                throw VPNError(.usage, "Invalid value \(word.quotedForMessage) for '--color <when>'; expected auto, always or never",
+                               hint: "See 'vpnctl help'.")
+            }
+            mode = m
+        }
+        if args.flag("no-color") {
+            guard args.value("color") == nil || mode == .never else {
+                throw VPNError(.usage, "'--no-color' and '--color=\(mode.rawValue)' cannot be used together", hint: "See 'vpnctl help'.")
+            }
+            mode = .never
+        }
+        return mode
+    }
+
+    /// Whether a stream gets colour. `auto` colours a terminal only, and
+    /// not when NO_COLOR is set to anything but the empty string
+    /// (no-color.org) or TERM is dumb; `always` and `never` override both.
+    public func colors(terminal: Bool, environment: [String: String]) -> Bool {
+        switch self {
+        case .always: return true
+        case .never: return false
+        case .auto: return terminal && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
         }
     }
 }

@@ -1,5 +1,53 @@
 import VPNCore
 
+/// What a value on the command line is, so that shell completion knows
+/// where its candidates come from. Live kinds are read by the hidden
+/// `vpnctl __complete <kind>` at the time of completion.
+public enum ValueKind: Equatable, Sendable {
+    /// Free text: a number, a URL, a new name. Nothing to complete.
+    case text
+    /// A saved profile's name (live).
+    case profile
+    /// A network interface (live, from /proc/net/dev).
+    case interface
+    /// A secret name of the profile given before it (live).
+    case secret
+    /// An installed trust anchor's SHA-256 fingerprint (live).
+    case fingerprint
+    case file
+    case directory
+    /// A vpnctl command (for `help`).
+    case command
+    /// One of a fixed list of words.
+    case choice([String])
+
+    /// The kind a value's name implies (`<profile>`, `<dir>`, ...), so that
+    /// a command's spec need not say it again.
+    public static func implied(by name: String) -> ValueKind {
+        switch name {
+        case "profile": return .profile
+        case "interface": return .interface
+        case "secret": return .secret
+        case "fingerprint": return .fingerprint
+        case "file": return .file
+        case "dir", "directory": return .directory
+        case "command": return .command
+        default: return .text
+        }
+    }
+
+    /// The live kinds' names for `vpnctl __complete`.
+    public var liveSource: String? {
+        switch self {
+        case .profile: return "profiles"
+        case .interface: return "interfaces"
+        case .secret: return "secrets"
+        case .fingerprint: return "fingerprints"
+        default: return nil
+        }
+    }
+}
+
 /// One option of a command. A nil `valueName` makes it a flag.
 public struct OptionSpec: Sendable {
     public let name: String
@@ -7,13 +55,17 @@ public struct OptionSpec: Sendable {
     public let valueName: String?
     public let help: String
     public let repeatable: Bool
+    /// For completion: what the value is (`.text` for a flag).
+    public let kind: ValueKind
 
-    public init(_ name: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, help: String) {
+    public init(_ name: String, short: Character? = nil, value: String? = nil, kind: ValueKind? = nil,
+                repeatable: Bool = false, help: String) {
         self.name = name
         self.short = short
         self.valueName = value
         self.help = help
         self.repeatable = repeatable
+        self.kind = kind ?? value.map(ValueKind.implied(by:)) ?? .text
     }
 
     /// "--timeout <seconds>", as used in help and in error messages.
@@ -27,12 +79,15 @@ public struct PositionalSpec: Sendable {
     public let help: String
     public let optional: Bool
     public let variadic: Bool
+    /// For completion: what the value is.
+    public let kind: ValueKind
 
-    public init(_ name: String, optional: Bool = false, variadic: Bool = false, help: String) {
+    public init(_ name: String, optional: Bool = false, variadic: Bool = false, kind: ValueKind? = nil, help: String) {
         self.name = name
         self.help = help
         self.optional = optional
         self.variadic = variadic
+        self.kind = kind ?? ValueKind.implied(by: name)
     }
 
     public var synopsis: String {
@@ -72,7 +127,9 @@ public enum GlobalOptionSpecs {
         OptionSpec("config-dir", value: "dir", help: "Preferences and secrets directory (env VPNCTL_CONFIG_DIR; default /etc/vpnctl)."),
         OptionSpec("run-dir", value: "dir", help: "Runtime state directory (env VPNCTL_RUN_DIR; default /run/vpnctl)."),
         OptionSpec("verbose", short: "v", help: "Print each change made to the system."),
-        OptionSpec("no-color", help: "Never colour the output (also NO_COLOR). Colour is used only on a terminal."),
+        OptionSpec("color", value: "when", kind: .choice(ColorMode.allCases.map(\.rawValue)),
+                   help: "auto (the default: only on a terminal, not with NO_COLOR or TERM=dumb), always or never."),
+        OptionSpec("no-color", help: "Never colour the output; the same as --color=never."),
         OptionSpec("help", short: "h", help: "Show help for the command."),
     ]
 }

@@ -37,6 +37,17 @@ import VPNCore
         }
     }
 
+    /// The README's tour shows every command, and names every global option.
+    @Test func readmeNamesEveryCommandAndGlobalOption() throws {
+        let readme = try read("README.md")
+        for command in VPNCLI.commands {
+            #expect(readme.contains("vpnctl \(command.name) "), "README never shows 'vpnctl \(command.name)'")
+        }
+        for option in GlobalOptionSpecs.all where option.name != "help" {
+            #expect(readme.contains("`--\(option.name)"), "README does not name --\(option.name)")
+        }
+    }
+
     @Test func exitCodeTablesMatchTheCode() throws {
         let man = try read("man/vpnctl.1")
         let readme = try read("README.md")
@@ -62,4 +73,154 @@ import VPNCore
 
 extension Array {
     subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
+}
+
+/// Keeps vpnctl-profile(5) in step with the model, and both pages clean.
+@Suite struct ProfilePageTests {
+    static let pages = ["man/vpnctl.1", "man/vpnctl-profile.5"]
+
+    func read(_ path: String) throws -> String {
+        try String(contentsOf: DocsTests.repo.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Every key the decoder reads (`r.string("mtu")`, `r.required("id")`, ...)
+    /// and every key an encoder writes (`enum CodingKeys`), taken from the
+    /// model's source, so that a new field cannot be left out of the page.
+    func modelKeys() throws -> Set<String> {
+        var keys = Set<String>()
+        let decoder = try read("Sources/VPNCore/ModelDecoding.swift")
+        let call = try Regex(#"\.(?:string|int|int32|bool|strings|required|optional|date|uint64|stringArray)\("([A-Za-z0-9]+)""#)
+        for m in decoder.matches(of: call) { keys.insert(String(m.output[1].substring!)) }
+        let codingKeys = try Regex(#"enum CodingKeys: String, CodingKey \{([^}]*)\}"#)
+        for file in ["Sources/VPNCore/Profile.swift", "Sources/VPNCore/ProtocolConfiguration.swift",
+                     "Sources/VPNCore/Tunnel/RuntimeRecord.swift", "Sources/VPNCore/ModelDecoding.swift"] {
+            for m in try read(file).matches(of: codingKeys) {
+                let body = String(m.output[1].substring!).replacingOccurrences(of: "case", with: " ")
+                for word in body.split(whereSeparator: { ", \n`".contains($0) }) where !word.isEmpty { keys.insert(String(word)) }
+            }
+        }
+        return keys
+    }
+
+    /// The words a field may take: `oneOf(X.self, [.a, .b])` in the decoder,
+    /// and the enums the code can list.
+    func modelValues() throws -> Set<String> {
+        var values = Set<String>()
+        let decoder = try read("Sources/VPNCore/ModelDecoding.swift")
+        let oneOf = try Regex(#"oneOf\(\w+\.self, \[([^\]]*)\]\)"#)
+        for m in decoder.matches(of: oneOf) {
+            for word in String(m.output[1].substring!).split(separator: ",") {
+                values.insert(word.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ".")))
+            }
+        }
+        values.formUnion(ProtocolConfiguration.Kind.allCases.map(\.rawValue))
+        values.formUnion(StopReason.allCases.map(\.rawValue))
+        values.formUnion(VPNStatus.allCases.filter { $0 != .invalid }.map(\.name))
+        values.formUnion((1...19).compactMap { ConnectionError.Kind(rawValue: $0)?.name })
+        return values
+    }
+
+    /// A word the page sets in bold: `.B word`, `.BR word ,` or `\fBword\fR`.
+    func bold(_ word: String, in page: String) -> Bool {
+        let roff = word.replacingOccurrences(of: "-", with: "\\-")
+        return page.contains(".B \(roff)\n") || page.contains(".BR \(roff) ") || page.contains(".B \(roff) ")
+            || page.contains("\\fB\(roff)\\fR")
+    }
+
+    @Test func everyKeyOfTheModelIsDescribed() throws {
+        let page = try read("man/vpnctl-profile.5")
+        let keys = try modelKeys()
+        // The regexes found the model: a few keys every version has.
+        for known in ["schemaVersion", "privateKeySecret", "caFingerprints", "providerIdentifier", "supervisorPid", "previous"] {
+            #expect(keys.contains(known), "the key scan missed \(known): the decoder's shape changed")
+        }
+        for key in keys.sorted() {
+            #expect(bold(key, in: page), "vpnctl-profile(5) does not describe the key '\(key)'")
+        }
+    }
+
+    @Test func everyValueOfTheModelIsNamed() throws {
+        let page = try read("man/vpnctl-profile.5")
+        let values = try modelValues()
+        #expect(values.contains("evaluateConnection") && values.contains("sharedSecret") && values.contains("cellular"))
+        for value in values.sorted() {
+            #expect(bold(value, in: page), "vpnctl-profile(5) does not name the value '\(value)'")
+        }
+    }
+
+    /// The page's examples, unescaped: each `.EX` block.
+    func examples() throws -> [String] {
+        let page = try read("man/vpnctl-profile.5")
+        return page.components(separatedBy: ".EX\n").dropFirst().map { block in
+            block.components(separatedBy: ".EE")[0]
+                .replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\e", with: "\\")
+        }
+    }
+
+    @Test func theExamplesAreWhatVPNCtlReads() throws {
+        let blocks = try examples().filter { $0.hasPrefix("{") }
+        try #require(blocks.count == 3, "expected the preferences, a runtime record and an event")
+        let prefs = try PreferencesCodec.decode(Array(blocks[0].utf8), path: "vpnctl-profile(5)")
+        #expect(Set(prefs.profiles.map(\.protocol.kind)) == Set(ProtocolConfiguration.Kind.allCases), "one profile of each protocol")
+        let validator = ProfileValidator(secretExists: { _ in true })
+        for profile in prefs.profiles {
+            #expect(validator.problems(in: profile) == [], "example profile '\(profile.name)'")
+        }
+        let record = try RuntimeRecord(json: JSONReader(JSONSyntax.parse(Array(blocks[1].utf8))))
+        #expect(record.status == .connected && record.settings != nil && record.lastDisconnectError != nil)
+        let event = try TransitionEvent.parse(Array(blocks[2].replacingOccurrences(of: "\n", with: "").utf8))
+        #expect(event.note == "reconnected")
+    }
+
+    /// One version: `vpnctl --version`, and each page's footer.
+    @Test func pagesCarryTheVersion() throws {
+        for page in ProfilePageTests.pages {
+            let th = try read(page).split(separator: "\n").first { $0.hasPrefix(".TH ") } ?? ""
+            #expect(th.contains("\"vpnctl \(vpnctlVersion)\""), "\(page): \(th)")
+        }
+        #expect(Harness().run("--version").stdout == "vpnctl \(vpnctlVersion)\n")
+    }
+
+    static func tool(_ name: String) -> String? {
+        ["/usr/bin/", "/bin/", "/usr/local/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func run(_ argv: [String], stdin: String? = nil, environment: [String: String]? = nil) throws -> (code: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: argv[0])
+        p.arguments = Array(argv.dropFirst())
+        if let environment { p.environment = environment }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    /// `man -l` shows them without a warning: groff with every warning on,
+    /// at the terminal width man uses by default (80 columns).
+    @Test(.enabled(if: tool("groff") != nil, "groff is not installed"))
+    func groffFindsNothing() throws {
+        for page in ProfilePageTests.pages {
+            let path = DocsTests.repo.appendingPathComponent(page).path
+            let r = try ProfilePageTests.run([ProfilePageTests.tool("groff")!, "-ww", "-man", "-Tutf8", "-rLL=80n", "-z", path])
+            #expect(r.code == 0 && r.err.isEmpty, "groff -ww \(page):\n\(r.err)")
+        }
+    }
+
+    /// mandoc's warnings and errors (its STYLE notes, such as a source line
+    /// over 80 bytes, are taste, not faults).
+    @Test(.enabled(if: tool("mandoc") != nil, "mandoc is not installed"))
+    func mandocLintFindsNothing() throws {
+        for page in ProfilePageTests.pages {
+            let path = DocsTests.repo.appendingPathComponent(page).path
+            let r = try ProfilePageTests.run([ProfilePageTests.tool("mandoc")!, "-T", "lint", "-W", "warning", path])
+            #expect(r.code == 0 && (r.out + r.err).isEmpty, "mandoc -T lint \(page):\n\(r.out)\(r.err)")
+        }
+    }
 }
