@@ -39,7 +39,7 @@ build: deps
 	@echo "built build/vpnctl"
 
 # Every stage runs, even after one fails; the summary names each stage's result.
-TEST_STAGES := unit cli lab security fuzz
+TEST_STAGES := unit cli lab security fuzz packaging
 test: build
 	@results=""; failed=0; \
 	for stage in $(TEST_STAGES); do \

@@ -11,7 +11,7 @@ final class FakeClock: Clock {
 /// Readiness the test scripts: each wait returns the next answer (indices
 /// into the fds it was given) and moves the clock by the timeout it was asked
 /// for, as a poll that found nothing would.
-final class ScriptedEvents: EventSource {
+final class ScriptedPoll: EventSource {
     let clock: FakeClock
     var answers: [[Int]] = []
     var waits: [(fds: [Int32], timeoutMs: Int32)] = []
@@ -27,7 +27,7 @@ final class ScriptedEvents: EventSource {
 @Suite struct EventLoopTests {
     @Test func readyFdsRunTheirHandlersInOrderThenDueTimers() {
         let clock = FakeClock()
-        let events = ScriptedEvents(clock: clock)
+        let events = ScriptedPoll(clock: clock)
         let loop = EventLoop(source: events, clock: clock, idleMs: 1000)
         var seen: [String] = []
         loop.watch(5) { seen.append("fd5") }
@@ -49,7 +49,7 @@ final class ScriptedEvents: EventSource {
 
     @Test func aHandlerCanCancelAnotherAndStopTheLoop() {
         let clock = FakeClock()
-        let events = ScriptedEvents(clock: clock)
+        let events = ScriptedPoll(clock: clock)
         let loop = EventLoop(source: events, clock: clock)
         var seen: [String] = []
         var second: EventLoop.Token? = nil
@@ -70,7 +70,7 @@ final class ScriptedEvents: EventSource {
 
     @Test func aTimerAddedByATimerWaitsForItsTurn() {
         let clock = FakeClock()
-        let events = ScriptedEvents(clock: clock)
+        let events = ScriptedPoll(clock: clock)
         let loop = EventLoop(source: events, clock: clock)
         var count = 0
         func tick() {
@@ -95,7 +95,7 @@ final class ContextFixture {
     let runtime: RuntimeStore
 
     init(realEvents: Bool = false) {
-        loop = realEvents ? EventLoop(idleMs: 20) : EventLoop(source: ScriptedEvents(clock: clock), clock: clock)
+        loop = realEvents ? EventLoop(idleMs: 20) : EventLoop(source: ScriptedPoll(clock: clock), clock: clock)
         store = PreferencesStore(directory: dir.path + "/etc")
         runtime = RuntimeStore(directory: dir.path + "/run")
     }
