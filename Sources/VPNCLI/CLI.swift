@@ -59,7 +59,7 @@ public enum VPNCLI {
             early.error(e)
             return e.code.rawValue
         } catch {
-            early.error(VPNError(.failure, "\(error)".abbreviated(1000)))
+            early.error(VPNError.from(error))
             return ExitCode.failure.rawValue
         }
         switch outcome {
@@ -82,7 +82,7 @@ public enum VPNCLI {
                 early.error(e)
                 return e.code.rawValue
             } catch {
-                early.error(VPNError(.failure, "\(error)".abbreviated(1000)))
+                early.error(VPNError.from(error))
                 return ExitCode.failure.rawValue
             }
             options.color = colorMode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
@@ -94,7 +94,7 @@ public enum VPNCLI {
                 output.error(e)
                 return e.code.rawValue
             } catch {
-                output.error(VPNError(.failure, "\(error)".abbreviated(1000)))
+                output.error(VPNError.from(error))
                 return ExitCode.failure.rawValue
             }
         }

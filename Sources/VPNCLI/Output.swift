@@ -90,13 +90,14 @@ public struct Output {
         let prefix = stderrColor ? "\u{1B}[31mvpnctl:\u{1B}[0m" : "vpnctl:"
         var text = "\(e.message)\n"
         for p in e.problems { text += "  - \(p)\n" }
-        if let hint = e.hint {
+        let hint = Hints.text(for: e)
+        if let hint {
             text += e.code == .usage ? "\(hint)\n" : "hint: \(hint)\n"
         }
         context.stderr.write(prefix + " " + text.escapingControls(keepLineBreaks: true))
         if json {
             emit(ErrorEnvelope(error: .init(code: e.code.rawValue, name: e.code.name, message: e.message,
-                                            hint: e.hint, problems: e.problems)))
+                                            hint: hint, problems: e.problems)))
         }
     }
 

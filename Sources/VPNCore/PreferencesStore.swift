@@ -83,7 +83,7 @@ public final class PreferencesStore: @unchecked Sendable {
                 guard profile.revision == 0 else {
                     throw VPNError(.configurationStale,
                                    "profile '\(profile.name)' was removed since it was loaded",
-                                   hint: "list the profiles again with: vpnctl list")
+                                   remedy: .list(again: true))
                 }
                 try checkUniqueName(profile, in: prefs.profiles)
                 saved.revision = 1

@@ -33,15 +33,11 @@ public final class ProfileManager {
         if let p = profiles.first(where: { $0.name == reference }) { return p }
         let names = profiles.map(\.name)
         let close = Suggest.closest(to: reference, among: names, limit: 3)
-        let hint: String
+        let message = "no profile named \(reference.quotedForMessage)"
         if !close.isEmpty {
-            hint = "did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?"
-        } else if names.isEmpty {
-            hint = "there are no profiles yet; add one with: vpnctl import FILE"
-        } else {
-            hint = "list the profiles with: vpnctl list"
+            throw VPNError(.configurationUnknown, message, hint: "did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?")
         }
-        throw VPNError(.configurationUnknown, "no profile named \(reference.quotedForMessage)", hint: hint)
+        throw VPNError(.configurationUnknown, message, remedy: names.isEmpty ? .importFirst : .list(again: false))
     }
 
     /// saveToPreferences: refuses when this manager's view is older than the store.

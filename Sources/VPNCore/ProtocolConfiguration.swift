@@ -20,6 +20,16 @@ public enum ProtocolConfiguration: Encodable, Equatable, Sendable {
         }
     }
 
+    /// The configuration itself, for what every protocol answers alike.
+    public var model: any ConfigurationModel {
+        switch self {
+        case .wireguard(let w): return w
+        case .openvpn(let o): return o
+        case .ikev2(let i): return i
+        case .provider(let p): return p
+        }
+    }
+
     enum TypeKey: String, CodingKey { case type }
 
     public func encode(to encoder: Encoder) throws {

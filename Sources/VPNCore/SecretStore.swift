@@ -60,7 +60,7 @@ public struct SecretStore: Sendable {
             }
             guard let info = try FileSystem.checkTrustedFile(p) else {
                 throw VPNError(.configurationInvalid, "secret '\(name)' is not set",
-                               hint: "set it with: vpnctl secret set <profile> \(name) < file")
+                               remedy: .setSecret(profile: nil, name: name))
             }
             if info.mode & 0o077 != 0 {
                 throw VPNError(.permissionDenied, "secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))",
@@ -108,8 +108,7 @@ func storeError(_ error: Error) -> VPNError {
     if let e = error as? VPNError { return e }
     if let e = error as? SystemError {
         if e.errno.isPermission {
-            return VPNError(.permissionDenied, e.description,
-                            hint: "run as root, or point --config-dir / --run-dir at a directory you own")
+            return VPNError(.permissionDenied, e.description, remedy: .privileges, cause: .system(e.errno.rawValue))
         }
         return VPNError(.configurationReadWriteFailed, e.description)
     }

@@ -258,3 +258,26 @@ extension Harness {
         #expect(h.run("show", "one-ca").code == 9)
     }
 }
+
+@Suite struct HintTests {
+    @Test func remediesAreWordedAsCommandsByTheCommandLine() {
+        #expect(Hints.text(for: VPNError(.configurationDisabled, "x", remedy: .enable(profile: "office"))) == "enable it with: vpnctl enable office")
+        #expect(Hints.text(for: VPNError(.configurationInvalid, "x", remedy: .edit(profile: "office", secrets: true)))
+                == "fix it with: vpnctl edit office (secrets: vpnctl secret set)")
+        #expect(Hints.text(for: VPNError(.configurationInvalid, "x", hint: "or leave one certificate", remedy: .reimport))
+                == "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own), or leave one certificate")
+        #expect(Hints.text(for: VPNError(.failure, "x")) == nil)
+    }
+
+    @Test func permissionFromAnyLayerIsExit11() {
+        let sys = VPNError.from(SystemError("open", path: "/x", errno: Errno(EACCES)))
+        #expect(sys.code == ExitCode.permissionDenied)
+        #expect(sys.cause == VPNError.Cause.system(EACCES))
+        let nl = VPNError.from(NetlinkError("add route", code: -28))  // NLE_PERM
+        #expect(nl.code == ExitCode.permissionDenied)
+        #expect(Hints.text(for: nl) == "run as root (changing interfaces and routes needs CAP_NET_ADMIN)")
+        let other = VPNError.from(SystemError("open", path: "/x", errno: Errno(ENOENT)))
+        #expect(other.code == ExitCode.failure)
+        #expect(other.cause == VPNError.Cause.system(ENOENT))
+    }
+}

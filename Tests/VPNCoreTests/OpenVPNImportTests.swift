@@ -262,7 +262,7 @@ let ca2 = "4aa4ddca2218b6454a55c5b5ecb053d168bb44cdcc7b988c8472549e2dcc94ef"
         try AtomicFile.write(a[ca1]! + a[ca2]!, to: trust.path(ca1), mode: 0o644)
         let two = #expect(throws: VPNError.self) { try trust.bundle([ca1]) }
         #expect(two?.message == "trust anchor \(trust.path(ca1)) holds 2 certificates; an anchor is exactly one certificate, named by its SHA-256")
-        #expect(two?.hint?.contains("import the profile again") == true)
+        #expect(two?.remedy == .reimport)
         try AtomicFile.write(a[ca2]!, to: trust.path(ca1), mode: 0o644)
         let other = #expect(throws: VPNError.self) { try trust.certificate(ca1) }
         #expect(other?.message.contains("a certificate whose SHA-256 is not its name") == true)

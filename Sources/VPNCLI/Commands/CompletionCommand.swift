@@ -94,7 +94,7 @@ enum CompletionCommand {
             return try loaded().profiles.map(\.name)
         case ("interfaces", 1):
             let path = context.environment["VPNCTL_PROC_NET_DEV"].flatMap { $0.isEmpty ? nil : $0 } ?? ProcNetDev.defaultPath
-            do { return try ProcNetDev.read(path: path).map(\.name) } catch { throw VPNError(.failure, "\(error)") }
+            do { return try ProcNetDev.read(path: path).map(\.name) } catch { throw VPNError.from(error) }
         case ("secrets", 2):
             // The names the profile refers to, then any others stored for it.
             let profile = try loaded().profile(named: words[1])

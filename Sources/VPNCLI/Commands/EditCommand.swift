@@ -45,7 +45,7 @@ enum EditCommand {
                 try? FileSystem.removeDirectory(dir)
             }
         }
-        do { try AtomicFile.write(before, to: file, mode: 0o600) } catch { throw VPNError(.failure, "\(error)") }
+        do { try AtomicFile.write(before, to: file, mode: 0o600) } catch { throw VPNError.from(error) }
 
         let status: Int32
         do {
@@ -62,7 +62,7 @@ enum EditCommand {
         } catch let e as FileSystem.FileProblem {
             throw VPNError(.failure, "cannot read the edited profile: \(e)", hint: "save the profile as a regular file; nothing was saved")
         } catch {
-            throw VPNError(.failure, "\(error)")
+            throw VPNError.from(error)
         }
         if after == before || after.isEmpty {
             if inv.options.json {
@@ -74,7 +74,7 @@ enum EditCommand {
         }
         func failKeeping(_ e: VPNError) -> VPNError {
             keep = true
-            let hint = "your edit is kept in \(file)" + (e.hint.map { "; \($0)" } ?? "")
+            let hint = "your edit is kept in \(file)" + (Hints.text(for: e).map { "; \($0)" } ?? "")
             return VPNError(e.code, e.message, hint: hint, problems: e.problems)
         }
         var edited: Profile

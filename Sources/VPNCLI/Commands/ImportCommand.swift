@@ -90,7 +90,7 @@ enum ImportCommand {
             }
             return b
         } catch let e as SystemError {
-            throw VPNError(e.errno.isPermission ? .permissionDenied : .failure, e.description)
+            throw VPNError.from(e)
         } catch let e as FileSystem.FileProblem {
             if case .tooLarge = e.kind {
                 throw VPNError(.configurationInvalid,

@@ -116,21 +116,8 @@ enum TunnelActions {
         } catch let f as StartFailure {
             let e = f.error
             let hint = f.timedOut ? "the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it"
-                                  : hint(for: f.status.lastDisconnectError, profile: profile, logPath: f.logPath)
+                                  : Hints.afterFailedStart(f.status.lastDisconnectError, profile: profile, logPath: f.logPath)
             throw VPNError(e.code, e.message, hint: hint)
-        }
-    }
-
-    static func hint(for e: ConnectionError?, profile: Profile, logPath: String) -> String {
-        switch (e?.name, profile.protocol) {
-        case ("serverNotResponding", .wireguard):
-            return "check that the server is up and reachable, and that its public key matches this profile's peer"
-        case ("serverNotResponding", .openvpn):
-            return "check that the server is up and reachable on its port and protocol (udp/tcp), and that its tls-crypt/tls-auth key matches this profile's"
-        case ("serverNotResponding", _):
-            return "check that the server is up and reachable"
-        case ("serverAddressResolutionFailed", _): return "check the endpoint's host name and DNS"
-        default: return "see \(logPath)"
         }
     }
 

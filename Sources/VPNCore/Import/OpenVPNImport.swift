@@ -326,7 +326,7 @@ public struct TrustStore: Sendable {
         let file = path(fingerprint)
         guard TrustAnchor.isFingerprint(fingerprint) else {
             throw VPNError(.configurationInvalid, "'\(OpenVPNDirectives.shown(fingerprint))' is not a trust anchor fingerprint (64 hex digits)",
-                           hint: "fix caFingerprints with: vpnctl edit PROFILE")
+                           remedy: .edit(profile: nil, field: "caFingerprints"))
         }
         let bytes: [UInt8]
         do {
@@ -345,8 +345,7 @@ public struct TrustStore: Sendable {
                 : "\(certificates) certificate\(certificates == 1 ? "" : "s") and \(blocks.count - certificates) other PEM block\(blocks.count - certificates == 1 ? "" : "s")"
             let what = blocks.count == 1 && certificates == 1 ? "a certificate whose SHA-256 is not its name" : held
             throw VPNError(.configurationInvalid, "trust anchor \(file) holds \(what); an anchor is exactly one certificate, named by its SHA-256",
-                           hint: "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own), "
-                               + "or leave in the file only the certificate whose SHA-256 is its name")
+                           hint: "or leave in the file only the certificate whose SHA-256 is its name", remedy: .reimport)
         }
         return PEM.encode(label: "CERTIFICATE", der: der)
     }

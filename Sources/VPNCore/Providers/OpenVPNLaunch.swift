@@ -49,7 +49,7 @@ public struct OpenVPNLaunch: Sendable {
         for (i, r) in c.remotes.enumerated() {
             guard Endpoint.isHostName(r.host) || IPAddress(r.host) != nil, (1...65535).contains(r.port), OpenVPNImport.protocols.contains(r.proto) else {
                 throw VPNError(.configurationInvalid, "protocol.remotes[\(i)] is not a host, a port and a protocol openvpn can use",
-                               hint: "fix it with: vpnctl edit PROFILE")
+                               remedy: .edit(profile: nil))
             }
             lines.append("remote \(r.host) \(r.port) \(r.proto)")
         }
@@ -62,7 +62,7 @@ public struct OpenVPNLaunch: Sendable {
         if c.username != nil { lines.append("auth-user-pass") }
         for (i, option) in c.options.enumerated() {
             if let problem = OpenVPNDirectives.problem(in: option) {
-                throw VPNError(.configurationInvalid, "protocol.options[\(i)]: \(problem)", hint: "fix it with: vpnctl edit PROFILE")
+                throw VPNError(.configurationInvalid, "protocol.options[\(i)]: \(problem)", remedy: .edit(profile: nil))
             }
             lines.append(OpenVPNDirectives.render(OpenVPNDirectives.tokenize(option) ?? []))
         }

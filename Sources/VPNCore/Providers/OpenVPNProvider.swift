@@ -20,6 +20,12 @@ public struct OpenVPNProvider: TunnelProvider {
         ProviderRequirements(program: "openvpn", package: "openvpn", trustAnchors: config.caFingerprints)
     }
 
+    public func advice(for error: ConnectionError.Kind) -> String? {
+        error == .serverNotResponding
+            ? "check that the server is up and reachable on its port and protocol (udp/tcp), and that its tls-crypt/tls-auth key matches this profile's"
+            : nil
+    }
+
     /// Each anchor must be installed and be exactly the one certificate its
     /// name stands for (the supervisor checks again when it builds the bundle).
     public func preflight(_ environment: ProviderEnvironment) throws {

@@ -73,6 +73,10 @@ public protocol TunnelProvider {
     /// be a key); throws a `VPNError`.
     func checkSecret(name: String, value: [UInt8]) throws
 
+    /// What to check when a start of this provider failed with `error`, when
+    /// the provider knows better than the generic advice; nil otherwise.
+    func advice(for error: ConnectionError.Kind) -> String?
+
     /// The tunnel for one run, driven by the supervisor's event loop.
     func makeTunnel(in context: TunnelContext) -> any ProviderTunnel
 
@@ -84,6 +88,7 @@ public protocol TunnelProvider {
 extension TunnelProvider {
     public func preflight(_ environment: ProviderEnvironment) throws {}
     public func checkSecret(name: String, value: [UInt8]) throws {}
+    public func advice(for error: ConnectionError.Kind) -> String? { nil }
     public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] { [] }
 }
 

@@ -20,6 +20,11 @@ public struct WireGuardGoProvider: TunnelProvider {
         ProviderRequirements(program: "wireguard-go", package: "wireguard-go")
     }
 
+    public func advice(for error: ConnectionError.Kind) -> String? {
+        error == .serverNotResponding
+            ? "check that the server is up and reachable, and that its public key matches this profile's peer" : nil
+    }
+
     public func preflight(_ environment: ProviderEnvironment) throws {
         if let name = config.interfaceName, environment.interfaceExists(name) {
             throw VPNError(.configurationInvalid, "interface \(name) already exists; vpnctl only creates new interfaces",

@@ -14,6 +14,9 @@ public struct ConnectionError: Encodable, Equatable, Sendable {
         self.message = message
     }
 
+    /// The kind, for errors of NEVPNConnectionErrorDomain.
+    public var kind: Kind? { domain == "NEVPNConnectionErrorDomain" ? Kind(rawValue: code) : nil }
+
     public enum Kind: Int, Sendable {
         case overslept = 1, noNetworkAvailable, unrecoverableNetworkChange, configurationFailed,
              serverAddressResolutionFailed, serverNotResponding, serverDead, authenticationFailed,

@@ -40,10 +40,8 @@ public struct KernelInterfaceSampler: InterfaceSampler {
         let counters: [InterfaceCounters]
         do { counters = try ProcNetDev.read(path: procNetDevPath) } catch let e as ProcNetDev.ParseError {
             throw VPNError(.failure, "\(procNetDevPath): \(e)")
-        } catch let e as SystemError where e.errno.isPermission {
-            throw VPNError(.permissionDenied, "\(procNetDevPath): \(e)")
         } catch {
-            throw VPNError(.failure, "\(error)")
+            throw VPNError.from(error)
         }
         let facts = InterfaceFacts(links: (try? LinkDump.all(counters: false)) ?? [])
         return counters.map { InterfaceSample(counters: $0, facts: facts.facts($0.name)) }

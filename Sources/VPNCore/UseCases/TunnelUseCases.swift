@@ -69,13 +69,13 @@ public struct TunnelUseCases {
     @discardableResult
     public func preflight(_ profile: Profile) throws -> (provider: any TunnelProvider, program: String) {
         if !profile.enabled {
-            throw VPNError(.configurationDisabled, "profile '\(profile.name)' is disabled", hint: "enable it with: vpnctl enable \(profile.name)")
+            throw VPNError(.configurationDisabled, "profile '\(profile.name)' is disabled", remedy: .enable(profile: profile.name))
         }
         let validator = ProfileValidator(secretExists: { store.secrets.exists(profile.id, name: $0) })
         let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
         if !problems.isEmpty {
             throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                   problems: problems, hint: "fix it with: vpnctl edit \(profile.name) (secrets: vpnctl secret set)")
+                                   problems: problems, remedy: .edit(profile: profile.name, secrets: true))
         }
         // Secrets are checked as the supervisor will read them (owner, mode,
         // no symlinks), so a planted file fails here, before anything starts.
@@ -84,7 +84,7 @@ public struct TunnelUseCases {
         do {
             try provider.preflight(.system(configDirectory: store.directory))
         } catch let e as VPNError {
-            throw VPNError(e.code, "profile '\(profile.name)': \(e.message)", hint: e.hint, problems: e.problems)
+            throw e.prefixed("profile '\(profile.name)': ")
         }
         let needs = provider.requirements
         guard let program = Processes.which(needs.program, path: path) else {

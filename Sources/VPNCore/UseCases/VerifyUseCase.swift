@@ -137,8 +137,7 @@ public struct KernelVerifySystem: VerifySystem {
 
     /// A refused netlink request is a permission problem (exit 11), not a failure.
     static func mapped(_ error: Error) -> Error {
-        if let e = error as? SystemError, e.errno.isPermission { return VPNError(.permissionDenied, "\(e)") }
-        if let e = error as? NetlinkError, e.isPermission { return VPNError(.permissionDenied, "\(e)") }
-        return error
+        let e = VPNError.from(error)
+        return e.code == .permissionDenied ? e : error
     }
 }

@@ -1,0 +1,47 @@
+import VPNCore
+
+/// What the command line tells the user to do, worded as vpnctl commands:
+/// the core names the remedy, this file names the command.
+enum Hints {
+    /// The hint line for an error: its remedy as a command, then the core's
+    /// own advice; else the advice for its kind.
+    static func text(for e: VPNError) -> String? {
+        let parts = [e.remedy.map(command), e.hint].compactMap { $0 }
+        if !parts.isEmpty { return parts.joined(separator: ", ") }
+        if e.code == .permissionDenied, case .netlink = e.cause {
+            return "run as root (changing interfaces and routes needs CAP_NET_ADMIN)"
+        }
+        return nil
+    }
+
+    static func command(_ remedy: VPNError.Remedy) -> String {
+        switch remedy {
+        case .enable(let profile):
+            return "enable it with: vpnctl enable \(profile)"
+        case .edit(let profile, let field, let secrets):
+            return "fix \(field ?? "it") with: vpnctl edit \(profile ?? "PROFILE")" + (secrets ? " (secrets: vpnctl secret set)" : "")
+        case .setSecret(let profile, let name):
+            return "set it with: vpnctl secret set \(profile ?? "<profile>") \(name) < file"
+        case .privileges:
+            return "run as root, or point --config-dir / --run-dir at a directory you own"
+        case .importFirst:
+            return "there are no profiles yet; add one with: vpnctl import FILE"
+        case .list(let again):
+            return "list the profiles\(again ? " again" : "") with: vpnctl list"
+        case .reimport:
+            return "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own)"
+        }
+    }
+
+    /// Advice for a failed start, by the error's kind: the provider's own
+    /// when it has some, else the generic one, else the log.
+    static func afterFailedStart(_ e: ConnectionError?, profile: Profile, logPath: String) -> String {
+        guard let kind = e?.kind else { return "see \(logPath)" }
+        if let advice = (try? ProviderRegistry.provider(for: profile))?.advice(for: kind) { return advice }
+        switch kind {
+        case .serverNotResponding: return "check that the server is up and reachable"
+        case .serverAddressResolutionFailed: return "check the endpoint's host name and DNS"
+        default: return "see \(logPath)"
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import FoundationEssentials
+
+/// What a third-party provider's profile answers for itself: its problems
+/// and its `show` rows.
+extension ProviderConfiguration: ConfigurationModel {
+    public func problems(_ v: ProfileValidator) -> [String] {
+        let pr = self
+        var p: [String] = []
+        if pr.providerIdentifier.isEmpty { p.append("protocol.providerIdentifier: missing") }
+        for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
+            p += v.secretRef("protocol.secrets.\(key)", name, required: true, what: "")
+        }
+        return p
+    }
+
+    public func described(secret: (String?) -> String) -> ConfigurationRows {
+        var r = ConfigurationRows()
+        r.add("provider", providerIdentifier)
+        for (k, v) in providerConfiguration.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", v) }
+        for (k, v) in secrets.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", secret(v)) }
+        return r
+    }
+}
