@@ -7,28 +7,46 @@ import VPNSystem
 
 /// Commands vpnctl runs itself; not listed in help.
 enum InternalCommands {
+    /// Parsed by the same spec parser as every command, so a bad word is a
+    /// usage error that names it, not a default taken in silence.
+    static let superviseSpec = CommandSpec(
+        name: "__supervise", abstract: "Run one profile's tunnel in the foreground; vpnctl start runs it.",
+        options: [OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take."),
+                  OptionSpec("notify-fd", value: "fd", help: "A descriptor closed once the tunnel is up or has failed.")],
+        positionals: [PositionalSpec("id", help: "The profile's UUID.")],
+        run: { ExitCode(rawValue: try supervise($0)) ?? .failure })
+
     /// `vpnctl __supervise --config-dir D --run-dir R --timeout S [--notify-fd N] <id>`
     static func supervise(_ argv: [String], _ context: Context) -> Int32 {
-        var config = "/etc/vpnctl", run = "/run/vpnctl", timeout: Int64 = 20
-        var id: UUID? = nil
-        var notifyFD: Int32 = -1
-        var i = 0
-        while i < argv.count {
-            switch argv[i] {
-            case "--config-dir" where i + 1 < argv.count: config = argv[i + 1]; i += 1
-            case "--run-dir" where i + 1 < argv.count: run = argv[i + 1]; i += 1
-            case "--timeout" where i + 1 < argv.count: timeout = Int64(argv[i + 1]) ?? 20; i += 1
-            case "--notify-fd" where i + 1 < argv.count: notifyFD = Int32(argv[i + 1]) ?? -1; i += 1
-            default: id = UUID(uuidString: argv[i])
+        let output = Output(context: context, json: false, color: false)
+        do {
+            let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [superviseSpec]))
+            guard case .run(let spec, let args) = try parser.parse(["__supervise"] + argv) else {
+                throw VPNError.usage("__supervise has no help or version; vpnctl start runs it")
             }
-            i += 1
+            let inv = Invocation(args: args, options: GlobalOptions(args, context), context: context, output: output)
+            return try spec.run!(inv).rawValue
+        } catch {
+            let e = VPNError.from(error)
+            output.error(e)
+            return e.code.rawValue
         }
-        guard let id else {
-            context.stderr.write("vpnctl: __supervise needs a profile id\n")
-            return 2
+    }
+
+    static func supervise(_ inv: Invocation) throws -> Int32 {
+        let args = inv.args
+        guard let id = UUID(uuidString: args.positionals[0]) else {
+            throw VPNError.usage("__supervise: '\(args.positionals[0].abbreviated(80))' is not a profile UUID")
         }
-        let supervisor = Supervisor(id: id, options: .init(configDirectory: config, runDirectory: run, startTimeout: timeout,
-                                                           path: context.environment["PATH"], notifyFD: notifyFD))
+        var notifyFD: Int32 = -1
+        if let text = args.value("notify-fd") {
+            guard let fd = Int32(text), fd >= 0 else { throw VPNError.usage("__supervise: '\(text.abbreviated(80))' is not a descriptor") }
+            notifyFD = fd
+        }
+        let supervisor = Supervisor(id: id, options: .init(configDirectory: inv.options.configDirectory,
+                                                           runDirectory: inv.options.runDirectory,
+                                                           startTimeout: Int64(try inv.timeoutSeconds(default: 20)),
+                                                           path: inv.context.environment["PATH"], notifyFD: notifyFD))
         return supervisor.run()
     }
 }
