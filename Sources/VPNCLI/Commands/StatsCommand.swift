@@ -7,7 +7,7 @@ import VPNSystem
 
 enum StatsCommand {
     static let spec = CommandSpec(
-        name: "stats", abstract: "Show interface counters from /proc/net/dev: tunnels and the links under them.",
+        name: "stats", abstract: "Show interface counters (the kernel's, as in /proc/net/dev): tunnels and the links under them.",
         discussion: """
         These are interface counters, and estimates: tunnel counters count inner
         traffic, link counters include protocol overhead, and counters reset when an
