@@ -281,3 +281,26 @@ extension Harness {
         #expect(other.cause == VPNError.Cause.system(ENOENT))
     }
 }
+
+@Suite struct SpinnerTests {
+    @Test func showsOnlyAfter300msAndClearsItsLine() {
+        let sink = BufferSink()
+        let spinner = Spinner(enabled: true, sink: sink, now: 1_000)
+        spinner.tick("connecting office", now: 1_100)
+        #expect(sink.text.isEmpty, "a quick wait shows nothing")
+        spinner.clear()
+        #expect(sink.text.isEmpty)
+        spinner.tick("connecting office", now: 1_300)
+        #expect(sink.text == "\r\u{1B}[K⠋ connecting office…")
+        spinner.clear()
+        #expect(sink.text.hasSuffix("…\r\u{1B}[K"))
+    }
+
+    @Test func neverWhenDisabled() {
+        let sink = BufferSink()
+        let spinner = Spinner(enabled: false, sink: sink, now: 0)
+        spinner.tick("x", now: 10_000)
+        spinner.clear()
+        #expect(sink.text.isEmpty)
+    }
+}

@@ -96,7 +96,7 @@ enum TunnelActions {
     static func start(_ inv: Invocation, _ manager: ProfileManager, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
         let tunnels = inv.tunnels
         let logPath = tunnels.controller.runtime.logPath(profile.id)
-        let spinner = Spinner(enabled: wait && inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
+        let spinner = Spinner(for: inv, when: wait)
         let log = LogFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, inv: inv, spinner: spinner)
         let observer = UseCaseObserver { log.echo(); spinner.tick("connecting \(profile.name)") }
         defer { log.echo(); spinner.clear() }
@@ -124,7 +124,7 @@ enum TunnelActions {
     static func stop(_ inv: Invocation, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
         let tunnels = inv.tunnels
         let log = LogFollower(path: tunnels.controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
-        let spinner = Spinner(enabled: wait && inv.context.stderrIsTerminal && !inv.options.json, sink: inv.context.stderr)
+        let spinner = Spinner(for: inv, when: wait)
         let outcome = try tunnels.stop(profile, wait: wait, timeout: timeout,
                                        observer: UseCaseObserver { spinner.tick("disconnecting \(profile.name)") })
         spinner.clear()
@@ -171,33 +171,6 @@ final class LogFollower {
             }
         }
         offset = start + lastNewline + 1
-    }
-}
-
-/// A progress line on a terminal, redrawn in place.
-final class Spinner {
-    let enabled: Bool
-    let sink: TextSink
-    var frame = 0
-    var shown = false
-    static let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
-
-    init(enabled: Bool, sink: TextSink) {
-        self.enabled = enabled
-        self.sink = sink
-    }
-
-    func tick(_ text: String) {
-        guard enabled else { return }
-        sink.write("\r\u{1B}[K\(Spinner.frames[frame % Spinner.frames.count]) \(text)…")
-        frame += 1
-        shown = true
-    }
-
-    func clear() {
-        guard enabled, shown else { return }
-        sink.write("\r\u{1B}[K")
-        shown = false
     }
 }
 
