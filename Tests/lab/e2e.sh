@@ -174,6 +174,20 @@ PY
 }
 lab_check "provider killed: disconnected with providerFailed, seen by --watch, nothing left" test_provider_killed
 
+test_interface_deleted() {
+  use office && expect_ok "start" cn "$V" start office || return 1
+  local ifn pid
+  ifn=$(field office interface); pid=$(record office providerPid)
+  expect_ok "ping through the tunnel before the delete" c ping -c 1 -W 2 198.19.0.1 || return 1
+  c ip link del "$ifn"
+  wait_status office disconnected 3 || return 1
+  expect_field office stopReason providerFailed || return 1
+  expect_contains "the reason" "interface $ifn was deleted" "$(field office lastDisconnectError.message)" || return 1
+  wait_for "wireguard-go $pid to end" 2 gone "$pid" || return 1
+  nothing_left
+}
+lab_check "wireguard: its utun deleted ends the tunnel at once with a reason; wireguard-go gone, nothing left" test_interface_deleted
+
 test_supervisor_killed() {
   use office && expect_ok "start" cn "$V" start office || return 1
   # Traffic passes first, so that "it no longer passes" below means something.
