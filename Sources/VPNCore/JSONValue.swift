@@ -103,7 +103,7 @@ public struct JSONReader {
     }
 
     public func uuid() throws -> UUID {
-        guard let u = UUID(uuidString: try string()) else { throw problem(nil, "expected a UUID string") }
+        guard let u = UUID.parse(try string()) else { throw problem(nil, "expected a UUID string") }
         return u
     }
 
