@@ -46,7 +46,7 @@ public struct Output {
     /// that `paint` marked into escape sequences.
     func terminalText(_ text: String, color: Bool) -> String {
         let escaped = text.escapingControls(keepLineBreaks: true)
-        guard escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
+        guard !escaped.utf8.allSatisfy({ $0 < 0x80 }), escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
         let scalars = Array(escaped.unicodeScalars), nonce = Array(Output.nonce.unicodeScalars)
         var out = String.UnicodeScalarView()
         var i = 0
@@ -109,16 +109,29 @@ public struct Output {
     }
 
     /// Columns padded to the widest cell; the last column is not padded.
+    /// All rows go out in one write.
     public func table(_ header: [String], _ rows: [[String]]) {
-        let all = ([header] + rows).map { $0.map { $0.escapingControls(keepLineBreaks: false) } }
+        let all = ([header] + rows).map { $0.map { Cell($0.escapingControls(keepLineBreaks: false)) } }
         var widths = [Int](repeating: 0, count: header.count)
-        for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
-        for r in all {
-            var s = ""
+        for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.width) } }
+        var s = ""
+        for (n, r) in all.enumerated() {
+            if n > 0 { s += "\n" }
             for (i, c) in r.enumerated() {
-                s += i == r.count - 1 ? c : c + String(repeating: " ", count: widths[i] - c.count + 2)
+                s += c.text
+                if i < r.count - 1 { s += String(repeating: " ", count: widths[i] - c.width + 2) }
             }
-            line(s)
+        }
+        line(s)
+    }
+
+    /// An escaped cell and its width in characters (bytes, for printable ASCII).
+    struct Cell {
+        let text: String
+        let width: Int
+        init(_ text: String) {
+            self.text = text
+            width = text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? text.utf8.count : text.count
         }
     }
 }

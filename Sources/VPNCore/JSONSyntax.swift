@@ -26,19 +26,23 @@ public enum JSONSyntax {
 
     /// Parses a whole document into a `JSONValue`, or throws the first `Problem`.
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
-        var p = Parser(bytes: bytes)
-        p.skipWhitespace()
-        let v = try p.value(depth: 0)
-        p.skipWhitespace()
-        if p.i < bytes.count { throw p.fail("unexpected '\(p.printable(bytes[p.i]))' after the end of the document") }
-        return v
+        try bytes.withUnsafeBufferPointer { buffer in
+            var p = Parser(bytes: buffer)
+            p.skipWhitespace()
+            let v = try p.value(depth: 0)
+            p.skipWhitespace()
+            if p.i < buffer.count { throw p.fail("unexpected '\(p.printable(buffer[p.i]))' after the end of the document") }
+            return v
+        }
     }
 
+    /// Reads straight from the caller's buffer: a preferences file with a
+    /// thousand profiles is most of a megabyte, and every byte passes here.
     struct Parser {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
 
-        init(bytes: [UInt8]) {
+        init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         }
@@ -59,7 +63,11 @@ public enum JSONSyntax {
         }
 
         mutating func skipWhitespace() {
-            while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
+            while i < bytes.count {
+                let b = bytes[i]
+                guard b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D else { return }
+                i += 1
+            }
         }
 
         mutating func value(depth: Int) throws -> JSONValue {
@@ -107,10 +115,36 @@ public enum JSONSyntax {
                 if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
                 if digits() == 0 { throw fail("invalid number: digits expected in the exponent") }
             }
-            return String(decoding: bytes[start..<i], as: UTF8.self)
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         }
 
+        /// Most strings have no escapes: they are cut straight out of the
+        /// buffer, with one UTF-8 check for the whole run. Anything else, and
+        /// every error, goes through `escapedString`.
         mutating func string() throws -> String {
+            let start = i + 1
+            var j = start, ascii = true
+            while j < bytes.count {
+                let b = bytes[j]
+                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { break }
+                if b >= 0x80 { ascii = false }
+                j += 1
+            }
+            if j < bytes.count, bytes[j] == UInt8(ascii: "\"") {
+                let run = UnsafeBufferPointer(rebasing: bytes[start..<j])
+                if ascii {
+                    i = j + 1
+                    return String(decoding: run, as: UTF8.self)
+                }
+                if let s = String(validating: run, as: UTF8.self) {
+                    i = j + 1
+                    return s
+                }
+            }
+            return try escapedString()
+        }
+
+        mutating func escapedString() throws -> String {
             i += 1
             var out: [UInt8] = []
             while i < bytes.count {
@@ -187,21 +221,31 @@ public enum JSONSyntax {
                 guard bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a quoted key, found '\(printable(bytes[i]))'") }
                 let keyStart = i
                 let key = try string()
-                if members[key] != nil {
-                    i = keyStart
-                    throw fail("duplicate key '\(key)'")
-                }
-                skipWhitespace()
-                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
-                i += 1
-                skipWhitespace()
-                members[key] = try value(depth: depth + 1)
+                try member(&members[key, default: Parser.vacant], key: key, keyStart: keyStart, depth: depth)
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object; expected ',' or '}'") }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
                 if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
                 throw fail("expected ',' or '}', found '\(printable(bytes[i]))'")
             }
+        }
+
+        /// A number's text is never empty, so this marks a slot that no
+        /// member has filled yet.
+        static let vacant = JSONValue.number("")
+
+        /// Fills `slot` with the value after `key`; the slot is the member's
+        /// place in the object, so a key is hashed once.
+        mutating func member(_ slot: inout JSONValue, key: String, keyStart: Int, depth: Int) throws {
+            guard slot == Parser.vacant else {
+                i = keyStart
+                throw fail("duplicate key '\(key)'")
+            }
+            skipWhitespace()
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
+            i += 1
+            skipWhitespace()
+            slot = try value(depth: depth + 1)
         }
 
         mutating func array(depth: Int) throws -> JSONValue {

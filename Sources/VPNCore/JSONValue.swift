@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// A parsed JSON document.
-public indirect enum JSONValue: Equatable, Sendable {
+public enum JSONValue: Equatable, Sendable {
     case object([String: JSONValue])
     case array([JSONValue])
     case string(String)
@@ -22,18 +22,40 @@ public struct JSONDecodeProblem: Error, CustomStringConvertible, Sendable {
 /// Reads typed fields out of a `JSONValue`, tracking the path for messages.
 public struct JSONReader {
     public let value: JSONValue
-    public let path: String
+    let location: Location
+    /// Spelled out only when a message needs it: a store of a thousand
+    /// profiles reads tens of thousands of fields.
+    public var path: String { location.text }
 
     public init(_ value: JSONValue, path: String = "") {
+        self.init(value, at: .root(path))
+    }
+
+    init(_ value: JSONValue, at location: Location) {
         self.value = value
-        self.path = path
+        self.location = location
+    }
+
+    /// Where a value sits in its document, e.g. profiles[2].protocol.mtu.
+    indirect enum Location {
+        case root(String)
+        case member(Location, String)
+        case element(Location, Int)
+
+        var text: String {
+            switch self {
+            case .root(let path): return path
+            case .member(let parent, let key):
+                let path = parent.text
+                return path.isEmpty ? key : "\(path).\(key)"
+            case .element(let parent, let index): return "\(parent.text)[\(index)]"
+            }
+        }
     }
 
     func problem(_ key: String?, _ message: String) -> JSONDecodeProblem {
-        JSONDecodeProblem(path: key.map { join($0) } ?? path, message: message)
+        JSONDecodeProblem(path: key.map { Location.member(location, $0).text } ?? path, message: message)
     }
-
-    func join(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     func members() throws -> [String: JSONValue] {
         guard case .object(let m) = value else { throw problem(nil, "expected an object") }
@@ -43,7 +65,7 @@ public struct JSONReader {
     /// nil when the key is absent or null.
     public func optional(_ key: String) throws -> JSONReader? {
         guard let v = try members()[key], v != .null else { return nil }
-        return JSONReader(v, path: join(key))
+        return JSONReader(v, at: .member(location, key))
     }
 
     public func required(_ key: String) throws -> JSONReader {
@@ -81,20 +103,20 @@ public struct JSONReader {
     }
 
     public func uuid() throws -> UUID {
-        guard let u = UUID(uuidString: try string()) else { throw problem(nil, "expected a UUID string") }
+        guard let u = UUID.parse(try string()) else { throw problem(nil, "expected a UUID string") }
         return u
     }
 
     public func array() throws -> [JSONReader] {
         guard case .array(let items) = value else { throw problem(nil, "expected an array") }
-        return items.enumerated().map { JSONReader($1, path: "\(path)[\($0)]") }
+        return items.enumerated().map { JSONReader($1, at: .element(location, $0)) }
     }
 
     public func stringArray() throws -> [String] { try array().map { try $0.string() } }
 
     public func stringMap() throws -> [String: String] {
         var out: [String: String] = [:]
-        for (k, v) in try members() { out[k] = try JSONReader(v, path: join(k)).string() }
+        for (k, v) in try members() { out[k] = try JSONReader(v, at: .member(location, k)).string() }
         return out
     }
 
@@ -136,17 +158,23 @@ extension JSONValue {
             out += "]"
         case .object(let members):
             out += "{"
-            for (i, key) in members.keys.sorted().enumerated() {
+            for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out += "," }
-                JSONValue.quote(key, into: &out)
+                JSONValue.quote(member.key, into: &out)
                 out += ":"
-                members[key]!.write(to: &out)
+                member.value.write(to: &out)
             }
             out += "}"
         }
     }
 
     public static func quote(_ s: String, into out: inout String) {
+        if isPlain(s) {
+            out += "\""
+            out += s
+            out += "\""
+            return
+        }
         out += "\""
         for u in s.unicodeScalars {
             switch u {
@@ -164,6 +192,13 @@ extension JSONValue {
             }
         }
         out += "\""
+    }
+
+    /// Printable ASCII without quotes or backslashes: written as it is.
+    static func isPlain(_ s: String) -> Bool {
+        func plain(_ b: UInt8) -> Bool { b >= 0x20 && b < 0x7F && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") }
+        if let all = s.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) { return all }
+        return s.utf8.allSatisfy(plain)
     }
 
     /// `\u` escapes (a surrogate pair above U+FFFF).

@@ -19,7 +19,8 @@ extension String {
     /// from a file cannot move the cursor, retitle the terminal or reorder text.
     /// Line breaks and tabs are kept when `keepLineBreaks`.
     public func escapingControls(keepLineBreaks: Bool = true) -> String {
-        if utf8.allSatisfy({ ($0 >= 0x20 && $0 < 0x7F) || (keepLineBreaks && ($0 == 0x0A || $0 == 0x09)) }) { return self }
+        func plain(_ b: UInt8) -> Bool { (b >= 0x20 && b < 0x7F) || (keepLineBreaks && (b == 0x0A || b == 0x09)) }
+        if utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(plain) }) ?? utf8.allSatisfy(plain) { return self }
         var out = ""
         out.reserveCapacity(utf8.count)
         for u in unicodeScalars {

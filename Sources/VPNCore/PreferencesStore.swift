@@ -97,7 +97,7 @@ public final class PreferencesStore: @unchecked Sendable {
     public func remove(id: UUID, revision: Int? = nil) throws {
         try transaction { prefs in
             guard let i = prefs.profiles.firstIndex(where: { $0.id == id }) else {
-                throw VPNError(.configurationUnknown, "no profile with id \(id.uuidString.lowercased())")
+                throw VPNError(.configurationUnknown, "no profile with id \(id.lowercasedString)")
             }
             if let revision, prefs.profiles[i].revision != revision {
                 throw VPNError(.configurationStale, "profile '\(prefs.profiles[i].name)' changed since it was loaded",
@@ -177,7 +177,7 @@ public enum PreferencesCodec {
         }
         var seen = Set<UUID>(), names = Set<String>()
         for p in prefs.profiles {
-            let which = "profile \(p.id.uuidString.lowercased())"
+            var which: String { "profile \(p.id.lowercasedString)" }
             if let problem = ProfileName.problems(p.name).first {
                 throw VPNError(.configurationReadWriteFailed, "\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)",
                                hint: hint)
@@ -187,7 +187,7 @@ public enum PreferencesCodec {
                                "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
             }
             if !seen.insert(p.id).inserted {
-                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.uuidString.lowercased())")
+                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.lowercasedString)")
             }
             if !names.insert(p.name).inserted {
                 throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the name \(p.name.quotedForMessage)")

@@ -31,7 +31,7 @@ public struct Profile: Encodable, Equatable, Sendable {
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id.uuidString.lowercased(), forKey: .id)
+        try c.encode(id.lowercasedString, forKey: .id)
         try c.encode(name, forKey: .name)
         try c.encode(enabled, forKey: .enabled)
         try c.encode(revision, forKey: .revision)

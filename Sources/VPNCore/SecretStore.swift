@@ -22,7 +22,7 @@ public struct SecretStore: Sendable {
             && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }
     }
 
-    func profileDirectory(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased())" }
+    func profileDirectory(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString)" }
 
     public func path(_ id: UUID, _ name: String) -> String { "\(profileDirectory(id))/\(name)" }
 

@@ -70,6 +70,7 @@ public enum ProfileName {
     /// Profile names are shown in tables and typed on command lines.
     public static func problems(_ name: String) -> [String] {
         if name.isEmpty { return ["empty"] }
+        if isPlainlyFine(name) { return [] }
         var p: [String] = []
         if name.count > 64 { p.append("longer than 64 characters") }
         if name.hasPrefix("-") { p.append("\(name.quotedForMessage) starts with '-', which reads as an option") }
@@ -82,6 +83,19 @@ public enum ProfileName {
         if name.first?.isWhitespace == true || name.last?.isWhitespace == true { p.append("has leading or trailing spaces") }
         if UUID(uuidString: name) != nil { p.append("looks like a UUID, which would be ambiguous with profile ids") }
         return p
+    }
+}
+
+extension ProfileName {
+    /// Printable ASCII with no '/', no leading '-' or space and no trailing
+    /// space, at most 64 long and not 36 (every UUID string is): every rule
+    /// holds without classifying a scalar, which a store of a thousand
+    /// profiles would otherwise pay for on each load.
+    static func isPlainlyFine(_ name: String) -> Bool {
+        let u = name.utf8
+        guard u.count <= 64, u.count != 36, let first = u.first, let last = u.last,
+              first != UInt8(ascii: "-"), first != 0x20, last != 0x20 else { return false }
+        return u.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }
     }
 }
 

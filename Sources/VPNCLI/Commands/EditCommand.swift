@@ -66,7 +66,7 @@ enum EditCommand {
         }
         if after == before || after.isEmpty {
             if inv.options.json {
-                inv.output.emit(Result(name: original.name, id: original.id.uuidString.lowercased(), revision: original.revision, changed: false))
+                inv.output.emit(Result(name: original.name, id: original.id.lowercasedString, revision: original.revision, changed: false))
             } else {
                 inv.output.line(after.isEmpty ? "empty file; nothing saved" : "no changes to '\(original.name)'")
             }
@@ -86,7 +86,7 @@ enum EditCommand {
             throw failKeeping(VPNError(.configurationInvalid, "\(file): \(problem)"))
         }
         if edited.id != original.id {
-            throw failKeeping(VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.uuidString.lowercased()))"))
+            throw failKeeping(VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.lowercasedString))"))
         }
         // The revision is the store's business: the save is checked against
         // the revision loaded before the editor opened, whatever the file says.
@@ -106,7 +106,7 @@ enum EditCommand {
             inv.output.note("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>")
         }
         if inv.options.json {
-            inv.output.emit(Result(name: saved.name, id: saved.id.uuidString.lowercased(), revision: saved.revision, changed: true))
+            inv.output.emit(Result(name: saved.name, id: saved.id.lowercasedString, revision: saved.revision, changed: true))
         } else {
             inv.output.line("saved '\(saved.name)' (revision \(saved.revision))")
         }

@@ -30,7 +30,7 @@ enum EnableCommand {
             profile = try manager.save(profile)
         }
         if inv.options.json {
-            inv.output.emit(Result(name: profile.name, id: profile.id.uuidString.lowercased(), enabled: enabled,
+            inv.output.emit(Result(name: profile.name, id: profile.id.lowercasedString, enabled: enabled,
                                    revision: profile.revision, changed: changed))
         } else if changed {
             inv.output.line("\(enabled ? "enabled" : "disabled") '\(profile.name)'")

@@ -64,11 +64,11 @@ enum ImportCommand {
         for note in result.notes { inv.output.note("note: \(note)") }
         let p = result.profile
         if inv.options.json {
-            inv.output.emit(Result(id: p.id.uuidString.lowercased(), name: p.name, protocol: p.protocol.kind.rawValue,
+            inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
                                    trustAnchors: result.anchors.keys.sorted(), notes: result.notes))
         } else {
-            inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.uuidString.lowercased()))")
+            inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))")
             if !result.secrets.isEmpty {
                 inv.output.line("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))")
             }

@@ -22,7 +22,7 @@ enum ListCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let manager = try inv.loadedManager()
         let rows = manager.profiles.map {
-            Row(id: $0.id.uuidString.lowercased(), name: $0.name, enabled: $0.enabled,
+            Row(id: $0.id.lowercasedString, name: $0.name, enabled: $0.enabled,
                 protocol: $0.protocol.kind.rawValue, revision: $0.revision)
         }
         if inv.options.json {

@@ -35,7 +35,7 @@ enum RemoveCommand {
         try manager.remove(profile)
         try controller.runtime.remove(profile.id)
         if inv.options.json {
-            inv.output.emit(Result(removed: profile.name, id: profile.id.uuidString.lowercased()))
+            inv.output.emit(Result(removed: profile.name, id: profile.id.lowercasedString))
         } else {
             inv.output.line("removed '\(profile.name)'")
         }

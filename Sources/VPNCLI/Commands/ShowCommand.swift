@@ -44,7 +44,7 @@ enum ShowCommand {
             return "secret '\(name)' (\(secretIsSet(name) ? "set" : "NOT SET"))"
         }
         var out: [(String, String)] = [
-            ("name", p.name), ("id", p.id.uuidString.lowercased()), ("enabled", p.enabled ? "yes" : "no"),
+            ("name", p.name), ("id", p.id.lowercasedString), ("enabled", p.enabled ? "yes" : "no"),
             ("revision", "\(p.revision)"), ("protocol", p.protocol.kind.rawValue),
         ]
         let rows = p.protocol.model.described(secret: secret)

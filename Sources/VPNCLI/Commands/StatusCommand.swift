@@ -96,7 +96,7 @@ enum StatusCommand {
 
     static func emit(_ inv: Invocation, _ t: StatusTransition) {
         if inv.options.json {
-            inv.output.emit(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.uuidString.lowercased(), name: t.name,
+            inv.output.emit(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.lowercasedString, name: t.name,
                                       status: t.status, previous: t.previous, interface: t.interface, error: t.error))
         } else {
             var s = "\(Timestamp.clock(t.time))  \(t.name)  \(t.previous) -> \(t.status)"

@@ -15,7 +15,7 @@ struct StatusJSON: Encodable {
 
     func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
-        try c.encode(status.id.uuidString.lowercased(), forKey: .id)
+        try c.encode(status.id.lowercasedString, forKey: .id)
         try c.encode(status.name, forKey: .name)
         try c.encode(status.status.name, forKey: .status)
         if let i = status.interface { try c.encode(i, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
@@ -32,7 +32,7 @@ extension StatusJSON {
     /// JSONEncoder's generic set-up costs more than the rest of the command.
     var json: JSONValue {
         .object([
-            "id": .string(status.id.uuidString.lowercased()),
+            "id": .string(status.id.lowercasedString),
             "name": .string(status.name),
             "status": .string(status.status.name),
             "interface": .optional(status.interface),

@@ -102,7 +102,7 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(id.uuidString.lowercased(), forKey: .id)
+        try c.encode(id.lowercasedString, forKey: .id)
         try c.encode(name, forKey: .name)
         try c.encode(status, forKey: .status)
         try c.encodeIfPresent(supervisorPid, forKey: .supervisorPid)

@@ -12,26 +12,31 @@ public struct RuntimeStore: Sendable {
     /// not once per record: `status` reads every profile's record.
     private let trusted = OnceFlag()
 
-    public init(directory: String) { self.directory = directory }
+    private let normalizedDirectory: String
+
+    public init(directory: String) {
+        self.directory = directory
+        normalizedDirectory = FileSystem.normalized(directory)
+    }
 
     /// A record is a few hundred bytes; anything near this is not one.
     public static let maximumRecordSize = 1 << 20
     /// An events log is a line per transition.
     public static let maximumEventsSize = 64 << 20
 
-    public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).json" }
-    public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).events" }
+    public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString).json" }
+    public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString).events" }
     /// Held by `start` from deciding to spawn a supervisor until it is accepted.
-    public func startLockPath(_ id: UUID) -> String { "\(directory)/\(id.uuidString.lowercased()).start.lock" }
+    public func startLockPath(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString).start.lock" }
     /// Files a provider needs for one run (openvpn's config, the client
     /// certificate and the management socket). Removed on stop, or by the
     /// cleanup after a dead supervisor.
-    public func providerFile(_ id: UUID, _ kind: ProviderFile) -> String { "\(directory)/\(id.uuidString.lowercased()).\(kind.rawValue)" }
+    public func providerFile(_ id: UUID, _ kind: ProviderFile) -> String { "\(directory)/\(id.lowercasedString).\(kind.rawValue)" }
     public enum ProviderFile: String, CaseIterable, Sendable { case config = "conf", certificate = "cert.pem", caBundle = "ca.pem", management = "mgmt" }
     /// Logs live in their own directory: the supervisor and the provider write
     /// them line by line, and watchers of the run directory must not wake for that.
     public var logDirectory: String { "\(directory)/logs" }
-    public func logPath(_ id: UUID) -> String { "\(logDirectory)/\(id.uuidString.lowercased()).log" }
+    public func logPath(_ id: UUID) -> String { "\(logDirectory)/\(id.lowercasedString).log" }
 
     public func prepare() throws {
         do {
@@ -60,7 +65,7 @@ public struct RuntimeStore: Sendable {
             // A record makes vpnctl signal processes and delete interfaces:
             // it counts only from a run dir nobody else can write.
             if !trusted.isSet {
-                guard try FileSystem.info(FileSystem.normalized(directory)) != nil else { return nil }
+                guard try FileSystem.info(normalizedDirectory) != nil else { return nil }
                 try FileSystem.checkTrustedDirectory(directory)
                 trusted.set()
             }
@@ -102,7 +107,7 @@ public struct RuntimeStore: Sendable {
 
     /// Forgets a removed profile: its record, events and lock files (the log stays).
     public func remove(_ id: UUID) throws {
-        let base = "\(directory)/\(id.uuidString.lowercased())"
+        let base = "\(directory)/\(id.lowercasedString)"
         do {
             for path in [recordPath(id), eventsPath(id), startLockPath(id), base + ".lock"] { try FileSystem.remove(path) }
         } catch {

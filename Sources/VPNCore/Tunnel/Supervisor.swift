@@ -53,12 +53,12 @@ public final class Supervisor {
         defer { logFile.flushRepeats() }
         let signals: SignalQueue
         do { signals = try SignalQueue() } catch { log("[!] \(error)"); return 1 }
-        guard let lock = try? FileLock.tryLock(path: "\(options.runDirectory)/\(id.uuidString.lowercased()).lock") else {
+        guard let lock = try? FileLock.tryLock(path: "\(options.runDirectory)/\(id.lowercasedString).lock") else {
             log("[!] another supervisor runs this profile")
             return 1
         }
         defer { withExtendedLifetime(lock) {} }
-        var record = RuntimeRecord(id: id, name: id.uuidString.lowercased(), status: .disconnected)
+        var record = RuntimeRecord(id: id, name: id.lowercasedString, status: .disconnected)
         record.supervisorPid = getpid()
         record.supervisorStartTime = Processes.startTime(of: getpid())
         let store = PreferencesStore(directory: options.configDirectory)

@@ -104,7 +104,7 @@ public final class TunnelContext {
         do {
             try runtime.write(record)
             if previous != record.status {
-                try runtime.appendEvent(TransitionEvent(time: record.updatedAt, id: id.uuidString.lowercased(), name: record.name,
+                try runtime.appendEvent(TransitionEvent(time: record.updatedAt, id: id.lowercasedString, name: record.name,
                                                         status: record.status.name, previous: previous.name,
                                                         interface: record.interface, error: error, note: note), id: id)
             }

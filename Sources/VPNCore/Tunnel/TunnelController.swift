@@ -40,7 +40,7 @@ public struct DerivedStatus: Equatable, Sendable {
 /// vpnctl marks every interface it creates with an alias naming the profile,
 /// and deletes an interface it finds later only when the mark is there.
 public enum InterfaceMark {
-    public static func of(_ id: UUID) -> String { "vpnctl:\(id.uuidString.lowercased())" }
+    public static func of(_ id: UUID) -> String { "vpnctl:\(id.lowercasedString)" }
 }
 
 /// The controller's side of tunnels: it derives status, spawns supervisors
@@ -91,7 +91,7 @@ public struct TunnelController {
     public static func isSupervisor(_ r: RuntimeRecord) -> Bool {
         guard let pid = r.supervisorPid, Processes.isAlive(pid, startTime: r.supervisorStartTime),
               let argv = Processes.commandLine(of: pid) else { return false }
-        return argv.contains("__supervise") && argv.last == r.id.uuidString.lowercased()
+        return argv.contains("__supervise") && argv.last == r.id.lowercasedString
     }
 
     /// Removes what a dead supervisor left: its provider, interface, UAPI
@@ -127,7 +127,7 @@ public struct TunnelController {
         updated.lastDisconnectError = status.lastDisconnectError
         updated.updatedAt = Date()
         try? runtime.write(updated)
-        try? runtime.appendEvent(TransitionEvent(time: updated.updatedAt, id: r.id.uuidString.lowercased(), name: r.name,
+        try? runtime.appendEvent(TransitionEvent(time: updated.updatedAt, id: r.id.lowercasedString, name: r.name,
                                                  status: "disconnected", previous: r.status.name, interface: r.interface,
                                                  error: updated.lastDisconnectError), id: r.id)
         return done
@@ -150,7 +150,7 @@ public struct TunnelController {
             do {
                 // The ringer becomes fd 3 in the supervisor.
                 let pid = try Processes.spawn(exe, [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
-                                                    "--timeout", String(timeout), "--notify-fd", "3", profile.id.uuidString.lowercased()],
+                                                    "--timeout", String(timeout), "--notify-fd", "3", profile.id.lowercasedString],
                                               environment: env, passFDs: [bell.ringer], outputFD: logFD, newSession: true)
                 return (pid, bell.listener)
             } catch {
