@@ -143,15 +143,24 @@ final class ControllerFixture {
         printf x >&3
 
         """
-        try Data(script.utf8).write(to: URL(fileURLWithPath: path))
-        chmod(path, 0o755)
+        try AtomicFile.write(Array(script.utf8), to: path, mode: 0o755, durable: false)
         return path
+    }
+
+    /// Another test's spawn can hold the new script's write fd for an instant
+    /// (fork before close-on-exec): exec then fails with ETXTBSY. Try again.
+    func spawn(_ f: ControllerFixture, _ exe: String) throws -> (pid: pid_t, doorbell: Int32) {
+        for _ in 0..<100 {
+            do { return try f.controller.spawnSupervisor(f.profile, timeout: 7, path: "/opt/test/bin:/bin", executable: exe) }
+            catch let e as VPNError where e.message.hasSuffix("text file busy") { usleep(10_000) }
+        }
+        return try f.controller.spawnSupervisor(f.profile, timeout: 7, path: "/opt/test/bin:/bin", executable: exe)
     }
 
     @Test func theSupervisorGetsItsArgumentsAnEnvironmentAndTheRinger() throws {
         let f = try ControllerFixture()
         let exe = try standIn(f.dir.path)
-        let (pid, doorbell) = try f.controller.spawnSupervisor(f.profile, timeout: 7, path: "/opt/test/bin:/bin", executable: exe)
+        let (pid, doorbell) = try spawn(f, exe)
         defer { close(doorbell) }
         var status: Int32 = 0
         #expect(waitpid(pid, &status, 0) == pid)
