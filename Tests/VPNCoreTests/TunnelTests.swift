@@ -51,11 +51,18 @@ final class FakeTunnelSystem: TunnelSystem {
     func uapi(_ name: String, _ request: String) throws -> String {
         let first = request.split(separator: "\n").first.map(String.init) ?? ""
         try record("uapi \(first)\(request.contains("persistent_keepalive_interval=") && !request.contains("private_key") ? " keepalive" : "")")
-        return "errno=0\n\n"
+        onUAPI(first)
+        return first == "get=1" ? getReply : "errno=0\n\n"
     }
+    /// What `get=1` answers (no peers unless a test says so), and a hook run
+    /// on every UAPI request after it is recorded.
+    var getReply = "errno=0\n\n"
+    var onUAPI: (String) -> Void = { _ in }
+    /// The kernel's route to every endpoint (nil: no route).
+    var endpointRoute: RouteDecision? = RouteDecision(outputInterfaceIndex: 2, gateway: IPAddress("198.18.0.254")!.bytes)
     func route(to address: IPAddress) -> RouteDecision? {
         calls.append("route \(address)")
-        return RouteDecision(outputInterfaceIndex: 2, gateway: IPAddress("198.18.0.254")!.bytes)
+        return endpointRoute
     }
     func createPersistentTun(_ name: String) throws { try record("createPersistentTun \(name)") }
     var downLinks: Set<Int32> = []

@@ -35,13 +35,24 @@ public final class Supervisor {
     /// The supervisor's stderr, opened on the log file by `start`.
     let logFD: Int32
     let logFile: BoundedLog
+    let makeSystem: () throws -> TunnelSystem
+    let reapChildren: () -> [(pid: pid_t, status: ExitStatus)]
 
-    public init(id: UUID, options: Options) {
+    public convenience init(id: UUID, options: Options) {
+        self.init(id: id, options: options, logFD: 2, system: { try KernelTunnelSystem() }, reap: ChildReaper.reapAll)
+    }
+
+    /// For unit tests: a log of their own instead of stderr, a fake system,
+    /// and a reaper that cannot take the test process's other children.
+    init(id: UUID, options: Options, logFD: Int32, system: @escaping () throws -> TunnelSystem,
+         reap: @escaping () -> [(pid: pid_t, status: ExitStatus)]) {
         self.id = id
         self.options = options
         runtime = RuntimeStore(directory: options.runDirectory)
-        logFD = 2
+        self.logFD = logFD
         logFile = BoundedLog(path: runtime.logPath(id), fd: logFD)
+        makeSystem = system
+        reapChildren = reap
     }
 
     func log(_ line: String) {
@@ -64,8 +75,8 @@ public final class Supervisor {
         let store = PreferencesStore(directory: options.configDirectory)
         let loop = EventLoop()
         let output = providerOutput()
-        let system: KernelTunnelSystem
-        do { system = try KernelTunnelSystem() } catch {
+        let system: TunnelSystem
+        do { system = try makeSystem() } catch {
             return refuse(record, ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
         }
         let profile: Profile
@@ -122,7 +133,7 @@ public final class Supervisor {
         loop.watch(signals.fd) { [self] in
             for sig in signals.drain() {
                 if sig == SIGCHLD {
-                    for (pid, status) in ChildReaper.reapAll() { tunnel.childExited(pid, status) }
+                    for (pid, status) in reapChildren() { tunnel.childExited(pid, status) }
                 } else if !stopping {
                     stopping = true
                     log("[*] signal \(sig): stopping")

@@ -135,13 +135,14 @@ public struct TunnelController {
 
     /// Spawns the detached supervisor for `profile`; returns its pid and the
     /// listening end of a doorbell it rings on every transition (the caller
-    /// closes it).
-    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?) throws -> (pid: pid_t, doorbell: Int32) {
+    /// closes it). `executable` is vpnctl itself (a unit test's is not).
+    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?,
+                                executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if logFD < 0 { throw VPNError(.configurationReadWriteFailed, "cannot open \(runtime.logPath(profile.id)): \(Errno.current)") }
         defer { close(logFD) }
-        let exe = Processes.currentExecutable()
+        let exe = executable
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         env["LANG"] = "C"
         do {
