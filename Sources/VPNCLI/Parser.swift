@@ -28,108 +28,31 @@ public struct ArgumentParser {
     public init(root: CommandSpec) { self.root = root }
 
     public func parse(_ argv: [String]) throws -> ParseOutcome {
-        var args = ParsedArguments()
-        var spec = root
-        var path: [String] = []
-        var wantsHelp = false
-        var onlyPositionals = false
-        var i = 0
-
-        func usageError(_ message: String) -> VPNError {
-            VPNError(.usage, message, hint: "See 'vpnctl help\(path.isEmpty ? "" : " " + path.joined(separator: " "))'.")
+        var state = ParseState(root: root, argv: argv)
+        while state.i < argv.count {
+            let word = argv[state.i]
+            state.i += 1
+            if let early = try state.read(word) { return early }
         }
+        return try outcome(state)
+    }
 
-        func lookup(_ name: String) -> OptionSpec? {
-            spec.options.first { $0.name == name } ?? GlobalOptionSpecs.all.first { $0.name == name }
-        }
-
-        func lookupShort(_ c: Character) -> OptionSpec? {
-            spec.options.first { $0.short == c } ?? GlobalOptionSpecs.all.first { $0.short == c }
-        }
-
-        func record(_ option: OptionSpec, value: String?) throws {
-            let seen = option.valueName == nil ? args.flags.contains(option.name) : args.values[option.name] != nil
-            if seen && !option.repeatable {
-                throw usageError("Option '--\(option.name)' given more than once")
-            }
-            if let value { args.values[option.name, default: []].append(value) } else { args.flags.insert(option.name) }
-        }
-
-        while i < argv.count {
-            let word = argv[i]
-            i += 1
-            if onlyPositionals || word == "-" || !word.hasPrefix("-") {
-                if !onlyPositionals, args.positionals.isEmpty, !spec.subcommands.isEmpty {
-                    guard let sub = spec.subcommands.first(where: { $0.name == word }) else {
-                        if spec.name == root.name, word == "help" {
-                            let rest = argv[i...].filter { !$0.hasPrefix("-") }
-                            return .help(Array(rest))
-                        }
-                        let names = spec.subcommands.map(\.name)
-                        let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []))
-                        let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
-                        var message = "Unknown \(what) \(word.quotedForMessage)"
-                        if let c = close.first { message += "; did you mean '\(c)'?" }
-                        throw usageError(message)
-                    }
-                    spec = sub
-                    path.append(word)
-                    continue
-                }
-                args.positionals.append(word)
-                continue
-            }
-            if word == "--" { onlyPositionals = true; continue }
-            if word.hasPrefix("--") {
-                var name = String(word.dropFirst(2))
-                var inline: String? = nil
-                if let eq = name.firstIndex(of: "=") {
-                    inline = String(name[name.index(after: eq)...])
-                    name = String(name[..<eq])
-                }
-                guard let option = lookup(name) else { throw usageError("Unknown option \("--\(name)".quotedForMessage)") }
-                if option.name == "help" { wantsHelp = true; continue }
-                if option.valueName != nil {
-                    if let inline {
-                        try record(option, value: inline)
-                    } else {
-                        guard i < argv.count, !(argv[i].hasPrefix("--") && argv[i].count > 2) else {
-                            throw usageError("Missing value for '\(option.synopsis)'")
-                        }
-                        try record(option, value: argv[i])
-                        i += 1
-                    }
-                } else {
-                    if inline != nil { throw usageError("Option \("--\(name)".quotedForMessage) takes no value") }
-                    try record(option, value: nil)
-                }
-                continue
-            }
-            // Short options: "-v", "-h"; clusters of flags like "-vh".
-            for c in word.dropFirst() {
-                guard let option = lookupShort(c) else { throw usageError("Unknown option \("-\(c)".quotedForMessage)") }
-                if option.name == "help" { wantsHelp = true; continue }
-                if option.valueName != nil {
-                    guard word.count == 2, i < argv.count else { throw usageError("Missing value for '\(option.synopsis)'") }
-                    try record(option, value: argv[i])
-                    i += 1
-                } else {
-                    try record(option, value: nil)
-                }
-            }
-        }
+    /// What to do once every word is read.
+    func outcome(_ state: ParseState) throws -> ParseOutcome {
+        let path = state.path
+        var args = state.args
         args.command = path
-        if wantsHelp { return .help(path) }
+        if state.wantsHelp { return .help(path) }
         if path.isEmpty && args.flags.contains("version") { return .version }
-        guard let _ = spec.run else {
+        guard let _ = state.spec.run else {
             if path.isEmpty && args.positionals.isEmpty { return .help([]) }
-            if !spec.subcommands.isEmpty {
-                throw usageError("'\(path.joined(separator: " "))' needs a subcommand: \(spec.subcommands.map(\.name).joined(separator: ", "))")
+            if !state.spec.subcommands.isEmpty {
+                throw state.usageError("'\(path.joined(separator: " "))' needs a subcommand: \(state.spec.subcommands.map(\.name).joined(separator: ", "))")
             }
             return .help(path)
         }
-        try checkPositionals(spec, args.positionals, usageError)
-        return .run(spec, args)
+        try checkPositionals(state.spec, args.positionals, state.usageError)
+        return .run(state.spec, args)
     }
 
     func checkPositionals(_ spec: CommandSpec, _ given: [String], _ usageError: (String) -> VPNError) throws {
@@ -151,5 +74,122 @@ public struct ArgumentParser {
             spec = sub
         }
         return spec
+    }
+}
+
+/// One command line being parsed: the words read so far and the command they chose.
+struct ParseState {
+    let root: CommandSpec
+    let argv: [String]
+    /// The index of the next word.
+    var i = 0
+    var args = ParsedArguments()
+    var spec: CommandSpec
+    var path: [String] = []
+    var wantsHelp = false
+    var onlyPositionals = false
+
+    init(root: CommandSpec, argv: [String]) {
+        self.root = root
+        self.argv = argv
+        spec = root
+    }
+
+    func usageError(_ message: String) -> VPNError {
+        VPNError(.usage, message, hint: "See 'vpnctl help\(path.isEmpty ? "" : " " + path.joined(separator: " "))'.")
+    }
+
+    func lookup(_ name: String) -> OptionSpec? {
+        spec.options.first { $0.name == name } ?? GlobalOptionSpecs.all.first { $0.name == name }
+    }
+
+    func lookupShort(_ c: Character) -> OptionSpec? {
+        spec.options.first { $0.short == c } ?? GlobalOptionSpecs.all.first { $0.short == c }
+    }
+
+    mutating func record(_ option: OptionSpec, value: String?) throws {
+        let seen = option.valueName == nil ? args.flags.contains(option.name) : args.values[option.name] != nil
+        if seen && !option.repeatable {
+            throw usageError("Option '--\(option.name)' given more than once")
+        }
+        if let value { args.values[option.name, default: []].append(value) } else { args.flags.insert(option.name) }
+    }
+
+    /// Reads one word (and the value after it, if it takes one). Non-nil
+    /// when the word settles the outcome: `vpnctl help ...`.
+    mutating func read(_ word: String) throws -> ParseOutcome? {
+        if onlyPositionals || word == "-" || !word.hasPrefix("-") { return try readCommandOrPositional(word) }
+        if word == "--" {
+            onlyPositionals = true
+        } else if word.hasPrefix("--") {
+            try readLongOption(word)
+        } else {
+            try readShortOptions(word)
+        }
+        return nil
+    }
+
+    /// Before the first positional, a word names a subcommand if the command has any.
+    mutating func readCommandOrPositional(_ word: String) throws -> ParseOutcome? {
+        guard !onlyPositionals, args.positionals.isEmpty, !spec.subcommands.isEmpty else {
+            args.positionals.append(word)
+            return nil
+        }
+        guard let sub = spec.subcommands.first(where: { $0.name == word }) else {
+            if spec.name == root.name, word == "help" {
+                let rest = argv[i...].filter { !$0.hasPrefix("-") }
+                return .help(Array(rest))
+            }
+            let names = spec.subcommands.map(\.name)
+            let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []))
+            let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
+            var message = "Unknown \(what) \(word.quotedForMessage)"
+            if let c = close.first { message += "; did you mean '\(c)'?" }
+            throw usageError(message)
+        }
+        spec = sub
+        path.append(word)
+        return nil
+    }
+
+    /// "--name", "--name value" or "--name=value".
+    mutating func readLongOption(_ word: String) throws {
+        var name = String(word.dropFirst(2))
+        var inline: String? = nil
+        if let eq = name.firstIndex(of: "=") {
+            inline = String(name[name.index(after: eq)...])
+            name = String(name[..<eq])
+        }
+        guard let option = lookup(name) else { throw usageError("Unknown option \("--\(name)".quotedForMessage)") }
+        if option.name == "help" { wantsHelp = true; return }
+        if option.valueName != nil {
+            if let inline {
+                try record(option, value: inline)
+            } else {
+                guard i < argv.count, !(argv[i].hasPrefix("--") && argv[i].count > 2) else {
+                    throw usageError("Missing value for '\(option.synopsis)'")
+                }
+                try record(option, value: argv[i])
+                i += 1
+            }
+        } else {
+            if inline != nil { throw usageError("Option \("--\(name)".quotedForMessage) takes no value") }
+            try record(option, value: nil)
+        }
+    }
+
+    /// Short options: "-v", "-h"; clusters of flags like "-vh".
+    mutating func readShortOptions(_ word: String) throws {
+        for c in word.dropFirst() {
+            guard let option = lookupShort(c) else { throw usageError("Unknown option \("-\(c)".quotedForMessage)") }
+            if option.name == "help" { wantsHelp = true; continue }
+            if option.valueName != nil {
+                guard word.count == 2, i < argv.count else { throw usageError("Missing value for '\(option.synopsis)'") }
+                try record(option, value: argv[i])
+                i += 1
+            } else {
+                try record(option, value: nil)
+            }
+        }
     }
 }

@@ -209,6 +209,57 @@ import VPNSystem
         #expect(r.stderr.hasPrefix("vpnctl: no editor: neither VISUAL nor EDITOR is set"))
     }
 
+    @Test func editEmptiedOrFailedSavesNothing() {
+        struct EditorCrashed: Error, CustomStringConvertible { var description: String { "editor crashed" } }
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.editor = { path in try "".write(toFile: path, atomically: false, encoding: .utf8) }
+        let emptied = h.run("edit", "office")
+        #expect(emptied.code == 0)
+        #expect(emptied.stdout == "empty file; nothing saved\n")
+        h.editor = { _ in throw EditorCrashed() }
+        let failed = h.run("edit", "office")
+        #expect(failed.code == 1)
+        #expect(failed.stderr.contains("editor crashed"))
+        #expect(failed.stderr.contains("check VISUAL / EDITOR"))
+        #expect((jsonObject(h.run("show", "office", "--json").stdout)["profile"] as? [String: Any])?["revision"] as? Int == 1)
+    }
+
+    @Test func editCannotChangeTheId() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        var kept = ""
+        h.editor = { path in
+            kept = path
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            guard let id = text.range(of: #""id" : "[0-9a-fA-F-]{36}""#, options: .regularExpression) else { return }
+            try text.replacingCharacters(in: id, with: #""id" : "00000000-0000-4000-8000-000000000000""#)
+                .write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let r = h.run("edit", "office")
+        #expect(r.code == 5)
+        #expect(r.stderr.contains("the profile's id cannot change (it was "))
+        #expect(r.stderr.contains("your edit is kept in \(kept)"))
+        try? FileManager.default.removeItem(atPath: (kept as NSString).deletingLastPathComponent)
+    }
+
+    @Test func editJSONReportsWhetherItChanged() {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        h.editor = { _ in }
+        let same = jsonObject(h.run("edit", "office", "--json").stdout)
+        #expect(same["changed"] as? Bool == false)
+        #expect(same["revision"] as? Int == 1)
+        h.editor = { path in
+            let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "\"mtu\" : 1380", with: "\"mtu\" : 1400")
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let saved = jsonObject(h.run("edit", "office", "--json").stdout)
+        #expect(saved["changed"] as? Bool == true)
+        #expect(saved["revision"] as? Int == 2)
+        #expect(saved["name"] as? String == "office")
+    }
+
     @Test func malformedPreferencesGiveExit8AndStayUnchanged() throws {
         let h = Harness()
         try FileManager.default.createDirectory(atPath: h.configDir, withIntermediateDirectories: true,

@@ -31,50 +31,88 @@ public enum OpenVPNImport {
     }
 
     public static func parse(_ text: String, name: String, source: String, options: ImportOptions) throws -> ImportResult {
+        var importer = Importer(name: name, source: source, options: options)
+        importer.read(text)
+        importer.applyDirectives()
+        importer.resolveRemotes()
+        importer.importMaterial()
+        return try importer.result()
+    }
+
+    /// One import in progress: the file's directives and blocks, and the
+    /// profile, secrets and anchors made of them so far.
+    struct Importer {
+        let name: String
+        let source: String
+        let options: ImportOptions
         var problems: [String] = []
         var notes: [String] = []
         var directives: [Directive] = []
         var blocks: [String: (line: Int, text: String)] = [:]
+        var config = OpenVPNConfiguration()
+        var secrets: [String: [UInt8]] = [:]
+        var anchors: [String: [UInt8]] = [:]
+        var defaultProto = "udp", defaultPort = 1194
+        var remoteDirectives: [Directive] = []
+        var unsupported: [String] = []
+        /// The last directive naming each key file, and auth-user-pass.
+        var seen: [String: Directive] = [:]
 
-        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
-        if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
-        var i = 0
-        while i < lines.count {
-            let lineNumber = i + 1
-            let trimmed = lines[i].trimmingSpaces()
-            i += 1
-            if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
-            if trimmed.hasPrefix("<") && trimmed.hasSuffix(">") && !trimmed.hasPrefix("</") {
-                let tag = String(trimmed.dropFirst().dropLast()).lowercased()
-                var body: [String] = []
-                var closed = false
-                while i < lines.count {
-                    let l = lines[i].trimmingSpaces()
-                    i += 1
-                    if l.lowercased() == "</\(tag)>" { closed = true; break }
-                    body.append(lines[i - 1])
+        // MARK: Reading the file
+
+        /// Splits the file into directives and inline blocks; nothing is interpreted yet.
+        mutating func read(_ text: String) {
+            var lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
+            if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
+            var i = 0
+            while i < lines.count {
+                let lineNumber = i + 1
+                let trimmed = lines[i].trimmingSpaces()
+                i += 1
+                if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
+                if trimmed.hasPrefix("<") && trimmed.hasSuffix(">") && !trimmed.hasPrefix("</") {
+                    let tag = String(trimmed.dropFirst().dropLast()).lowercased()
+                    i = readBlock(tag, openedAt: lineNumber, lines: lines, from: i)
+                    continue
                 }
-                if !closed {
-                    problems.append("line \(lineNumber): <\(tag)> is never closed (truncated file?)")
-                } else if !blockTags.contains(tag) {
-                    problems.append("line \(lineNumber): unknown inline block <\(tag)>")
-                } else if blocks[tag] != nil {
-                    problems.append("line \(lineNumber): a second <\(tag)> block")
-                } else {
-                    blocks[tag] = (lineNumber, body.joined(separator: "\n") + "\n")
-                }
-                continue
+                readDirective(trimmed, at: lineNumber)
             }
+        }
+
+        /// Reads the body of `<tag>` up to its closing line; returns the index of the line after it.
+        mutating func readBlock(_ tag: String, openedAt lineNumber: Int, lines: [String], from start: Int) -> Int {
+            var i = start
+            var body: [String] = []
+            var closed = false
+            while i < lines.count {
+                let l = lines[i].trimmingSpaces()
+                i += 1
+                if l.lowercased() == "</\(tag)>" { closed = true; break }
+                body.append(lines[i - 1])
+            }
+            if !closed {
+                problems.append("line \(lineNumber): <\(tag)> is never closed (truncated file?)")
+            } else if !blockTags.contains(tag) {
+                problems.append("line \(lineNumber): unknown inline block <\(tag)>")
+            } else if blocks[tag] != nil {
+                problems.append("line \(lineNumber): a second <\(tag)> block")
+            } else {
+                blocks[tag] = (lineNumber, body.joined(separator: "\n") + "\n")
+            }
+            return i
+        }
+
+        mutating func readDirective(_ trimmed: String, at lineNumber: Int) {
             guard var words = OpenVPNDirectives.tokenize(trimmed) else {
                 problems.append("line \(lineNumber): openvpn cannot read '\(OpenVPNDirectives.shown(trimmed))' (a quote never closed, or a stray '\\')")
-                continue
+                return
             }
-            guard !words.isEmpty else { continue }
+            guard !words.isEmpty else { return }
             // What vpnctl passes on is written into the file openvpn reads, so a
             // control character (a lone CR, NUL, ESC...) never gets through.
             if trimmed.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
                 problems.append("line \(lineNumber): a control character in '\(OpenVPNDirectives.shown(OpenVPNDirectives.name(words)))' (binary or corrupted file?)")
-                continue
+                return
             }
             // openvpn reads 'setenv opt D ...' as D itself: so does vpnctl, with D's rules.
             var wrapped = ""
@@ -85,14 +123,140 @@ public enum OpenVPNImport {
             directives.append(Directive(line: lineNumber, name: OpenVPNDirectives.name(words), args: Array(words.dropFirst()), wrapped: wrapped))
         }
 
-        var config = OpenVPNConfiguration()
-        var secrets: [String: [UInt8]] = [:]
-        var anchors: [String: [UInt8]] = [:]
-        var defaultProto = "udp", defaultPort = 1194
-        var remoteDirectives: [Directive] = []
-        var unsupported: [String] = []
+        // MARK: Directives
 
-        func material(_ tag: String, _ d: Directive?) -> [UInt8]? {
+        mutating func applyDirectives() {
+            for d in directives { apply(d) }
+        }
+
+        mutating func apply(_ d: Directive) {
+            let at = "line \(d.line)"
+            if d.name == "script-security" {
+                checkScriptSecurity(d)
+                return
+            }
+            if OpenVPNDirectives.runsProgram.contains(d.name) {
+                problems.append("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)")
+                return
+            }
+            if case .wrapper(let why) = OpenVPNDirectives.verdict([d.name] + d.args) {
+                problems.append("\(at): \(why)")
+                return
+            }
+            switch d.name {
+            case "client", "tls-client", "pull": return
+            case "dev", "dev-type": checkDevice(d)
+            case "proto", "port", "rport": setDefaultTransport(d)
+            case "remote": remoteDirectives.append(d)
+            case "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2": seen[d.name] = d
+                if d.name == "tls-auth", d.args.count > 1 { setKeyDirection(d.args[1], at: at) }
+            case "auth-user-pass":
+                seen["auth-user-pass"] = d
+                if d.args.first != nil { notes.append("\(at): the credentials file of auth-user-pass is not read; set the password with 'vpnctl secret set \(name) password'") }
+            default: passOn(d)
+            }
+        }
+
+        /// Levels 0 and 1 run no program and are dropped; any other is refused.
+        mutating func checkScriptSecurity(_ d: Directive) {
+            if let level = d.args.first.flatMap(Int.init), (0...1).contains(level) { return }
+            problems.append("line \(d.line): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)")
+        }
+
+        /// 'dev' and 'dev-type': vpnctl makes tun devices only.
+        mutating func checkDevice(_ d: Directive) {
+            let at = "line \(d.line)"
+            if d.name == "dev" {
+                let dev = d.args.first ?? ""
+                if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
+            } else if d.args.first != "tun" {
+                problems.append("\(at): 'dev-type \(OpenVPNDirectives.shown(d.args.first ?? ""))': only tun is supported")
+            }
+        }
+
+        /// 'proto', 'port' and 'rport': what a remote without its own uses.
+        mutating func setDefaultTransport(_ d: Directive) {
+            let at = "line \(d.line)"
+            if d.name == "proto" {
+                if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
+                    defaultProto = p
+                } else {
+                    problems.append("\(at): 'proto \(OpenVPNDirectives.shown(d.args.first ?? ""))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                }
+            } else if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
+                defaultPort = p
+            } else {
+                problems.append("\(at): '\(d.name) \(OpenVPNDirectives.shown(d.args.first ?? ""))': the port must be 1–65535")
+            }
+        }
+
+        /// The direction argument of 'tls-auth', passed on as 'key-direction'.
+        mutating func setKeyDirection(_ direction: String, at: String) {
+            if ["0", "1"].contains(direction) {
+                config.options.append("key-direction \(direction)")
+            } else {
+                problems.append("\(at): tls-auth direction '\(OpenVPNDirectives.shown(direction))' must be 0 or 1")
+            }
+        }
+
+        /// Any other directive: passed on if the allow-list has it, else listed as not imported.
+        mutating func passOn(_ d: Directive) {
+            let at = "line \(d.line)"
+            let words = [d.name] + d.args
+            switch OpenVPNDirectives.verdict(words) {
+            case .allowed:
+                if let problem = OpenVPNDirectives.problem(in: OpenVPNDirectives.render(words)) {
+                    problems.append("\(at): \(problem)")
+                } else {
+                    config.options.append(OpenVPNDirectives.render(words))
+                }
+            case .badArguments(let usage):
+                let line = OpenVPNDirectives.shown(d.wrapped + words.joined(separator: " "))
+                problems.append("\(at): '\(line)' does not fit '\(usage)'")
+            default:
+                unsupported.append("'\(d.shown)' (line \(d.line))")
+            }
+        }
+
+        /// Checks each 'remote' against the defaults the whole file set.
+        mutating func resolveRemotes() {
+            for d in remoteDirectives {
+                guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
+                guard Endpoint.isHostName(host) || IPAddress(host) != nil else {
+                    problems.append("line \(d.line): remote host '\(OpenVPNDirectives.shown(host))' is not a host name or an IP address")
+                    continue
+                }
+                let proto = d.args.count > 2 ? d.args[2] : defaultProto
+                guard OpenVPNImport.protocols.contains(proto) else {
+                    problems.append("line \(d.line): remote protocol '\(OpenVPNDirectives.shown(proto))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                    continue
+                }
+                // Without its own port a remote uses 'port' (already checked).
+                let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
+                guard let port, (1...65535).contains(port) else {
+                    problems.append("line \(d.line): remote port '\(OpenVPNDirectives.shown(d.args.count > 1 ? d.args[1] : String(defaultPort)))' is not 1–65535")
+                    continue
+                }
+                config.remotes.append(.init(host: host, port: port, proto: proto))
+            }
+            if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
+        }
+
+        // MARK: Keys and certificates
+
+        /// The CA, certificate, keys and credentials, in that order. A bad
+        /// certificate or key ends the import: nothing after it is checked.
+        mutating func importMaterial() {
+            importCA()
+            guard importCertificate(), importKey() else { return }
+            importStaticKeys()
+            noteAuthUserPass()
+            noteUnsupported()
+        }
+
+        /// The bytes of a key file or inline block: the file a directive names,
+        /// else the `<tag>` block. Nil, with a problem, when the file cannot be read.
+        mutating func material(_ tag: String, _ d: Directive?) -> [UInt8]? {
             if let d, let path = d.args.first, path != "[inline]" {
                 let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
                 do {
@@ -109,147 +273,83 @@ public enum OpenVPNImport {
             return blocks[tag].map { Array($0.text.utf8) }
         }
 
-        var seen: [String: Directive] = [:]
-        for d in directives {
-            let at = "line \(d.line)"
-            if d.name == "script-security" {
-                if let level = d.args.first.flatMap(Int.init), (0...1).contains(level) { continue }
-                problems.append("\(at): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)")
-                continue
-            }
-            if OpenVPNDirectives.runsProgram.contains(d.name) {
-                problems.append("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)")
-                continue
-            }
-            if case .wrapper(let why) = OpenVPNDirectives.verdict([d.name] + d.args) {
-                problems.append("\(at): \(why)")
-                continue
-            }
-            switch d.name {
-            case "client", "tls-client", "pull": continue
-            case "dev":
-                let dev = d.args.first ?? ""
-                if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
-            case "dev-type":
-                if d.args.first != "tun" { problems.append("\(at): 'dev-type \(OpenVPNDirectives.shown(d.args.first ?? ""))': only tun is supported") }
-            case "proto":
-                if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
-                    defaultProto = p
-                } else {
-                    problems.append("\(at): 'proto \(OpenVPNDirectives.shown(d.args.first ?? ""))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
-                }
-            case "port", "rport":
-                if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
-                    defaultPort = p
-                } else {
-                    problems.append("\(at): '\(d.name) \(OpenVPNDirectives.shown(d.args.first ?? ""))': the port must be 1–65535")
-                }
-            case "remote": remoteDirectives.append(d)
-            case "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2": seen[d.name] = d
-                if d.name == "tls-auth", d.args.count > 1 {
-                    if ["0", "1"].contains(d.args[1]) {
-                        config.options.append("key-direction \(d.args[1])")
-                    } else {
-                        problems.append("\(at): tls-auth direction '\(OpenVPNDirectives.shown(d.args[1]))' must be 0 or 1")
-                    }
-                }
-            case "auth-user-pass":
-                seen["auth-user-pass"] = d
-                if d.args.first != nil { notes.append("\(at): the credentials file of auth-user-pass is not read; set the password with 'vpnctl secret set \(name) password'") }
-            default:
-                let words = [d.name] + d.args
-                switch OpenVPNDirectives.verdict(words) {
-                case .allowed:
-                    if let problem = OpenVPNDirectives.problem(in: OpenVPNDirectives.render(words)) {
-                        problems.append("\(at): \(problem)")
-                    } else {
-                        config.options.append(OpenVPNDirectives.render(words))
-                    }
-                case .badArguments(let usage):
-                    let line = OpenVPNDirectives.shown(d.wrapped + words.joined(separator: " "))
-                    problems.append("\(at): '\(line)' does not fit '\(usage)'")
-                default:
-                    unsupported.append("'\(d.shown)' (line \(d.line))")
-                }
+        mutating func importCA() {
+            if let ca = material("ca", seen["ca"]) {
+                addAnchors(String(decoding: ca, as: UTF8.self))
+            } else if seen["ca"] == nil && blocks["ca"] == nil {
+                problems.append("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one")
             }
         }
-        for d in remoteDirectives {
-            guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
-            guard Endpoint.isHostName(host) || IPAddress(host) != nil else {
-                problems.append("line \(d.line): remote host '\(OpenVPNDirectives.shown(host))' is not a host name or an IP address")
-                continue
-            }
-            let proto = d.args.count > 2 ? d.args[2] : defaultProto
-            guard OpenVPNImport.protocols.contains(proto) else {
-                problems.append("line \(d.line): remote protocol '\(OpenVPNDirectives.shown(proto))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
-                continue
-            }
-            // Without its own port a remote uses 'port' (already checked).
-            let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
-            guard let port, (1...65535).contains(port) else {
-                problems.append("line \(d.line): remote port '\(OpenVPNDirectives.shown(d.args.count > 1 ? d.args[1] : String(defaultPort)))' is not 1–65535")
-                continue
-            }
-            config.remotes.append(.init(host: host, port: port, proto: proto))
-        }
-        if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
 
-        if let ca = material("ca", seen["ca"]) {
-            // Each certificate becomes an anchor of its own, so a profile
-            // trusts exactly the CAs it brought, never what another one did.
-            let text = String(decoding: ca, as: UTF8.self)
-            let blocks = PEM.blocks(text)
+        /// Each certificate becomes an anchor of its own, so a profile
+        /// trusts exactly the CAs it brought, never what another one did.
+        mutating func addAnchors(_ text: String) {
+            let pem = PEM.blocks(text)
             if text.containsUTF8("PRIVATE KEY-----") {
                 problems.append("<ca>: it holds a private key; a CA holds certificates only: remove the key from the file (and treat it as exposed)")
-            } else if !blocks.contains(where: { $0.label == "CERTIFICATE" }) {
-                problems.append("<ca>: no PEM certificate in it")
-            } else {
-                for (i, block) in blocks.enumerated() where block.label == "CERTIFICATE" {
-                    guard let der = block.der else {
-                        problems.append("<ca>: certificate \(i + 1) is not valid base64")
-                        continue
-                    }
-                    let fp = SHA256.hex(der)
-                    if anchors[fp] == nil {
-                        anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
-                        config.caFingerprints.append(fp)
-                    }
-                }
-                let others = blocks.filter { $0.label != "CERTIFICATE" }.map { OpenVPNDirectives.shown($0.label) }
-                if !others.isEmpty { notes.append("<ca>: not kept (vpnctl keeps certificates only): \(others.joined(separator: ", "))") }
+                return
             }
-        } else if seen["ca"] == nil && blocks["ca"] == nil {
-            problems.append("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one")
+            guard pem.contains(where: { $0.label == "CERTIFICATE" }) else {
+                problems.append("<ca>: no PEM certificate in it")
+                return
+            }
+            for (i, block) in pem.enumerated() where block.label == "CERTIFICATE" {
+                guard let der = block.der else {
+                    problems.append("<ca>: certificate \(i + 1) is not valid base64")
+                    continue
+                }
+                let fp = SHA256.hex(der)
+                if anchors[fp] == nil {
+                    anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
+                    config.caFingerprints.append(fp)
+                }
+            }
+            let others = pem.filter { $0.label != "CERTIFICATE" }.map { OpenVPNDirectives.shown($0.label) }
+            if !others.isEmpty { notes.append("<ca>: not kept (vpnctl keeps certificates only): \(others.joined(separator: ", "))") }
         }
-        if let cert = material("cert", seen["cert"]) {
+
+        /// False when the certificate is not PEM (the import stops there).
+        mutating func importCertificate() -> Bool {
+            guard let cert = material("cert", seen["cert"]) else { return true }
             guard String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") else {
                 problems.append("<cert>: no PEM certificate in it")
-                return try finish()
+                return false
             }
             config.certificate = String(decoding: cert, as: UTF8.self)
+            return true
         }
-        if let key = material("key", seen["key"]) {
+
+        /// False when the key is not a PEM private key (the import stops there).
+        mutating func importKey() -> Bool {
+            guard let key = material("key", seen["key"]) else { return true }
             guard String(decoding: key, as: UTF8.self).containsUTF8("PRIVATE KEY-----") else {
                 problems.append("<key>: no PEM private key in it")
-                return try finish()
+                return false
             }
             secrets["key"] = key
             config.keySecret = "key"
+            return true
         }
-        for (tag, secretName) in [("tls-crypt", "tls-crypt"), ("tls-auth", "tls-auth"), ("tls-crypt-v2", "tls-crypt-v2")] {
-            guard let m = material(tag, seen[tag]) else { continue }
-            guard String(decoding: m, as: UTF8.self).containsUTF8("-----BEGIN OpenVPN") else {
-                problems.append("<\(tag)>: not an OpenVPN static key")
-                continue
-            }
-            secrets[secretName] = m
-            switch tag {
-            case "tls-crypt": config.tlsCryptSecret = secretName
-            case "tls-auth": config.tlsAuthSecret = secretName
-            default: config.tlsCryptV2Secret = secretName
+
+        /// tls-crypt, tls-auth and tls-crypt-v2 keys, each a secret of the same name.
+        mutating func importStaticKeys() {
+            for (tag, secretName) in [("tls-crypt", "tls-crypt"), ("tls-auth", "tls-auth"), ("tls-crypt-v2", "tls-crypt-v2")] {
+                guard let m = material(tag, seen[tag]) else { continue }
+                guard String(decoding: m, as: UTF8.self).containsUTF8("-----BEGIN OpenVPN") else {
+                    problems.append("<\(tag)>: not an OpenVPN static key")
+                    continue
+                }
+                secrets[secretName] = m
+                switch tag {
+                case "tls-crypt": config.tlsCryptSecret = secretName
+                case "tls-auth": config.tlsAuthSecret = secretName
+                default: config.tlsCryptV2Secret = secretName
+                }
             }
         }
-        if seen["auth-user-pass"] != nil {
+
+        mutating func noteAuthUserPass() {
+            guard seen["auth-user-pass"] != nil else { return }
             config.username = options.username
             config.passwordSecret = "password"
             if options.username == nil {
@@ -257,13 +357,18 @@ public enum OpenVPNImport {
             }
             notes.append("auth-user-pass: set the password with 'vpnctl secret set \(name) password'")
         }
-        for tag in blocks.keys.sorted() where !["ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2"].contains(tag) {
-            unsupported.append("<\(tag)> (line \(blocks[tag]!.line))")
-        }
-        if !unsupported.isEmpty { notes.append("not imported (vpnctl does not support them): \(unsupported.joined(separator: ", "))") }
-        return try finish()
 
-        func finish() throws -> ImportResult {
+        /// One note for every directive and block left out.
+        mutating func noteUnsupported() {
+            for tag in blocks.keys.sorted() where !["ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2"].contains(tag) {
+                unsupported.append("<\(tag)> (line \(blocks[tag]!.line))")
+            }
+            if !unsupported.isEmpty { notes.append("not imported (vpnctl does not support them): \(unsupported.joined(separator: ", "))") }
+        }
+
+        // MARK: Result
+
+        func result() throws -> ImportResult {
             if !problems.isEmpty {
                 throw VPNError.invalid("\(source) is not a usable OpenVPN client file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
                                        problems: problems, hint: "fix the file and import it again")

@@ -8,161 +8,190 @@ public enum WGQuick {
     public static func presharedKeySecret(peer index: Int) -> String { "peer\(index + 1)-preshared-key" }
 
     public static func parse(_ text: String, name: String, source: String) throws -> ImportResult {
-        var config = WireGuardConfiguration()
-        var secrets: [String: [UInt8]] = [:]
-        var problems: [String] = []
-        var notes: [String] = []
-        var section: String? = nil
-        var seen = Set<String>()
-        var peer: WireGuardPeer? = nil
-        var peerLine = 0
-
-        func finishPeer() {
-            if let p = peer { config.peers.append(p) }
-            peer = nil
-        }
-
+        var reader = Reader()
         var lineNumber = 0
         var body = Substring(text)
         if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
         for rawLine in body.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
+            reader.read(rawLine, at: "line \(lineNumber)")
+        }
+        reader.finishPeer()
+        return try reader.result(name: name, source: source)
+    }
+
+    /// The file read so far: the configuration, its secrets, and the section
+    /// (and peer) that the next line belongs to.
+    struct Reader {
+        var config = WireGuardConfiguration()
+        var secrets: [String: [UInt8]] = [:]
+        var problems: [String] = []
+        var notes: [String] = []
+        /// "interface", "peer", "unknown", or nil before the first header.
+        var section: String? = nil
+        /// "[interface]" once an [Interface] was read, and "section.key" for
+        /// the keys given in the current section.
+        var seen = Set<String>()
+        var peer: WireGuardPeer? = nil
+
+        mutating func finishPeer() {
+            if let p = peer { config.peers.append(p) }
+            peer = nil
+        }
+
+        /// One line; `at` is "line N", for messages.
+        mutating func read(_ rawLine: Substring, at: String) {
             var line = rawLine
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let trimmed = trim(line)
-            if trimmed.isEmpty { continue }
-            let at = "line \(lineNumber)"
+            if trimmed.isEmpty { return }
             if trimmed.hasPrefix("[") {
-                guard trimmed.hasSuffix("]") else {
-                    problems.append("\(at): section header \(trimmed.quotedForMessage) has no closing ']'")
-                    continue
-                }
-                let s = trim(trimmed.dropFirst().dropLast()).lowercased()
-                switch s {
-                case "interface":
-                    finishPeer()
-                    if section == "interface" || seen.contains("[interface]") {
-                        problems.append("\(at): a second [Interface] section")
-                    }
-                    seen.insert("[interface]")
-                    section = "interface"
-                case "peer":
-                    finishPeer()
-                    section = "peer"
-                    peer = WireGuardPeer(publicKey: "")
-                    peerLine = lineNumber
-                    seen = seen.filter { !$0.hasPrefix("peer.") }
-                default:
-                    problems.append("\(at): unknown section [\(trim(trimmed.dropFirst().dropLast()))] (expected [Interface] or [Peer])")
-                    section = "unknown"
-                }
-                continue
+                readHeader(trimmed, at: at)
+            } else {
+                readSetting(trimmed, at: at)
             }
+        }
+
+        mutating func readHeader(_ trimmed: String, at: String) {
+            guard trimmed.hasSuffix("]") else {
+                problems.append("\(at): section header \(trimmed.quotedForMessage) has no closing ']'")
+                return
+            }
+            switch trim(trimmed.dropFirst().dropLast()).lowercased() {
+            case "interface":
+                finishPeer()
+                if section == "interface" || seen.contains("[interface]") {
+                    problems.append("\(at): a second [Interface] section")
+                }
+                seen.insert("[interface]")
+                section = "interface"
+            case "peer":
+                finishPeer()
+                section = "peer"
+                peer = WireGuardPeer(publicKey: "")
+                seen = seen.filter { !$0.hasPrefix("peer.") }
+            default:
+                problems.append("\(at): unknown section [\(trim(trimmed.dropFirst().dropLast()))] (expected [Interface] or [Peer])")
+                section = "unknown"
+            }
+        }
+
+        /// A `Key = Value` line, checked for its place and for repeats, then
+        /// applied to the current section.
+        mutating func readSetting(_ trimmed: String, at: String) {
             guard let eq = trimmed.firstIndex(of: "=") else {
                 problems.append("\(at): expected 'Key = Value'")
-                continue
+                return
             }
             let keyOriginal = trim(trimmed[..<eq])
             let key = keyOriginal.lowercased()
             let value = trim(trimmed[trimmed.index(after: eq)...])
             guard let section else {
                 problems.append("\(at): \(keyOriginal.quotedForMessage) appears before any [Interface] or [Peer] section")
-                continue
+                return
             }
-            if section == "unknown" { continue }
+            if section == "unknown" { return }
             let repeatable: Set<String> = ["address", "dns", "allowedips"]
             let seenKey = (section == "peer" ? "peer." : "interface.") + key
             if !repeatable.contains(key) && seen.contains(seenKey) {
                 problems.append("\(at): \(keyOriginal) is given twice in this section")
-                continue
+                return
             }
             seen.insert(seenKey)
-
             if section == "interface" {
-                switch key {
-                case "privatekey":
-                    if let bytes = WireGuardKey.decode(value) {
-                        secrets[privateKeySecret] = Array(value.utf8)
-                        _ = bytes
-                        config.privateKeySecret = privateKeySecret
-                    } else {
-                        problems.append("\(at): PrivateKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
-                    }
-                case "address":
-                    for a in list(value) {
-                        if CIDR(a) == nil { problems.append("\(at): Address \(a.quotedForMessage) is not an IP address with an optional /prefix") }
-                        config.addresses.append(a)
-                    }
-                case "dns":
-                    for d in list(value) {
-                        if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS \(d.quotedForMessage) is neither an IP address nor a search domain") }
-                        config.dns.append(d)
-                    }
-                case "mtu":
-                    if let n = Int(value), (576...65535).contains(n) { config.mtu = n }
-                    else { problems.append("\(at): MTU \(value.quotedForMessage) must be a number from 576 to 65535") }
-                case "listenport":
-                    if let n = Int(value), (0...65535).contains(n) { config.listenPort = n }
-                    else { problems.append("\(at): ListenPort \(value.quotedForMessage) must be a number from 0 to 65535") }
-                case "table":
-                    let t = value.lowercased()
-                    if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
-                    else { problems.append("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number") }
-                case "fwmark":
-                    let t = value.lowercased()
-                    if Fwmark(t) != nil { config.fwmark = t }
-                    else { problems.append("\(at): FwMark \(value.quotedForMessage) must be off or a number") }
-                case "saveconfig":
-                    notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")
-                case "preup", "postup", "predown", "postdown":
-                    problems.append("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)")
-                default:
-                    problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Interface]")
-                }
+                setInterface(key, keyOriginal, value, at: at)
             } else {
-                let index = config.peers.count
-                switch key {
-                case "publickey":
-                    if WireGuardKey.isValid(value) { peer?.publicKey = value }
-                    else { problems.append("\(at): PublicKey \(value.quotedForMessage) is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
-                case "presharedkey":
-                    if WireGuardKey.isValid(value) {
-                        let secretName = presharedKeySecret(peer: index)
-                        secrets[secretName] = Array(value.utf8)
-                        peer?.presharedKeySecret = secretName
-                    } else {
-                        problems.append("\(at): PresharedKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
-                    }
-                case "allowedips":
-                    for a in list(value) {
-                        if CIDR(a) == nil { problems.append("\(at): AllowedIPs \(a.quotedForMessage) is not a CIDR prefix") }
-                        peer?.allowedIPs.append(a)
-                    }
-                case "endpoint":
-                    switch Endpoint.parse(value) {
-                    case .success: peer?.endpoint = value
-                    case .failure(.missingPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has no port (host:port)")
-                    case .failure(.badPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has a port outside 1–65535")
-                    case .failure(.badHost): problems.append("\(at): Endpoint \(value.quotedForMessage) has an invalid host")
-                    }
-                case "persistentkeepalive":
-                    if value.lowercased() == "off" { peer?.persistentKeepalive = 0 }
-                    else if let n = Int(value), (0...65535).contains(n) { peer?.persistentKeepalive = n }
-                    else { problems.append("\(at): PersistentKeepalive \(value.quotedForMessage) must be off or 0–65535 seconds") }
-                default:
-                    problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Peer]")
-                }
+                setPeer(key, keyOriginal, value, at: at)
             }
         }
-        finishPeer()
-        _ = peerLine
-        if !seen.contains("[interface]") { problems.append("no [Interface] section") }
-        if !problems.isEmpty {
-            throw VPNError.invalid("\(source) is not a usable wg-quick file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                   problems: problems, hint: "fix the file and import it again")
+
+        mutating func setInterface(_ key: String, _ keyOriginal: String, _ value: String, at: String) {
+            switch key {
+            case "privatekey":
+                if WireGuardKey.decode(value) != nil {
+                    secrets[privateKeySecret] = Array(value.utf8)
+                    config.privateKeySecret = privateKeySecret
+                } else {
+                    problems.append("\(at): PrivateKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                }
+            case "address":
+                for a in list(value) {
+                    if CIDR(a) == nil { problems.append("\(at): Address \(a.quotedForMessage) is not an IP address with an optional /prefix") }
+                    config.addresses.append(a)
+                }
+            case "dns":
+                for d in list(value) {
+                    if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS \(d.quotedForMessage) is neither an IP address nor a search domain") }
+                    config.dns.append(d)
+                }
+            case "mtu":
+                if let n = Int(value), (576...65535).contains(n) { config.mtu = n }
+                else { problems.append("\(at): MTU \(value.quotedForMessage) must be a number from 576 to 65535") }
+            case "listenport":
+                if let n = Int(value), (0...65535).contains(n) { config.listenPort = n }
+                else { problems.append("\(at): ListenPort \(value.quotedForMessage) must be a number from 0 to 65535") }
+            case "table":
+                let t = value.lowercased()
+                if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
+                else { problems.append("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number") }
+            case "fwmark":
+                let t = value.lowercased()
+                if Fwmark(t) != nil { config.fwmark = t }
+                else { problems.append("\(at): FwMark \(value.quotedForMessage) must be off or a number") }
+            case "saveconfig":
+                notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")
+            case "preup", "postup", "predown", "postdown":
+                problems.append("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)")
+            default:
+                problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Interface]")
+            }
         }
-        let profile = Profile(name: name, protocol: .wireguard(config))
-        return ImportResult(profile: profile, secrets: secrets, notes: notes)
+
+        mutating func setPeer(_ key: String, _ keyOriginal: String, _ value: String, at: String) {
+            switch key {
+            case "publickey":
+                if WireGuardKey.isValid(value) { peer?.publicKey = value }
+                else { problems.append("\(at): PublicKey \(value.quotedForMessage) is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
+            case "presharedkey":
+                if WireGuardKey.isValid(value) {
+                    // The peer is not in config.peers yet: its index is the count.
+                    let secretName = presharedKeySecret(peer: config.peers.count)
+                    secrets[secretName] = Array(value.utf8)
+                    peer?.presharedKeySecret = secretName
+                } else {
+                    problems.append("\(at): PresharedKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                }
+            case "allowedips":
+                for a in list(value) {
+                    if CIDR(a) == nil { problems.append("\(at): AllowedIPs \(a.quotedForMessage) is not a CIDR prefix") }
+                    peer?.allowedIPs.append(a)
+                }
+            case "endpoint":
+                switch Endpoint.parse(value) {
+                case .success: peer?.endpoint = value
+                case .failure(.missingPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has no port (host:port)")
+                case .failure(.badPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has a port outside 1–65535")
+                case .failure(.badHost): problems.append("\(at): Endpoint \(value.quotedForMessage) has an invalid host")
+                }
+            case "persistentkeepalive":
+                if value.lowercased() == "off" { peer?.persistentKeepalive = 0 }
+                else if let n = Int(value), (0...65535).contains(n) { peer?.persistentKeepalive = n }
+                else { problems.append("\(at): PersistentKeepalive \(value.quotedForMessage) must be off or 0–65535 seconds") }
+            default:
+                problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Peer]")
+            }
+        }
+
+        func result(name: String, source: String) throws -> ImportResult {
+            var problems = problems
+            if !seen.contains("[interface]") { problems.append("no [Interface] section") }
+            if !problems.isEmpty {
+                throw VPNError.invalid("\(source) is not a usable wg-quick file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                                       problems: problems, hint: "fix the file and import it again")
+            }
+            let profile = Profile(name: name, protocol: .wireguard(config))
+            return ImportResult(profile: profile, secrets: secrets, notes: notes)
+        }
     }
 
     /// Writes a profile back as a wg-quick file. `secret` supplies key values by name.
