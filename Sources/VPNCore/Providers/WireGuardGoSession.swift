@@ -76,6 +76,7 @@ final class WireGuardGoSession: ProviderTunnel {
 
     /// Undoes everything the bring-up made, then reports the end.
     func end(error: ConnectionError?, reason: StopReason) {
+        guard context.exitCode == nil else { return }  // ended once already
         context.loop.cancel(tick)
         if context.status != .disconnecting { context.transition(.disconnecting) }
         tunnel?.stop()
