@@ -664,6 +664,22 @@ if [ $ovpn_ready = yes ]; then
   }
   lab_check "openvpn: import .ovpn, start, pushed route, verify, stop; nothing left, no secret in run files" test_ovpn_full_cycle
 
+  test_ovpn_refused_halfway() {
+    use work.ovpn || return 1
+    # The pushed route already exists in the client, on another link: the
+    # kernel refuses it after the utun, its address and openvpn are up.
+    c ip route add 198.19.9.0/24 dev lo || { echo "  lab set-up failed at: ip route add 198.19.9.0/24 dev lo"; return 1; }
+    defer c ip route del 198.19.9.0/24 dev lo
+    expect_run "start with the pushed route refused" 4 cn "$V" start work --timeout 15 || return 1
+    expect_contains "the reason" "198.19.9.0/24" "$OUT" || return 1
+    expect_field work status disconnected || return 1
+    expect_eq "run files left" "" "$(ls "$VPNCTL_RUN_DIR" | grep -E '\.(mgmt|conf|cert\.pem)$')" || return 1
+    expect_eq "openvpn processes of this run dir" "" "$(ps -eo args= | grep "^openvpn --config $VPNCTL_RUN_DIR")" || return 1
+    expect_eq "the route left is the lab's own" "198.19.9.0/24 dev lo scope link" "$(c ip route show 198.19.9.0/24 | sed "s/ *$//")" || return 1
+    nothing_left
+  }
+  lab_check "openvpn: a pushed route the kernel refuses half-way unwinds: exit 4 naming it, nothing of vpnctl's left" test_ovpn_refused_halfway
+
   test_ovpn_wrong_password() {
     use work.ovpn || return 1
     printf 'wrong\n' | cn "$V" secret set work password >/dev/null || { echo "  secret set failed"; return 1; }
