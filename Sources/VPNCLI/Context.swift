@@ -39,10 +39,15 @@ public struct Context {
     public static func process() -> Context {
         FileDescriptorSink.reserveStandardDescriptors()
         var env: [String: String] = [:]
+        env.reserveCapacity(64)
         var p = environ
         while let entry = p.pointee {
-            let s = String(cString: entry)
-            if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            // Split at the first '=' byte (a Character search costs ~5,000
+            // instructions a variable, a third of status --json's own work).
+            if let eq = strchr(entry, 0x3D) {
+                let key = String(decoding: UnsafeRawBufferPointer(start: entry, count: eq - entry), as: UTF8.self)
+                env[key] = String(cString: eq + 1)
+            }
             p += 1
         }
         return Context(environment: env,

@@ -229,11 +229,16 @@ public enum FileSystem {
     /// "dir/./x//" -> "dir/x": what the kernel resolves, spelled so that the
     /// last component is the real one ("link/." must be checked as "link").
     public static func normalized(_ path: String) -> String {
-        let absolute = path.hasPrefix("/")
-        let parts = path.split(separator: "/").filter { $0 != "." }
-        let joined = parts.joined(separator: "/")
-        if absolute { return "/" + joined }
-        return joined.isEmpty ? "." : joined
+        // Split on the byte '/', as the kernel does (a Character split would
+        // keep a slash that a combining mark follows, and costs far more).
+        let bytes = Array(path.utf8)
+        let parts = bytes.split(separator: 0x2F).filter { !($0.count == 1 && $0.first == 0x2E) }
+        var out: [UInt8] = bytes.first == 0x2F ? [0x2F] : []
+        for (i, part) in parts.enumerated() {
+            if i > 0 { out.append(0x2F) }
+            out += part
+        }
+        return out.isEmpty ? "." : String(decoding: out, as: UTF8.self)
     }
 
     /// A state directory must be a real directory, owned by the effective user

@@ -65,3 +65,12 @@ import Testing
         #expect(FileSystem.sizeText(1000) == "1000 bytes")
     }
 }
+
+@Suite struct NormalizedPathTests {
+    @Test(arguments: [("/etc/vpnctl", "/etc/vpnctl"), ("/etc//vpnctl/", "/etc/vpnctl"), ("/./etc/./vpnctl/.", "/etc/vpnctl"),
+                      ("/", "/"), ("//", "/"), ("", "."), ("./", "."), ("a/./b//c", "a/b/c"), ("../x", "../x"),
+                      ("/tmp/ünï/.x", "/tmp/ünï/.x"), ("/a/\u{301}b", "/a/\u{301}b")])
+    func normalizes(path: String, expected: String) {
+        #expect(FileSystem.normalized(path) == expected)
+    }
+}
