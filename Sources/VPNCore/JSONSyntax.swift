@@ -41,6 +41,8 @@ public enum JSONSyntax {
     struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
+        /// Members of the objects being read, innermost last.
+        var pending: [JSONObject.Member] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
@@ -212,40 +214,52 @@ public enum JSONSyntax {
 
         mutating func object(depth: Int) throws -> JSONValue {
             i += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(JSONObject()) }
+            // This object's members sit on `pending` above `base`, over those
+            // of the objects it is nested in, until its '}' copies them out.
+            let base = pending.count
+            defer { pending.removeSubrange(base...) }
+            var index: [String: Int]?
             while true {
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object") }
                 guard bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a quoted key, found '\(printable(bytes[i]))'") }
                 let keyStart = i
                 let key = try string()
-                try member(&members[key, default: Parser.vacant], key: key, keyStart: keyStart, depth: depth)
+                if has(key, from: base, index: &index) {
+                    i = keyStart
+                    throw fail("duplicate key '\(key)'")
+                }
+                skipWhitespace()
+                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
+                i += 1
+                skipWhitespace()
+                let value = try value(depth: depth + 1)
+                index?[key] = pending.count - base
+                pending.append((key: key, value: value))
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object; expected ',' or '}'") }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+                if bytes[i] == UInt8(ascii: "}") {
+                    i += 1
+                    return .object(JSONObject(Array(pending[base...]), index: index))
+                }
                 throw fail("expected ',' or '}', found '\(printable(bytes[i]))'")
             }
         }
 
-        /// A number's text is never empty, so this marks a slot that no
-        /// member has filled yet.
-        static let vacant = JSONValue.number("")
-
-        /// Fills `slot` with the value after `key`; the slot is the member's
-        /// place in the object, so a key is hashed once.
-        mutating func member(_ slot: inout JSONValue, key: String, keyStart: Int, depth: Int) throws {
-            guard slot == Parser.vacant else {
-                i = keyStart
-                throw fail("duplicate key '\(key)'")
-            }
-            skipWhitespace()
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
-            i += 1
-            skipWhitespace()
-            slot = try value(depth: depth + 1)
+        /// Whether the object whose members start at `pending[base]` has
+        /// `key`: a scan while it is small, then through `index`, built here
+        /// once it passes `JSONObject.indexThreshold` members.
+        func has(_ key: String, from base: Int, index: inout [String: Int]?) -> Bool {
+            if let index { return index[key] != nil }
+            let members = pending[base...]
+            if members.count < JSONObject.indexThreshold { return members.contains { $0.key == key } }
+            var built: [String: Int] = [:]
+            for (i, m) in members.enumerated() { built[m.key] = i }
+            index = built
+            return built[key] != nil
         }
 
         mutating func array(depth: Int) throws -> JSONValue {

@@ -2,13 +2,69 @@ import FoundationEssentials
 
 /// A parsed JSON document.
 public enum JSONValue: Equatable, Sendable {
-    case object([String: JSONValue])
+    case object(JSONObject)
     case array([JSONValue])
     case string(String)
     /// The number's text, exactly as written.
     case number(String)
     case bool(Bool)
     case null
+}
+
+/// A JSON object's members in document order, with distinct keys. A lookup
+/// scans a small object (a profile's objects have about ten members, and
+/// hashing each key cost more than the scan); above `indexThreshold` members
+/// a dictionary of positions is built once, so an object with thousands of
+/// keys stays linear to parse and cheap to read. Equality ignores order, as
+/// a dictionary's does.
+public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
+    public typealias Member = (key: String, value: JSONValue)
+
+    public let members: [Member]
+    /// Each key's position in `members`; nil up to `indexThreshold` members.
+    let index: [String: Int]?
+
+    static let indexThreshold = 16
+
+    public init() {
+        members = []
+        index = nil
+    }
+
+    /// The keys must be distinct, as in a dictionary literal.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(elements.map { (key: $0.0, value: $0.1) })
+    }
+
+    /// Members in no particular order (a dictionary has none).
+    public init(_ dictionary: [String: JSONValue]) {
+        self.init(dictionary.map { (key: $0.key, value: $0.value) })
+    }
+
+    /// The keys must be distinct; the parser checks, as it reads, that they are.
+    init(_ members: [Member], index: [String: Int]? = nil) {
+        self.members = members
+        if index == nil, members.count > JSONObject.indexThreshold {
+            var built: [String: Int] = [:]
+            built.reserveCapacity(members.count)
+            for (i, m) in members.enumerated() { built[m.key] = i }
+            self.index = built
+        } else {
+            self.index = index
+        }
+    }
+
+    public var count: Int { members.count }
+
+    public subscript(key: String) -> JSONValue? {
+        if let index { return index[key].map { members[$0].value } }
+        for m in members where m.key == key { return m.value }
+        return nil
+    }
+
+    public static func == (a: JSONObject, b: JSONObject) -> Bool {
+        a.members.count == b.members.count && a.members.allSatisfy { b[$0.key] == $0.value }
+    }
 }
 
 /// A decoding failure with the path to the offending value, e.g.
@@ -57,7 +113,7 @@ public struct JSONReader {
         JSONDecodeProblem(path: key.map { Location.member(location, $0).text } ?? path, message: message)
     }
 
-    func members() throws -> [String: JSONValue] {
+    func members() throws -> JSONObject {
         guard case .object(let m) = value else { throw problem(nil, "expected an object") }
         return m
     }
@@ -116,7 +172,7 @@ public struct JSONReader {
 
     public func stringMap() throws -> [String: String] {
         var out: [String: String] = [:]
-        for (k, v) in try members() { out[k] = try JSONReader(v, at: .member(location, k)).string() }
+        for (k, v) in try members().members { out[k] = try JSONReader(v, at: .member(location, k)).string() }
         return out
     }
 
@@ -156,9 +212,9 @@ extension JSONValue {
                 v.write(to: &out)
             }
             out += "]"
-        case .object(let members):
+        case .object(let object):
             out += "{"
-            for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+            for (i, member) in object.members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out += "," }
                 JSONValue.quote(member.key, into: &out)
                 out += ":"

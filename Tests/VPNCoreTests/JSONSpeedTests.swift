@@ -51,6 +51,21 @@ import Testing
         #expect(try JSONSyntax.parse(Array("{\"k\":\"\",\"\":\"v\"}".utf8)) == .object(["k": .string(""), "": .string("v")]))
     }
 
+    /// Objects past `JSONObject.indexThreshold` keys look keys up through an index.
+    @Test func largeObjectsParseAndReportDuplicatesAsBefore() throws {
+        let keys = (0..<40).map { "\"k\($0)\":\($0)" }
+        for n in [15, 16, 17, 40] {
+            let text = "{" + keys[..<n].joined(separator: ",") + "}"
+            #expect(Self.same(Array(text.utf8)), "\(n) keys")
+            for dup in [0, n - 1] {
+                #expect(Self.same(Array((text.dropLast() + ",\"k\(dup)\":0}").utf8)), "\(n) keys, k\(dup) again")
+            }
+        }
+        let big = try JSONSyntax.parse(Array(("{" + keys.joined(separator: ",") + "}").utf8))
+        #expect(try JSONReader(big).int("k39") == 39)
+        #expect(try JSONReader(big).int("k40") == nil)
+    }
+
     @Test func quotingMatchesTheScalarLoop() {
         let strings = ["", "plain", "with space", "q\"uote", "back\\slash", "slash/", "tab\tnl\nre\r", "\u{1}\u{1F}\u{7F}",
                        "é", "\u{85}\u{9B}", "\u{202E}rtl", "\u{200B}", "日本語", "😀", "\u{E0001}", "~", " "]

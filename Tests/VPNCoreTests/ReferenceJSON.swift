@@ -174,7 +174,7 @@ enum ReferenceJSONSyntax {
             i += 1
             var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(JSONObject(members)) }
             while true {
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object") }
@@ -193,7 +193,7 @@ enum ReferenceJSONSyntax {
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object; expected ',' or '}'") }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
+                if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(JSONObject(members)) }
                 throw fail("expected ',' or '}', found '\(printable(bytes[i]))'")
             }
         }
