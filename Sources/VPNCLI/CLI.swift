@@ -68,9 +68,9 @@ public enum VPNCLI {
             return 0
         case .help(let path):
             guard let spec = parser.spec(for: path) else {
-                let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name))
+                let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name), limit: 3)
                 early.error(VPNError(.usage, "No help for unknown command \(path.joined(separator: " ").quotedForMessage)" +
-                                     (close.first.map { "; did you mean '\($0)'?" } ?? ""), hint: "See 'vpnctl help'."))
+                                     ParseState.didYouMean(close), hint: "See 'vpnctl help'."))
                 return ExitCode.usage.rawValue
             }
             early.line(Help.render(spec, path: path))

@@ -95,6 +95,13 @@ struct ParseState {
         spec = root
     }
 
+    /// "; did you mean 'a'?" or "; did you mean 'a', 'b' or 'c'?"; empty with none.
+    static func didYouMean(_ close: [String]) -> String {
+        guard let last = close.last else { return "" }
+        let quoted = close.dropLast().map { "'\($0)'" }
+        return "; did you mean " + (quoted.isEmpty ? "'\(last)'" : quoted.joined(separator: ", ") + " or '\(last)'") + "?"
+    }
+
     func usageError(_ message: String) -> VPNError {
         VPNError(.usage, message, hint: "See 'vpnctl help\(path.isEmpty ? "" : " " + path.joined(separator: " "))'.")
     }
@@ -141,11 +148,9 @@ struct ParseState {
                 return .help(Array(rest))
             }
             let names = spec.subcommands.map(\.name)
-            let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []))
+            let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []), limit: 3)
             let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
-            var message = "Unknown \(what) \(word.quotedForMessage)"
-            if let c = close.first { message += "; did you mean '\(c)'?" }
-            throw usageError(message)
+            throw usageError("Unknown \(what) \(word.quotedForMessage)" + Self.didYouMean(close))
         }
         spec = sub
         path.append(word)
@@ -160,7 +165,11 @@ struct ParseState {
             inline = String(name[name.index(after: eq)...])
             name = String(name[..<eq])
         }
-        guard let option = lookup(name) else { throw usageError("Unknown option \("--\(name)".quotedForMessage)") }
+        guard let option = lookup(name) else {
+            let known = (spec.options + GlobalOptionSpecs.all).map(\.name)
+            let close = Suggest.closest(to: name, among: known, limit: 3).map { "--\($0)" }
+            throw usageError("Unknown option \("--\(name)".quotedForMessage)" + Self.didYouMean(close))
+        }
         if option.name == "help" { wantsHelp = true; return }
         if option.valueName != nil {
             if let inline {
