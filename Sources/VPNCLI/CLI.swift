@@ -73,7 +73,7 @@ public enum VPNCLI {
                                      ParseState.didYouMean(close), hint: "See 'vpnctl help'."))
                 return ExitCode.usage.rawValue
             }
-            early.line(Help.render(spec, path: path))
+            early.line(Help.render(spec, path: parser.canonical(path)))
             return 0
         case .run(let spec, let args):
             var options = GlobalOptions(args, context)

@@ -7,7 +7,7 @@ public enum Help {
         let name = (["vpnctl"] + path).joined(separator: " ")
         if path.isEmpty {
             s += "USAGE: vpnctl <command> [<options>]\n\nCOMMANDS:\n"
-            s += columns(spec.subcommands.map { ($0.name, $0.abstract) })
+            s += columns(spec.subcommands.map { ($0.name, $0.abstract + aliasNote($0)) })
             s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow) + spec.options.map(optionRow))
             s += "\nEXIT CODES:\n" + columns(ExitCode.allCases.map { ("\($0.rawValue)", "\($0.meaning) (\($0.name))") })
             s += "\nSee 'vpnctl help <command>' for details."
@@ -15,11 +15,12 @@ public enum Help {
         }
         if !spec.subcommands.isEmpty {
             s += "USAGE: \(name) <subcommand>\n\nSUBCOMMANDS:\n"
-            s += columns(spec.subcommands.map { ($0.name, $0.abstract) })
+            s += columns(spec.subcommands.map { ($0.name, $0.abstract + aliasNote($0)) })
             s += "\nSee 'vpnctl help \(path.joined(separator: " ")) <subcommand>' for details."
             return s
         }
         s += "USAGE: \(usage(spec, name: name))\n"
+        if !spec.aliases.isEmpty { s += "ALIASES: \(spec.aliases.joined(separator: ", "))\n" }
         if !spec.discussion.isEmpty { s += "\n\(spec.discussion)\n" }
         if !spec.positionals.isEmpty {
             s += "\nARGUMENTS:\n" + columns(spec.positionals.map { ("<\($0.name)>", $0.help) })
@@ -29,6 +30,11 @@ public enum Help {
         }
         s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow))
         return s.hasSuffix("\n") ? String(s.dropLast()) : s
+    }
+
+    /// " (also: up, connect)" for a command with aliases.
+    static func aliasNote(_ spec: CommandSpec) -> String {
+        spec.aliases.isEmpty ? "" : " (also: \(spec.aliases.joined(separator: ", ")))"
     }
 
     public static func usage(_ spec: CommandSpec, name: String) -> String {

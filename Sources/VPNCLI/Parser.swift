@@ -66,11 +66,21 @@ public struct ArgumentParser {
         }
     }
 
+    /// The path with each alias replaced by its command's name.
+    public func canonical(_ path: [String]) -> [String] {
+        var spec = root
+        return path.map { word in
+            guard let sub = spec.subcommands.first(where: { $0.isNamed(word) }) else { return word }
+            spec = sub
+            return sub.name
+        }
+    }
+
     /// Finds the spec for a command path, for help.
     public func spec(for path: [String]) -> CommandSpec? {
         var spec = root
         for name in path {
-            guard let sub = spec.subcommands.first(where: { $0.name == name }) else { return nil }
+            guard let sub = spec.subcommands.first(where: { $0.isNamed(name) }) else { return nil }
             spec = sub
         }
         return spec
@@ -142,18 +152,19 @@ struct ParseState {
             args.positionals.append(word)
             return nil
         }
-        guard let sub = spec.subcommands.first(where: { $0.name == word }) else {
+        guard let sub = spec.subcommands.first(where: { $0.isNamed(word) }) else {
             if spec.name == root.name, word == "help" {
                 let rest = argv[i...].filter { !$0.hasPrefix("-") }
                 return .help(Array(rest))
             }
+            if spec.name == root.name, word == "version", i == argv.count { return .version }
             let names = spec.subcommands.map(\.name)
             let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []), limit: 3)
             let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
             throw usageError("Unknown \(what) \(word.quotedForMessage)" + Self.didYouMean(close))
         }
         spec = sub
-        path.append(word)
+        path.append(sub.name)
         return nil
     }
 

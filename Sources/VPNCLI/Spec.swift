@@ -100,6 +100,9 @@ public struct PositionalSpec: Sendable {
 /// cannot drift.
 public struct CommandSpec: @unchecked Sendable {
     public let name: String
+    /// Other words for the command (`up` for start); help lists them beside
+    /// the name, and the parser resolves them to it.
+    public let aliases: [String]
     public let abstract: String
     public let discussion: String
     public let options: [OptionSpec]
@@ -107,10 +110,14 @@ public struct CommandSpec: @unchecked Sendable {
     public let subcommands: [CommandSpec]
     public let run: ((Invocation) throws -> ExitCode)?
 
-    public init(name: String, abstract: String, discussion: String = "", options: [OptionSpec] = [],
+    /// Whether `word` names this command, by its name or an alias.
+    public func isNamed(_ word: String) -> Bool { name == word || aliases.contains(word) }
+
+    public init(name: String, aliases: [String] = [], abstract: String, discussion: String = "", options: [OptionSpec] = [],
                 positionals: [PositionalSpec] = [], subcommands: [CommandSpec] = [],
                 run: ((Invocation) throws -> ExitCode)? = nil) {
         self.name = name
+        self.aliases = aliases
         self.abstract = abstract
         self.discussion = discussion
         self.options = options

@@ -66,6 +66,26 @@ import VPNCore
         #expect(dashed.positionals == ["-weird"])
     }
 
+    @Test(arguments: [("up", "start"), ("connect", "start"), ("down", "stop"), ("disconnect", "stop"),
+                      ("delete", "remove"), ("rm", "remove")])
+    func aliasesRunTheirCommandUnderItsName(alias: String, name: String) throws {
+        let parser = ArgumentParser(root: VPNCLI.root)
+        guard case .run(let spec, let args) = try parser.parse([alias, "office"]) else { Issue.record("expected run"); return }
+        #expect(spec.name == name)
+        #expect(args.command == [name], "hints and help name the command, not the alias")
+        let help = Harness().run("help", alias)
+        #expect(help.stdout.contains("USAGE: vpnctl \(name) "))
+        #expect(help.stdout.contains("ALIASES: "))
+        #expect(Harness().run("help").stdout.contains("(also: \(parser.spec(for: [name])!.aliases.joined(separator: ", ")))"))
+    }
+
+    @Test func versionIsACommandToo() throws {
+        #expect(try { if case .version = try ArgumentParser(root: VPNCLI.root).parse(["version"]) { return true }; return false }())
+        let r = Harness().run("version")
+        #expect(r.code == 0)
+        #expect(r.stdout.hasPrefix("vpnctl "))
+    }
+
     @Test(arguments: [["help"], ["--help"], ["-h"], []])
     func rootHelpGoesToStdout(argv: [String]) {
         let r = Harness().run(argv)

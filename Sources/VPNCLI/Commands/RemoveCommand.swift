@@ -3,7 +3,7 @@ import VPNCore
 
 enum RemoveCommand {
     static let spec = CommandSpec(
-        name: "remove", abstract: "Remove a profile and its secrets.",
+        name: "remove", aliases: ["delete", "rm"], abstract: "Remove a profile and its secrets.",
         discussion: """
         A running profile is stopped first (and vpnctl says so), so that nothing is
         left that no command could stop any more.

@@ -2,7 +2,7 @@ import VPNCore
 
 enum StartCommand {
     static let spec = CommandSpec(
-        name: "start", abstract: "Start a profile's tunnel and wait until it is connected.",
+        name: "start", aliases: ["up", "connect"], abstract: "Start a profile's tunnel and wait until it is connected.",
         discussion: """
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
@@ -33,7 +33,7 @@ enum StartCommand {
 
 enum StopCommand {
     static let spec = CommandSpec(
-        name: "stop", abstract: "Stop a profile's tunnel (by its UUID; other tunnels are untouched).",
+        name: "stop", aliases: ["down", "disconnect"], abstract: "Stop a profile's tunnel (by its UUID; other tunnels are untouched).",
         discussion: """
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
