@@ -55,12 +55,8 @@ public enum VPNCLI {
         let outcome: ParseOutcome
         do {
             outcome = try parser.parse(words)
-        } catch let e as VPNError {
-            early.error(e)
-            return e.code.rawValue
         } catch {
-            early.error(VPNError.from(error))
-            return ExitCode.failure.rawValue
+            return report(error, to: early)
         }
         switch outcome {
         case .version:
@@ -76,28 +72,33 @@ public enum VPNCLI {
             early.line(Help.render(spec, path: parser.canonical(path)))
             return 0
         case .run(let spec, let args):
-            var options = GlobalOptions(args, context)
-            let colorMode: ColorMode
-            do { colorMode = try ColorMode.from(args) } catch let e as VPNError {
-                early.error(e)
-                return e.code.rawValue
-            } catch {
-                early.error(VPNError.from(error))
-                return ExitCode.failure.rawValue
-            }
-            options.color = colorMode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
-            let output = Output(context: context, json: options.json, color: colorMode)
-            let invocation = Invocation(args: args, options: options, context: context, output: output)
-            do {
-                return try spec.run!(invocation).rawValue
-            } catch let e as VPNError {
-                output.error(e)
-                return e.code.rawValue
-            } catch {
-                output.error(VPNError.from(error))
-                return ExitCode.failure.rawValue
-            }
+            return execute(spec, args, context, early: early)
         }
+    }
+
+    /// Runs a parsed command: its options resolved, its output set up, and
+    /// any error it throws reported with its exit code.
+    static func execute(_ spec: CommandSpec, _ args: ParsedArguments, _ context: Context, early: Output) -> Int32 {
+        var options = GlobalOptions(args, context)
+        let colorMode: ColorMode
+        do { colorMode = try ColorMode.from(args) } catch {
+            return report(error, to: early)
+        }
+        options.color = colorMode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
+        let output = Output(context: context, json: options.json, color: colorMode)
+        do {
+            return try spec.run!(Invocation(args: args, options: options, context: context, output: output)).rawValue
+        } catch {
+            return report(error, to: output)
+        }
+    }
+
+    /// Prints any error as the VPNError it stands for and returns its exit
+    /// code (a permission error from any layer is 11, not 1).
+    static func report(_ error: Error, to output: Output) -> Int32 {
+        let e = VPNError.from(error)
+        output.error(e)
+        return e.code.rawValue
     }
 }
 

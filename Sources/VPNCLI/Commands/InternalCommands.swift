@@ -19,17 +19,14 @@ enum InternalCommands {
     /// `vpnctl __supervise --config-dir D --run-dir R --timeout S [--notify-fd N] <id>`
     static func supervise(_ argv: [String], _ context: Context) -> Int32 {
         let output = Output(context: context, json: false, color: false)
+        let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [superviseSpec]))
         do {
-            let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [superviseSpec]))
             guard case .run(let spec, let args) = try parser.parse(["__supervise"] + argv) else {
                 throw VPNError.usage("__supervise has no help or version; vpnctl start runs it")
             }
-            let inv = Invocation(args: args, options: GlobalOptions(args, context), context: context, output: output)
-            return try spec.run!(inv).rawValue
+            return VPNCLI.execute(spec, args, context, early: output)
         } catch {
-            let e = VPNError.from(error)
-            output.error(e)
-            return e.code.rawValue
+            return VPNCLI.report(error, to: output)
         }
     }
 
