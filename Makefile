@@ -63,8 +63,11 @@ coverage:
 	  -ignore-filename-regex='(/Tests/|/\.build/)' | tee .build/coverage.txt
 	@echo; grep '^TOTAL' .build/coverage.txt
 
+# The crash test injects its fault through a debug build (the release binary
+# reads no test-only variable).
 test-cli: build
-	bash Tests/cli/run.sh build/vpnctl
+	$(SWIFT) build --product vpnctl
+	VPNCTL_DEBUG_BIN="$$($(SWIFT) build --show-bin-path)/vpnctl" bash Tests/cli/run.sh build/vpnctl
 
 # Real tunnels inside namespaces the tests create (skips, with the reason, where
 # namespaces or tun devices are not available).

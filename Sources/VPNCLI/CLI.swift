@@ -63,7 +63,7 @@ public enum VPNCLI {
             if wantsJSON { early.emit(VersionInfo(version: vpnctlVersion)) } else { early.line("vpnctl \(vpnctlVersion)") }
             return 0
         case .help(let path):
-            guard let spec = parser.spec(for: path) else {
+            guard let spec = path == ["help"] ? Help.helpSpec : parser.spec(for: path) else {
                 let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name), limit: 3)
                 early.error(VPNError(.usage, "No help for unknown command \(path.joined(separator: " ").quotedForMessage)" +
                                      ParseState.didYouMean(close), hint: "See 'vpnctl help'."))

@@ -18,6 +18,8 @@ public struct Context {
     public var runEditor: (_ command: String, _ path: String, _ environment: [String: String]) throws -> Int32
     /// Reads a secret typed at the terminal, without echo.
     public var readSecretFromTerminal: (_ prompt: String) -> [UInt8]
+    /// Reads an answer typed at the terminal (nil at end of input).
+    public var readAnswer: (_ prompt: String) -> String? = { Terminal.readLine(prompt: $0) }
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
@@ -65,6 +67,15 @@ public struct Context {
     }
 }
 
+extension Context {
+    /// A yes/no question at the terminal; yes unless the answer starts with
+    /// n, and no at end of input.
+    public func ask(_ question: String) -> Bool {
+        guard let answer = readAnswer(question) else { return false }
+        return answer.drop(while: { $0 == " " || $0 == "\t" }).first.map { $0 != "n" && $0 != "N" } ?? true
+    }
+}
+
 /// The options every command shares, resolved from flags and the environment.
 public struct GlobalOptions {
     public var json: Bool
@@ -106,9 +117,13 @@ public struct Invocation {
 
     public var store: PreferencesStore {
         let store = PreferencesStore(directory: options.configDirectory)
+        // A fault for the test suite, read only by a debug build: the
+        // release binary has no test-only behaviour.
+        #if DEBUG
         if context.environment["VPNCTL_TEST_FAULT"] == "crash-before-rename" {
             store.beforeReplace = { _exit(86) }
         }
+        #endif
         return store
     }
 

@@ -28,9 +28,21 @@ public enum Help {
         if !spec.options.isEmpty {
             s += "\nOPTIONS:\n" + columns(spec.options.map(optionRow))
         }
-        s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow))
-        return s.hasSuffix("\n") ? String(s.dropLast()) : s
+        if !spec.examples.isEmpty {
+            s += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()
+        }
+        let globals = GlobalOptionSpecs.all.map { "--\($0.name)" }.joined(separator: ", ")
+        s += "\nGlobal options (\(globals)) work with every command; see 'vpnctl help'."
+        return s
     }
+
+    /// `vpnctl help help`: help is not a command the parser runs, but it
+    /// has help of its own.
+    public static let helpSpec = CommandSpec(
+        name: "help", abstract: "Show help: the command list, or one command's usage, options and examples.",
+        discussion: "'vpnctl help COMMAND' is the same as 'vpnctl COMMAND --help'.",
+        examples: ["vpnctl help", "vpnctl help start", "vpnctl help secret set"],
+        positionals: [PositionalSpec("command", optional: true, variadic: true, help: "A command (and subcommand) to explain.")])
 
     /// " (also: up, connect)" for a command with aliases.
     static func aliasNote(_ spec: CommandSpec) -> String {

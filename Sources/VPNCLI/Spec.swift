@@ -105,6 +105,8 @@ public struct CommandSpec: @unchecked Sendable {
     public let aliases: [String]
     public let abstract: String
     public let discussion: String
+    /// Two or three command lines that show the command in use, for help.
+    public let examples: [String]
     public let options: [OptionSpec]
     public let positionals: [PositionalSpec]
     public let subcommands: [CommandSpec]
@@ -113,13 +115,15 @@ public struct CommandSpec: @unchecked Sendable {
     /// Whether `word` names this command, by its name or an alias.
     public func isNamed(_ word: String) -> Bool { name == word || aliases.contains(word) }
 
-    public init(name: String, aliases: [String] = [], abstract: String, discussion: String = "", options: [OptionSpec] = [],
+    public init(name: String, aliases: [String] = [], abstract: String, discussion: String = "", examples: [String] = [],
+                options: [OptionSpec] = [],
                 positionals: [PositionalSpec] = [], subcommands: [CommandSpec] = [],
                 run: ((Invocation) throws -> ExitCode)? = nil) {
         self.name = name
         self.aliases = aliases
         self.abstract = abstract
         self.discussion = discussion
+        self.examples = examples
         self.options = options
         self.positionals = positionals
         self.subcommands = subcommands

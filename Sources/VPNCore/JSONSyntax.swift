@@ -36,6 +36,25 @@ public enum JSONSyntax {
         }
     }
 
+    /// The line of the first member named `key` (its quoted text followed by
+    /// a colon), for a message about a key the decoder did not know. A key
+    /// written with escapes is not found; the message then has no line.
+    public static func line(ofKey key: String, in bytes: [UInt8]) -> Int? {
+        let needle = Array("\"\(key)\"".utf8)
+        guard !needle.isEmpty, bytes.count >= needle.count else { return nil }
+        var line = 1, i = 0
+        while i + needle.count <= bytes.count {
+            if bytes[i] == 0x0A { line += 1 }
+            if bytes[i] == 0x22, bytes[i..<(i + needle.count)].elementsEqual(needle) {
+                var j = i + needle.count
+                while j < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[j]) { j += 1 }
+                if j < bytes.count, bytes[j] == 0x3A { return line }
+            }
+            i += 1
+        }
+        return nil
+    }
+
     /// Reads straight from the caller's buffer: a preferences file with a
     /// thousand profiles is most of a megabyte, and every byte passes here.
     struct Parser {

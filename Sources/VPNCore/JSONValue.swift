@@ -79,17 +79,28 @@ public struct JSONDecodeProblem: Error, CustomStringConvertible, Sendable {
 public struct JSONReader {
     public let value: JSONValue
     let location: Location
+    /// Set on a strict read: every object's members are checked against the
+    /// keys the decoder asked for.
+    let tracker: KeyTracker?
+    /// This object's entry in `tracker`; -1 when the value is not an object.
+    let slot: Int
     /// Spelled out only when a message needs it: a store of a thousand
     /// profiles reads tens of thousands of fields.
     public var path: String { location.text }
 
-    public init(_ value: JSONValue, path: String = "") {
-        self.init(value, at: .root(path))
+    public init(_ value: JSONValue, path: String = "", tracker: KeyTracker? = nil) {
+        self.init(value, at: .root(path), tracker: tracker)
     }
 
-    init(_ value: JSONValue, at location: Location) {
+    init(_ value: JSONValue, at location: Location, tracker: KeyTracker?) {
         self.value = value
         self.location = location
+        self.tracker = tracker
+        if let tracker, case .object(let object) = value {
+            slot = tracker.register(object, at: location)
+        } else {
+            slot = -1
+        }
     }
 
     /// Where a value sits in its document, e.g. profiles[2].protocol.mtu.
@@ -120,8 +131,10 @@ public struct JSONReader {
 
     /// nil when the key is absent or null.
     public func optional(_ key: String) throws -> JSONReader? {
-        guard let v = try members()[key], v != .null else { return nil }
-        return JSONReader(v, at: .member(location, key))
+        let object = try members()
+        if let tracker { tracker.asked(key, in: slot) }
+        guard let v = object[key], v != .null else { return nil }
+        return JSONReader(v, at: .member(location, key), tracker: tracker)
     }
 
     public func required(_ key: String) throws -> JSONReader {
@@ -165,14 +178,18 @@ public struct JSONReader {
 
     public func array() throws -> [JSONReader] {
         guard case .array(let items) = value else { throw problem(nil, "expected an array") }
-        return items.enumerated().map { JSONReader($1, at: .element(location, $0)) }
+        return items.enumerated().map { JSONReader($1, at: .element(location, $0), tracker: tracker) }
     }
 
     public func stringArray() throws -> [String] { try array().map { try $0.string() } }
 
     public func stringMap() throws -> [String: String] {
         var out: [String: String] = [:]
-        for (k, v) in try members().members { out[k] = try JSONReader(v, at: .member(location, k)).string() }
+        let object = try members()
+        for (k, v) in object.members {
+            if let tracker { tracker.asked(k, in: slot) }
+            out[k] = try JSONReader(v, at: .member(location, k), tracker: nil).string()
+        }
         return out
     }
 
@@ -189,6 +206,60 @@ public struct JSONReader {
     public func int(_ key: String) throws -> Int? { try optional(key)?.int() }
     public func bool(_ key: String) throws -> Bool? { try optional(key)?.bool() }
     public func strings(_ key: String) throws -> [String] { try optional(key)?.stringArray() ?? [] }
+}
+
+/// Records the keys a decoder asked each object for, so that the members it
+/// never asked for (a misspelt or unknown key, which a decoder would drop
+/// silently) can be named with the key it most likely meant. Strict reads
+/// only: a profile a person wrote or edited.
+public final class KeyTracker {
+    struct Entry {
+        let location: JSONReader.Location
+        let object: JSONObject
+        var asked: [String] = []
+    }
+    var entries: [Entry] = []
+
+    public init() {}
+
+    func register(_ object: JSONObject, at location: JSONReader.Location) -> Int {
+        entries.append(Entry(location: location, object: object))
+        return entries.count - 1
+    }
+
+    func asked(_ key: String, in slot: Int) {
+        if slot >= 0 { entries[slot].asked.append(key) }
+    }
+
+    /// A member no decoder asked for, with the known keys closest to it.
+    public struct UnknownKey: Equatable, Sendable, CustomStringConvertible {
+        /// Where the object is, e.g. profiles[2].protocol.peers[0]; empty at the top.
+        public let path: String
+        public let key: String
+        public let suggestions: [String]
+
+        public var description: String {
+            let at = path.isEmpty ? "" : " in \(path)"
+            let hint = suggestions.isEmpty ? "" : " (did you mean \(suggestions.map(\.quotedForMessage).joined(separator: " or "))?)"
+            return "unknown key \(key.quotedForMessage)\(at)\(hint)"
+        }
+    }
+
+    /// Unknown members in document order. Only objects whose decoder read
+    /// at least one key are checked: an object read as a whole (a value
+    /// the decoder skipped) is not the decoder's to judge.
+    public func unknownKeys() -> [UnknownKey] {
+        var out: [UnknownKey] = []
+        for e in entries where !e.asked.isEmpty {
+            for m in e.object.members where !e.asked.contains(m.key) {
+                var seen = Set<String>()
+                let known = e.asked.filter { seen.insert($0).inserted }
+                out.append(UnknownKey(path: e.location.text, key: m.key,
+                                      suggestions: Suggest.closest(to: m.key, among: known, limit: 2)))
+            }
+        }
+        return out
+    }
 }
 
 extension JSONValue {

@@ -1,5 +1,14 @@
 /// How values from files and command lines appear in messages and on terminals.
 extension String {
+    /// The word as a shell reads it back: bare when it is plain, otherwise
+    /// in single quotes (for a command line printed in a hint).
+    public var shellQuoted: String {
+        let plain = !isEmpty && utf8.allSatisfy { b in
+            (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || "-_./:@%+=,".utf8.contains(b)
+        }
+        return plain ? self : "'" + split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
     /// The value in single quotes, cut to 100 characters and with control
     /// characters escaped, for error messages: a 1 MB value gives a short line.
     public var quotedForMessage: String { "'" + abbreviated(100).escapingControls(keepLineBreaks: false) + "'" }

@@ -25,7 +25,15 @@ extension Profile {
 
     /// Parses one profile's JSON text (as `vpnctl edit` writes it).
     public static func parse(_ bytes: [UInt8]) throws -> Profile {
-        try Profile(json: JSONReader(try JSONSyntax.parse(bytes)))
+        try parseStrictly(bytes).profile
+    }
+
+    /// Parses one profile's JSON text and names every member the decoder
+    /// does not know (a misspelt key would otherwise be dropped on save).
+    public static func parseStrictly(_ bytes: [UInt8]) throws -> (profile: Profile, unknownKeys: [KeyTracker.UnknownKey]) {
+        let tracker = KeyTracker()
+        let profile = try Profile(json: JSONReader(try JSONSyntax.parse(bytes), tracker: tracker))
+        return (profile, tracker.unknownKeys())
     }
 }
 

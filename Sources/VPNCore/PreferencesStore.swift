@@ -159,13 +159,21 @@ public enum PreferencesCodec {
     public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
         let hint = "fix the file by hand (vpnctl never rewrites a file it cannot read)"
         let prefs: Preferences
+        let tracker = KeyTracker()
         do {
-            prefs = try Preferences(json: JSONReader(try JSONSyntax.parse(bytes)))
+            prefs = try Preferences(json: JSONReader(try JSONSyntax.parse(bytes), tracker: tracker))
         } catch let problem as JSONSyntax.Problem {
             throw VPNError(.configurationReadWriteFailed,
                            "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)", hint: hint)
         } catch let problem as JSONDecodeProblem {
             throw VPNError(.configurationReadWriteFailed, "\(path): \(problem)", hint: hint)
+        }
+        // A key this vpnctl does not know would be dropped by the next save:
+        // refuse to load rather than lose it.
+        if let unknown = tracker.unknownKeys().first, prefs.schemaVersion <= Preferences.currentSchemaVersion {
+            let line = JSONSyntax.line(ofKey: unknown.key, in: bytes).map { ":\($0)" } ?? ""
+            throw VPNError(.configurationReadWriteFailed, "\(path)\(line): \(unknown)",
+                           hint: "rename or remove the key by hand (vpnctl never rewrites a file it cannot read)")
         }
         if prefs.schemaVersion > Preferences.currentSchemaVersion {
             throw VPNError(.configurationReadWriteFailed,

@@ -139,4 +139,20 @@ extension Terminal {
         }
         return line
     }
+
+    /// Reads one answer typed at the terminal on fd 0 (echoed), after a
+    /// prompt on stderr; nil at end of input.
+    public static func readLine(prompt: String, limit: Int = 4096) -> String? {
+        FileDescriptorSink(fd: 2).write(prompt)
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.count <= limit {
+            let n = read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n != 1 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A { break }
+            line.append(byte)
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
 }

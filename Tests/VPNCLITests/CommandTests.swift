@@ -200,15 +200,6 @@ import VPNSystem
         #expect(syntax.stderr.contains(":1:9: malformed JSON"))
     }
 
-    @Test func editWithoutEditor() {
-        let h = Harness()
-        h.run("import", h.fixture("wg/office.conf"))
-        h.environment = ["EDITOR": "", "VISUAL": ""]
-        let r = h.run("edit", "office")
-        #expect(r.code == 2)
-        #expect(r.stderr.hasPrefix("vpnctl: no editor: neither VISUAL nor EDITOR is set"))
-    }
-
     @Test func editEmptiedOrFailedSavesNothing() {
         struct EditorCrashed: Error, CustomStringConvertible { var description: String { "editor crashed" } }
         let h = Harness()

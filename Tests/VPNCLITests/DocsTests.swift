@@ -38,6 +38,24 @@ import VPNCore
     }
 
     /// The README's tour shows every command, and names every global option.
+    /// Every example in help is a command line the parser accepts.
+    @Test func everyHelpExampleParses() throws {
+        let parser = ArgumentParser(root: VPNCLI.root)
+        func all(_ specs: [CommandSpec]) -> [CommandSpec] { specs + specs.flatMap { all($0.subcommands) } }
+        let specs = all(VPNCLI.commands)
+        #expect(specs.filter { $0.run != nil }.allSatisfy { !$0.examples.isEmpty }, "a command without examples")
+        for spec in specs + [Help.helpSpec] {
+            for example in spec.examples {
+                // The words up to a redirection, a pipe, && or a comment.
+                let words = example.split(separator: " ").map(String.init)
+                    .prefix { !["<", ">", "|", "&&", "#"].contains($0) }
+                #expect(words.first == "vpnctl" || words.first?.contains("=") == true, "\(example)")
+                let args = Array(words.drop { $0 != "vpnctl" }.dropFirst())
+                #expect(throws: Never.self, "\(example)") { _ = try parser.parse(args) }
+            }
+        }
+    }
+
     @Test func readmeNamesEveryCommandAndGlobalOption() throws {
         let readme = try read("README.md")
         for command in VPNCLI.commands {

@@ -11,6 +11,10 @@ final class Harness {
     var stdin: [UInt8] = []
     var editor: ((String) throws -> Void)? = nil
     var environment: [String: String] = [:]
+    /// Whether stdin and stderr are a terminal; `answers` are typed at it, in turn.
+    var terminal = false
+    var answers: [String] = []
+    private(set) var prompts: [String] = []
 
     init() {
         var template = Array("/tmp/vpnctl-cli-XXXXXX".utf8CString)
@@ -42,7 +46,14 @@ final class Harness {
                                   try editor?(path)
                                   return 0
                               })
-        let code = VPNCLI.run(["vpnctl"] + args, context: context)
+        var ctx = context
+        ctx.stdinIsTerminal = terminal
+        ctx.stderrIsTerminal = terminal
+        ctx.readAnswer = { [self] prompt in
+            prompts.append(prompt)
+            return answers.isEmpty ? nil : answers.removeFirst()
+        }
+        let code = VPNCLI.run(["vpnctl"] + args, context: ctx)
         return Result(code: code, stdout: out.text, stderr: err.text)
     }
 

@@ -9,6 +9,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d /tmp/vpnctl-cli.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 unset VPNCTL_TEST_FAULT
+# A debug build reads VPNCTL_TEST_FAULT; the release build must not.
+DEBUG_BIN=${VPNCTL_DEBUG_BIN:-$ROOT/.build/debug/vpnctl}
 source "$HERE/../lib/testlib.sh"
 
 wg_quick_conf 10.0.0.2/32 0.0.0.0/0 198.18.0.1:51820 \
@@ -60,7 +62,7 @@ test_crash_before_rename() {
   eight_profiles || { echo "  set-up: import failed"; return 1; }
   local before after rc
   before=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
-  VPNCTL_TEST_FAULT=crash-before-rename "$BIN" import "$WORK/p.conf" --name crashed >/dev/null 2>&1
+  VPNCTL_TEST_FAULT=crash-before-rename "$DEBUG_BIN" import "$WORK/p.conf" --name crashed >/dev/null 2>&1
   rc=$?
   expect_exit "the injected crash" 86 $rc || return 1
   after=$(sha256sum < "$VPNCTL_CONFIG_DIR/preferences.json")
@@ -70,7 +72,20 @@ test_crash_before_rename() {
   "$BIN" disable w1 >/dev/null || { echo "  the next save failed"; return 1; }
   ! ls -A "$VPNCTL_CONFIG_DIR" | grep -q 'tmp-' || { echo "  temp file left: $(ls -A "$VPNCTL_CONFIG_DIR")"; return 1; }
 }
-check "crash before rename leaves the old file valid and byte-identical" test_crash_before_rename
+if [ -x "$DEBUG_BIN" ]; then
+  check "crash before rename leaves the old file valid and byte-identical" test_crash_before_rename
+else
+  skip "crash before rename: no debug build at $DEBUG_BIN (swift build --product vpnctl)"
+fi
+
+# --- The release build has no test-only behaviour ---------------------------
+test_release_ignores_test_fault() {
+  fresh_store nofault
+  VPNCTL_TEST_FAULT=crash-before-rename "$BIN" import "$WORK/p.conf" --name fine >/dev/null 2>&1
+  expect_exit "import with VPNCTL_TEST_FAULT set" 0 $? || return 1
+  ! grep -qa VPNCTL_TEST_FAULT "$BIN" || { echo "  the release binary names VPNCTL_TEST_FAULT"; return 1; }
+}
+check "the release build ignores VPNCTL_TEST_FAULT" test_release_ignores_test_fault
 
 # --- A malformed file: exit 8, never rewritten ------------------------------
 test_malformed() {

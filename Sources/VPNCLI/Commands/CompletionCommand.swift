@@ -16,6 +16,10 @@ enum CompletionCommand {
           source <(vpnctl completion bash)        (zsh: the same with zsh)
           vpnctl completion fish | source
         """,
+        examples: [
+            "vpnctl completion bash > /etc/bash_completion.d/vpnctl",
+            "vpnctl completion fish > ~/.config/fish/completions/vpnctl.fish",
+        ],
         positionals: [PositionalSpec("shell", kind: .choice(CompletionShell.allCases.map(\.rawValue)), help: "bash, zsh or fish.")],
         run: run)
 

@@ -7,13 +7,23 @@ import VPNSystem
 
 enum EditCommand {
     static let spec = CommandSpec(
-        name: "edit", abstract: "Edit a profile's JSON in $VISUAL or $EDITOR, then validate and save it.",
+        name: "edit", abstract: "Edit a profile's JSON in your editor (or apply a file), then validate and save it.",
         discussion: """
-        The edited profile is saved only if it is valid and nobody saved the profile
-        meanwhile (otherwise exit 7, configuration stale). If it cannot be saved, your
-        edit is kept in a file whose path is printed. Secrets are not in the JSON; set
-        them with 'vpnctl secret set'.
+        The editor is $VISUAL, else $EDITOR, else 'editor' or 'vi' from PATH
+        (vpnctl says which it used). The edited profile is saved only if it is
+        valid, has no key vpnctl does not know, and nobody saved the profile
+        meanwhile (otherwise exit 7, configuration stale). If it cannot be
+        saved, your edit is kept in a file whose path is printed; on a terminal
+        vpnctl offers to reopen it, and 'vpnctl edit PROFILE --from FILE'
+        applies it later. Secrets are not in the JSON; set them with
+        'vpnctl secret set'.
         """,
+        examples: [
+            "vpnctl edit office",
+            "EDITOR=nano vpnctl edit office",
+            "vpnctl edit office --from /tmp/vpnctl-edit-Ab12Cd/office.json",
+        ],
+        options: [OptionSpec("from", value: "file", help: "Apply this profile JSON instead of opening an editor (its revision is checked).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 
@@ -26,8 +36,10 @@ enum EditCommand {
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
+        if let from = inv.args.value("from") { return try apply(from, inv) }
         let env = inv.context.environment
         let editor = try chooseEditor(env)
+        if let note = editor.note { inv.output.note(note) }
         let manager = try inv.loadedManager()
         let original = try manager.profile(named: inv.args.positionals[0])
         let before = try json(original)
@@ -43,34 +55,77 @@ enum EditCommand {
         }
         do { try AtomicFile.write(before, to: file, mode: 0o600) } catch { throw VPNError.from(error) }
 
-        let after = try edit(file, with: editor, inv)
-        if after == before || after.isEmpty {
-            reportUnchanged(original, emptyFile: after.isEmpty, inv)
-            return .ok
-        }
         func failKeeping(_ e: VPNError) -> VPNError {
             keep = true
-            let hint = "your edit is kept in \(file)" + (Hints.text(for: e).map { "; \($0)" } ?? "")
+            let hint = "your edit is kept in \(file); apply it with: vpnctl edit \(original.name.shellQuoted) --from \(file)"
+                + (Hints.text(for: e).map { "; \($0)" } ?? "")
             return VPNError(e.code, e.message, hint: hint, problems: e.problems)
         }
         let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(original.id, name: $0) })
-        let edited = try checkedEdit(after, of: original, file: file, validator: validator, failKeeping: failKeeping)
-        let saved: Profile
-        do {
-            saved = try manager.save(edited)
-        } catch let e as VPNError {
-            throw failKeeping(e)
+        while true {
+            let after = try edit(file, with: editor.command, inv)
+            if after == before || after.isEmpty {
+                reportUnchanged(original, emptyFile: after.isEmpty, inv)
+                return .ok
+            }
+            do {
+                let edited = try checkedEdit(after, of: original, file: file, validator: validator, keepRevision: false)
+                let saved = try manager.save(edited)
+                reportSaved(saved, validator: validator, inv)
+                return .ok
+            } catch let e as VPNError {
+                // A stale profile cannot be fixed in the editor; anything else can.
+                guard e.code != .configurationStale, offersToReopen(inv) else { throw failKeeping(e) }
+                inv.output.error(e)
+                guard inv.context.ask("Edit again? [Y/n] ") else { throw failKeeping(e) }
+            }
         }
-        reportSaved(saved, validator: validator, inv)
+    }
+
+    /// Reopening the editor needs a person at a terminal, and no JSON reader.
+    static func offersToReopen(_ inv: Invocation) -> Bool {
+        inv.context.stdinIsTerminal && inv.context.stderrIsTerminal && !inv.options.json
+    }
+
+    /// `edit PROFILE --from FILE`: the file is checked as an edit would be;
+    /// its revision (when it has one) must still be the stored one, so a
+    /// kept edit cannot overwrite a later save.
+    static func apply(_ file: String, _ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let original = try manager.profile(named: inv.args.positionals[0])
+        let bytes: [UInt8]
+        do {
+            guard let read = try FileSystem.readFileIfPresent(file, limit: maximumSize) else {
+                throw VPNError(.failure, "cannot read \(file): no such file", hint: "give the path of a profile JSON file")
+            }
+            bytes = read
+        } catch let e as FileSystem.FileProblem {
+            throw VPNError(.failure, "cannot read \(file): \(e)", hint: "give the path of a regular file")
+        }
+        if bytes == (try json(original)) {
+            reportUnchanged(original, emptyFile: false, inv)
+            return .ok
+        }
+        let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(original.id, name: $0) })
+        let edited = try checkedEdit(bytes, of: original, file: file, validator: validator, keepRevision: true)
+        reportSaved(try manager.save(edited), validator: validator, inv)
         return .ok
     }
 
-    /// $VISUAL, else $EDITOR; an empty one counts as unset.
-    static func chooseEditor(_ env: [String: String]) throws -> String {
-        guard let editor = [env["VISUAL"], env["EDITOR"]].compactMap({ $0 }).first(where: { !$0.isEmpty }) else {
-            throw VPNError(.usage, "no editor: neither VISUAL nor EDITOR is set", hint: "set one, e.g. EDITOR=vi vpnctl edit PROFILE")
+    /// The editor to run: $VISUAL, else $EDITOR (an empty one counts as
+    /// unset), else Debian's 'editor' alternative, else vi; a fallback is
+    /// named in a note.
+    static func chooseEditor(_ env: [String: String]) throws -> (command: String, note: String?) {
+        if let editor = [env["VISUAL"], env["EDITOR"]].compactMap({ $0 }).first(where: { !$0.isEmpty }) {
+            return (editor, nil)
         }
-        return editor
+        for fallback in ["editor", "vi"] {
+            if let path = Processes.which(fallback, path: env["PATH"]) {
+                return (path, "VISUAL and EDITOR are not set; using \(path)")
+            }
+        }
+        throw VPNError(.usage, "no editor: neither VISUAL nor EDITOR is set, and neither 'editor' nor 'vi' is on PATH",
+                       hint: "set one, e.g. EDITOR=nano vpnctl edit PROFILE, or apply a file with --from FILE")
     }
 
     /// The profile as the user edits it: pretty, sorted JSON and a final newline.
@@ -100,29 +155,38 @@ enum EditCommand {
         }
     }
 
-    /// The edited profile, parsed and valid, with the revision loaded before
-    /// the editor opened. Its errors go through `failKeeping`.
+    /// The edited profile, parsed and valid. Its revision is the one loaded
+    /// before the editor opened (the store checks it), or the file's own
+    /// with `keepRevision` (a file applied with --from).
     static func checkedEdit(_ bytes: [UInt8], of original: Profile, file: String, validator: ProfileValidator,
-                            failKeeping: (VPNError) -> VPNError) throws -> Profile {
+                            keepRevision: Bool) throws -> Profile {
         var edited: Profile
+        let unknown: [KeyTracker.UnknownKey]
         do {
-            edited = try Profile.parse(bytes)
+            (edited, unknown) = try Profile.parseStrictly(bytes)
         } catch let problem as JSONSyntax.Problem {
-            throw failKeeping(VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
+            throw VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)")
         } catch let problem as JSONDecodeProblem {
-            throw failKeeping(VPNError(.configurationInvalid, "\(file): \(problem)"))
+            throw VPNError(.configurationInvalid, "\(file): \(problem)")
         }
         if edited.id != original.id {
-            throw failKeeping(VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.lowercasedString))"))
+            throw VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.lowercasedString))")
         }
-        // The revision is the store's business: the save is checked against
-        // the revision loaded before the editor opened, whatever the file says.
-        edited.revision = original.revision
-        let problems = validator.problems(in: edited)
+        if !keepRevision || !hasMember("revision", bytes) {
+            edited.revision = original.revision
+        }
+        let problems = unknown.map { u in
+            JSONSyntax.line(ofKey: u.key, in: bytes).map { "line \($0): \(u)" } ?? "\(u)"
+        } + validator.problems(in: edited)
         if !problems.isEmpty {
-            throw failKeeping(.invalid("the edited profile is not valid (\(problems.count) problem\(problems.count == 1 ? "" : "s"))", problems: problems))
+            throw VPNError.invalid("the edited profile is not valid (\(problems.count) problem\(problems.count == 1 ? "" : "s"))", problems: problems)
         }
         return edited
+    }
+
+    static func hasMember(_ key: String, _ bytes: [UInt8]) -> Bool {
+        guard case .object(let object)? = try? JSONSyntax.parse(bytes) else { return false }
+        return object[key] != nil
     }
 
     static func reportUnchanged(_ original: Profile, emptyFile: Bool, _ inv: Invocation) {

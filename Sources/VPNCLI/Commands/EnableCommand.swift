@@ -4,11 +4,17 @@ import VPNCore
 enum EnableCommand {
     static let enableSpec = CommandSpec(
         name: "enable", abstract: "Enable a profile so it can be started.",
+        examples: [
+            "vpnctl enable office",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: { try run($0, enabled: true) })
 
     static let disableSpec = CommandSpec(
         name: "disable", abstract: "Disable a profile; a disabled profile cannot be started.",
+        examples: [
+            "vpnctl disable office",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: { try run($0, enabled: false) })
 

@@ -14,6 +14,10 @@ enum ImportCommand {
         carry over are listed.
         Use '-' to read the file from standard input.
         """,
+        examples: [
+            "vpnctl import office.conf",
+            "vpnctl import client.ovpn --name work",
+        ],
         options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
                   OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile.")],
         positionals: [PositionalSpec("file", help: "The file to import.")],

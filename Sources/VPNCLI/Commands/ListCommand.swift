@@ -4,6 +4,10 @@ import VPNCore
 enum ListCommand {
     static let spec = CommandSpec(
         name: "list", abstract: "List the saved profiles.",
+        examples: [
+            "vpnctl list",
+            "vpnctl list --json",
+        ],
         run: run)
 
     struct Row: Encodable {

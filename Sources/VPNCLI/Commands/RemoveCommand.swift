@@ -8,6 +8,10 @@ enum RemoveCommand {
         A running profile is stopped first (and vpnctl says so), so that nothing is
         left that no command could stop any more.
         """,
+        examples: [
+            "vpnctl remove office",
+            "vpnctl rm office --json",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 

@@ -5,6 +5,10 @@ import VPNSystem
 enum SecretCommand {
     static let spec = CommandSpec(
         name: "secret", abstract: "Set or list a profile's secrets (values are never printed).",
+        examples: [
+            "vpnctl secret set office password < pw.txt",
+            "vpnctl secret list office",
+        ],
         subcommands: [setSpec, listSpec])
 
     static let setSpec = CommandSpec(
@@ -13,12 +17,20 @@ enum SecretCommand {
         One trailing newline is removed. On a terminal, vpnctl asks for the value
         without echoing it. Example: vpnctl secret set office password < pw.txt
         """,
+        examples: [
+            "vpnctl secret set office password < pw.txt",
+            "vpnctl secret set office private-key   # asks, without echo",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID."),
                       PositionalSpec("name", help: "The secret's name, as the profile refers to it (e.g. private-key, password).")],
         run: runSet)
 
     static let listSpec = CommandSpec(
         name: "list", abstract: "List a profile's secrets by name, and which the profile needs.",
+        examples: [
+            "vpnctl secret list office",
+            "vpnctl secret list office --json",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: runList)
 

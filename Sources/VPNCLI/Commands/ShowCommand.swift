@@ -4,6 +4,10 @@ import VPNCore
 enum ShowCommand {
     static let spec = CommandSpec(
         name: "show", abstract: "Show one profile; secrets are named, never shown.",
+        examples: [
+            "vpnctl show office",
+            "vpnctl show office --json",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 

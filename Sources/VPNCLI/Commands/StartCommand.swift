@@ -8,6 +8,11 @@ enum StartCommand {
         reason), 3 on timeout. --no-wait returns once the request is accepted.
         Starting a connected profile is exit 0 with a note.
         """,
+        examples: [
+            "vpnctl start office --wait",
+            "vpnctl up office --timeout 60",
+            "vpnctl start office --no-wait",
+        ],
         options: [OptionSpec("wait", help: "Wait until connected (the default)."),
                   OptionSpec("no-wait", help: "Return as soon as the start request is accepted."),
                   OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take (default 20).")],
@@ -39,6 +44,10 @@ enum StopCommand {
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
         behind is cleaned up.
         """,
+        examples: [
+            "vpnctl stop office",
+            "vpnctl down --all",
+        ],
         options: [OptionSpec("all", help: "Stop every running profile."),
                   OptionSpec("no-wait", help: "Return as soon as the stop request is sent."),
                   OptionSpec("timeout", value: "seconds", help: "How long to wait (default 10).")],
@@ -87,6 +96,9 @@ enum StopCommand {
 enum ToggleCommand {
     static let spec = CommandSpec(
         name: "toggle", abstract: "Connect if disconnected, disconnect if connected; then show a status card.",
+        examples: [
+            "vpnctl toggle office",
+        ],
         options: [OptionSpec("timeout", value: "seconds", help: "How long to wait (default 20).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
@@ -124,6 +136,9 @@ enum ToggleCommand {
 enum IsConnectedCommand {
     static let spec = CommandSpec(
         name: "is-connected", abstract: "Exit 0 if the profile is connected, 12 if not; prints nothing.",
+        examples: [
+            "vpnctl is-connected office && echo connected",
+        ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 

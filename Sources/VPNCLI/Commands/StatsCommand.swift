@@ -15,6 +15,11 @@ enum StatsCommand {
         With no interface: the tunnel interfaces and the underlying links (ethernet,
         wifi, cellular). VPNCTL_PROC_NET_DEV may point at another file to parse.
         """,
+        examples: [
+            "vpnctl stats",
+            "vpnctl stats --profile office --watch",
+            "vpnctl stats utun0 --json",
+        ],
         options: [OptionSpec("profile", value: "profile", help: "The tunnel interface of this profile, with this session's bytes."),
                   OptionSpec("all", help: "Every interface."),
                   OptionSpec("prometheus", help: "node_exporter textfile-collector format."),

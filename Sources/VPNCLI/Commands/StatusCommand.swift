@@ -14,6 +14,11 @@ enum StatusCommand {
         with its error. --watch is event-driven (inotify and pidfds): it also reports
         transitions it did not cause, such as a stop from another shell or a crash.
         """,
+        examples: [
+            "vpnctl status",
+            "vpnctl status office --json",
+            "vpnctl status --watch",
+        ],
         options: [OptionSpec("watch", help: "Print every transition as it happens (millisecond timestamps)."),
                   OptionSpec("count", value: "n", help: "With --watch: exit after n transitions.")],
         positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")],

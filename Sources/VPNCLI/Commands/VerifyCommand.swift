@@ -15,6 +15,10 @@ enum VerifyCommand {
         Exit 0: path proven. Exit 12: configured only (the route or the probe does
         not go through the tunnel, or the tunnel is not connected). Exit 4: the probe failed.
         """,
+        examples: [
+            "vpnctl verify office",
+            "vpnctl verify office --probe http://198.19.0.1:8080/",
+        ],
         options: [OptionSpec("probe", value: "url|host:port", help: "A resource reachable only through the tunnel."),
                   OptionSpec("timeout", value: "seconds", help: "Probe timeout (default 5).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
