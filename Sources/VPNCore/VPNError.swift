@@ -15,6 +15,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case providerUnavailable = 10
     case permissionDenied = 11
     case notConnected = 12
+    case noSuchInterface = 13
 
     /// The stable name printed in JSON errors.
     public var name: String {
@@ -32,6 +33,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .providerUnavailable: return "providerUnavailable"
         case .permissionDenied: return "permissionDenied"
         case .notConnected: return "notConnected"
+        case .noSuchInterface: return "noSuchInterface"
         }
     }
 
@@ -51,6 +53,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .providerUnavailable: return "provider unavailable"
         case .permissionDenied: return "permission denied"
         case .notConnected: return "not connected"
+        case .noSuchInterface: return "no such interface"
         }
     }
 }

@@ -81,7 +81,11 @@ import VPNSystem
         let h = Harness()
         h.run("import", h.fixture("wg/office.conf"))
         h.stdin = Array("hunter2-very-secret\n".utf8)
-        let set = h.run("secret", "set", "office", "extra")
+        let refused = h.run("secret", "set", "office", "privat-key")
+        #expect(refused.code == 2)
+        #expect(refused.stderr == "vpnctl: 'office' does not refer to a secret named 'privat-key' (did you mean 'private-key'?)\n"
+                + "it refers to: private-key, peer1-preshared-key; --force stores another name anyway\n")
+        let set = h.run("secret", "set", "office", "extra", "--force")
         #expect(set.code == 0)
         #expect(set.stderr.contains("does not refer to a secret named 'extra'"))
         let list = h.run("secret", "list", "office")
@@ -100,9 +104,20 @@ import VPNSystem
         #expect(bad.code == 5)
         #expect(!bad.stderr.contains("not a key"))
         h.stdin = []
-        #expect(h.run("secret", "set", "office", "x").code == 2)
+        #expect(h.run("secret", "set", "office", "x", "--force").code == 2)
         h.stdin = Array("v".utf8)
         #expect(h.run("secret", "set", "office", "../escape").code == 2)
+
+        let removed = h.run("secret", "remove", "office", "extra")
+        #expect(removed.code == 0)
+        #expect(removed.stdout == "removed secret 'extra' of 'office'\n")
+        #expect(!FileManager.default.fileExists(atPath: "\(h.configDir)/secrets/\(id)/extra"))
+        let again = h.run("secret", "rm", "office", "extra")
+        #expect(again.code == 2)
+        #expect(again.stderr.hasPrefix("vpnctl: 'office' has no secret named 'extra'\nits secrets: peer1-preshared-key, private-key\n"))
+        let used = h.run("secret", "remove", "office", "peer1-preshared-key", "--json")
+        #expect(jsonObject(used.stdout)["referenced"] as? Bool == true)
+        #expect(used.stderr.isEmpty)
     }
 
     @Test func secretsNeverLeakIntoOutputOrFiles() {
@@ -117,7 +132,7 @@ import VPNSystem
         }
         run("import", h.fixture("wg/office.conf"))
         h.stdin = Array("hunter2-very-secret".utf8)
-        run("secret", "set", "office", "password")
+        run("secret", "set", "office", "password", "--force")
         for json in [[], ["--json"]] {
             runArray(["list"] + json)
             runArray(["show", "office"] + json)

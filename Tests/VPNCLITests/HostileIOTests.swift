@@ -61,7 +61,7 @@ import VPNSystem
     @Test func secretFromStdinStopsAtTheLimit() {
         let h = withOffice()
         h.stdin = [UInt8](repeating: 0, count: SecretStore.maximumSize + 1)
-        let r = h.run("secret", "set", "office", "password")
+        let r = h.run("secret", "set", "office", "password", "--force")
         #expect(r.code == 2)
         #expect(r.stderr.contains("larger than 64 KiB, the limit for a secret"))
     }
@@ -70,12 +70,12 @@ import VPNSystem
         let h = withOffice()
         for value in ["pass\nword\n", "pass\0word", "a\r\nb"] {
             h.stdin = Array(value.utf8)
-            let r = h.run("secret", "set", "office", "password")
+            let r = h.run("secret", "set", "office", "password", "--force")
             #expect(r.code == 5, "\(value.debugDescription)")
             #expect(r.stderr.contains("contains a"))
         }
         h.stdin = Array("one line\r\n".utf8)
-        #expect(h.run("secret", "set", "office", "password").code == 0)
+        #expect(h.run("secret", "set", "office", "password", "--force").code == 0)
     }
 
     @Test func aFIFOInPlaceOfThePreferencesIsRefused() throws {

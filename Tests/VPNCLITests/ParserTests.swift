@@ -15,7 +15,7 @@ import VPNCore
         (["import", "a.conf", "--name", "a", "--name", "b"], 2, "vpnctl: Option '--name' given more than once\nSee 'vpnctl help import'.\n"),
         (["list", "--json", "--json"], 2, "vpnctl: Option '--json' given more than once\nSee 'vpnctl help list'.\n"),
         (["list", "--json=yes"], 2, "vpnctl: Option '--json' takes no value\nSee 'vpnctl help list'.\n"),
-        (["secret"], 2, "vpnctl: 'secret' needs a subcommand: set, list\nSee 'vpnctl help secret'.\n"),
+        (["secret"], 2, "vpnctl: 'secret' needs a subcommand: set, list, remove\nSee 'vpnctl help secret'.\n"),
         (["secret", "get", "x"], 2, "vpnctl: Unknown subcommand of 'secret' 'get'; did you mean 'set'?\nSee 'vpnctl help secret'.\n"),
         (["secret", "set", "office"], 2, "vpnctl: Missing expected argument '<name>'\nSee 'vpnctl help secret set'.\n"),
         (["--config-dir"], 2, "vpnctl: Missing value for '--config-dir <dir>'\nSee 'vpnctl help'.\n"),

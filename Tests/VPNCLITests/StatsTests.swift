@@ -3,9 +3,10 @@ import Testing
 @testable import VPNCLI
 
 @Suite struct StatsTests {
-    func run(_ args: String...) -> Harness.Result {
+    func run(_ args: String..., terminal: Bool = false) -> Harness.Result {
         let h = Harness()
         h.environment = ["VPNCTL_PROC_NET_DEV": h.fixture("procnetdev/wide.txt")]
+        h.terminal = terminal
         return h.run(args)
     }
 
@@ -31,13 +32,26 @@ import Testing
         #expect(r.stdout.contains("wlp2s0"))
         #expect(r.stdout.contains("16.0 EiB"))
         #expect(!r.stdout.contains("veth-a.b"))
-        #expect(r.stdout.contains("Interface counters (the kernel's, as in /proc/net/dev), and estimates"))
+        // The footer is for a person: on stderr, at a terminal only, so a pipe reads just the table.
+        #expect(!r.stdout.contains("estimates") && !r.stderr.contains("estimates"))
+        let atTerminal = run("stats", terminal: true)
+        #expect(atTerminal.stderr.contains("Interface counters (the kernel's, as in /proc/net/dev), and estimates"))
+        #expect(atTerminal.stdout == r.stdout)
     }
 
     @Test func unknownInterfaceListsSimilarNames() {
         let r = run("stats", "eth0.10")
-        #expect(r.code == 9)
+        #expect(r.code == 13)
         #expect(r.stderr == "vpnctl: no interface named 'eth0.10'\nhint: did you mean 'eth0.100'?\n")
+    }
+
+    @Test func aProfileNameIsPointedToProfile() {
+        let h = Harness()
+        h.environment = ["VPNCTL_PROC_NET_DEV": h.fixture("procnetdev/wide.txt")]
+        h.run("import", h.fixture("wg/office.conf"))
+        let r = h.run("stats", "office")
+        #expect(r.code == 13)
+        #expect(r.stderr == "vpnctl: no interface named 'office'; 'office' is a profile\nhint: for its tunnel: vpnctl stats --profile office\n")
     }
 
     /// Every sample has a TYPE, names and labels are valid, values are integers.

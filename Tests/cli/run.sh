@@ -105,7 +105,7 @@ test_secret_stdin() {
   fresh_store secret
   "$BIN" import "$WORK/p.conf" --name w2 >/dev/null || { echo "  set-up: import failed"; return 1; }
   local secret="s3cr3t-$RANDOM-value" out rc cmd
-  out=$(printf '%s\n' "$secret" | "$BIN" secret set w2 password 2>&1) || { echo "  secret set: $out"; return 1; }
+  out=$(printf '%s\n' "$secret" | "$BIN" secret set w2 password --force 2>&1) || { echo "  secret set: $out"; return 1; }
   # Every command must succeed: a leak test over failed commands proves nothing.
   for cmd in "show w2 --json" "show w2" "secret list w2 --json" "list"; do
     # shellcheck disable=SC2086

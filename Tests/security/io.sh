@@ -70,15 +70,15 @@ sec_io_ovpn_referenced_special_files() (
 
 sec_io_secret_endless_stdin() (
   _io_fresh secret-zero || return 1
-  timeout $_IO_T "$BIN" secret set p password < /dev/zero 2>"$IO_DIR/err" >/dev/null
+  timeout $_IO_T "$BIN" secret set p password --force < /dev/zero 2>"$IO_DIR/err" >/dev/null
   _io_expect "secret set < /dev/zero" $? 2 "$IO_DIR/err" "larger than 64 KiB, the limit for a secret"
 )
 
 sec_io_secret_line_break_or_nul() (
   _io_fresh secret-lines || return 1
-  printf 'pass\nword\n' | timeout $_IO_T "$BIN" secret set p password 2>"$IO_DIR/err" >/dev/null
+  printf 'pass\nword\n' | timeout $_IO_T "$BIN" secret set p password --force 2>"$IO_DIR/err" >/dev/null
   _io_expect "secret with a line break" "${PIPESTATUS[1]}" 5 "$IO_DIR/err" "contains a line break" || return 1
-  printf 'pass\0word' | timeout $_IO_T "$BIN" secret set p password 2>"$IO_DIR/err" >/dev/null
+  printf 'pass\0word' | timeout $_IO_T "$BIN" secret set p password --force 2>"$IO_DIR/err" >/dev/null
   _io_expect "secret with a NUL" "${PIPESTATUS[1]}" 5 "$IO_DIR/err" "contains a NUL byte"
 )
 
@@ -223,7 +223,7 @@ sec_io_secret_prompt_restores_echo() (
 import os, pty, signal, subprocess, sys, termios, time
 for sig in (signal.SIGINT, signal.SIGTERM):
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.argv[1], "secret", "set", "p", "password"], stdin=slave, stdout=slave, stderr=slave,
+    p = subprocess.Popen([sys.argv[1], "secret", "set", "p", "password", "--force"], stdin=slave, stdout=slave, stderr=slave,
                          start_new_session=True)
     seen = b""
     deadline = time.time() + 5

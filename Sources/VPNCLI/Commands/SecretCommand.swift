@@ -4,25 +4,27 @@ import VPNSystem
 
 enum SecretCommand {
     static let spec = CommandSpec(
-        name: "secret", abstract: "Set or list a profile's secrets (values are never printed).",
+        name: "secret", abstract: "Set, list or remove a profile's secrets (values are never printed).",
         examples: [
             "vpnctl secret set office password < pw.txt",
             "vpnctl secret list office",
         ],
-        subcommands: [setSpec, listSpec])
+        subcommands: [setSpec, listSpec, removeSpec])
 
     static let setSpec = CommandSpec(
         name: "set", abstract: "Set a secret; the value is read from standard input, never from the command line.",
         discussion: """
         One trailing newline is removed. On a terminal, vpnctl asks for the value
-        without echoing it. Example: vpnctl secret set office password < pw.txt
+        without echoing it. A name the profile does not refer to is refused (exit
+        2, naming the ones it does) unless --force is given.
         """,
         examples: [
             "vpnctl secret set office password < pw.txt",
             "vpnctl secret set office private-key   # asks, without echo",
         ],
+        options: [OptionSpec("force", help: "Store a secret the profile does not refer to (yet).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID."),
-                      PositionalSpec("name", help: "The secret's name, as the profile refers to it (e.g. private-key, password).")],
+                      PositionalSpec("name", kind: .secret, help: "The secret's name, as the profile refers to it (e.g. private-key, password).")],
         run: runSet)
 
     static let listSpec = CommandSpec(
@@ -33,6 +35,54 @@ enum SecretCommand {
         ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: runList)
+
+    static let removeSpec = CommandSpec(
+        name: "remove", aliases: ["rm"], abstract: "Remove one of a profile's secrets.",
+        discussion: """
+        A secret the profile still refers to can be removed: 'vpnctl start'
+        then names it as missing. A name that is not set is a usage error (exit 2).
+        """,
+        examples: [
+            "vpnctl secret remove office password",
+            "vpnctl secret rm office old-key --json",
+        ],
+        positionals: [PositionalSpec("profile", help: "The profile's name or UUID."),
+                      PositionalSpec("name", kind: .secret, help: "The secret's name, as 'vpnctl secret list' shows it.")],
+        run: runRemove)
+
+    struct RemoveResult: Encodable {
+        var schemaVersion = 1
+        let profile: String
+        let secret: String
+        let referenced: Bool
+    }
+
+    static func runRemove(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let name = inv.args.positionals[1]
+        let stored = try manager.store.secrets.names(profile.id)
+        guard SecretStore.isValidName(name), stored.contains(name) else {
+            let close = Suggest.closest(to: name, among: stored, limit: 3)
+            throw VPNError(.usage, "'\(profile.name)' has no secret named \(name.quotedForMessage)" + didYouMean(close),
+                           hint: stored.isEmpty ? "it has no secrets set" : "its secrets: \(stored.sorted().joined(separator: ", "))")
+        }
+        try manager.store.secrets.remove(profile.id, name: name)
+        let reference = profile.secretReferences.first { $0.name == name }
+        if inv.options.json {
+            inv.output.emit(RemoveResult(profile: profile.name, secret: name, referenced: reference != nil))
+        } else {
+            inv.output.line("removed secret '\(name)' of '\(profile.name)'")
+            if let reference {
+                inv.output.note("note: '\(profile.name)' still refers to it (\(reference.field)); set it again before starting: vpnctl secret set \(profile.name.shellQuoted) \(name)")
+            }
+        }
+        return .ok
+    }
+
+    static func didYouMean(_ close: [String]) -> String {
+        close.isEmpty ? "" : " (did you mean \(close.map(\.quotedForMessage).joined(separator: " or "))?)"
+    }
 
     struct Row: Encodable {
         let name: String
@@ -61,6 +111,16 @@ enum SecretCommand {
         guard SecretStore.isValidName(name) else {
             throw VPNError(.usage, "\(name.quotedForMessage) is not a valid secret name",
                            hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
+        }
+        // Checked before the value is read: nobody should type a password
+        // only to learn that the name was misspelt.
+        let referenced = profile.secretReferences.map(\.name)
+        if !referenced.contains(name), !inv.args.flag("force") {
+            let close = Suggest.closest(to: name, among: referenced, limit: 2)
+            throw VPNError(.usage, "'\(profile.name)' does not refer to a secret named \(name.quotedForMessage)" + didYouMean(close),
+                           hint: referenced.isEmpty
+                               ? "it refers to no secrets; --force stores it anyway"
+                               : "it refers to: \(referenced.joined(separator: ", ")); --force stores another name anyway")
         }
         var value: [UInt8]
         if inv.context.stdinIsTerminal {

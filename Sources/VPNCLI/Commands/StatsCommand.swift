@@ -62,7 +62,7 @@ enum StatsCommand {
             }
             return .ok
         } catch let e as StatsError {
-            throw error(e)
+            throw error(e, inv)
         }
     }
 
@@ -77,14 +77,19 @@ enum StatsCommand {
             s.interfaces = inv.args.positionals + s.interfaces
             return s
         } catch let e as StatsError {
-            throw error(e)
+            throw error(e, inv)
         }
     }
 
-    static func error(_ e: StatsError) -> VPNError {
+    static func error(_ e: StatsError, _ inv: Invocation) -> VPNError {
         switch e {
         case .noSuchInterface(let name, let close):
-            return VPNError(.configurationUnknown, "no interface named \(name.quotedForMessage)",
+            // `stats office` for `stats --profile office`: say so.
+            if let manager = try? inv.loadedManager(), let profile = try? manager.profile(named: name) {
+                return VPNError(.noSuchInterface, "no interface named \(name.quotedForMessage); '\(profile.name)' is a profile",
+                                hint: "for its tunnel: vpnctl stats --profile \(profile.name.shellQuoted)")
+            }
+            return VPNError(.noSuchInterface, "no interface named \(name.quotedForMessage)",
                             hint: close.isEmpty ? "see them all with: vpnctl stats --all"
                                                 : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?")
         case .notConnected(let profile, let status):
@@ -111,8 +116,8 @@ enum StatsCommand {
                 linesDrawn = printWatchTable(inv, rows)
             } else {
                 for r in rows {
-                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  rx \(rate(r.rxRate, tick.isFirst))  tx \(rate(r.txRate, tick.isFirst))"
-                                    + "  rx \(humanBytes(r.counters.rxBytes))  tx \(humanBytes(r.counters.txBytes))"
+                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  rate rx \(rate(r.rxRate, tick.isFirst))  tx \(rate(r.txRate, tick.isFirst))"
+                                    + "  total rx \(humanBytes(r.counters.rxBytes))  tx \(humanBytes(r.counters.txBytes))"
                                     + (r.resetDetected ? "  (counters reset: interface recreated)" : ""))
                 }
             }
@@ -167,10 +172,16 @@ enum StatsCommand {
                 inv.output.line("this session (\(s.profile)): unknown: \(s.interface) was recreated since the session connected")
             } else if let rx = s.rxBytes, let tx = s.txBytes {
                 inv.output.line("this session (\(s.profile), since \(s.since.map(Timestamp.iso8601) ?? "?")): rx \(humanBytes(rx))  tx \(humanBytes(tx))")
+                if let total = rows.first(where: { $0.counters.name == s.interface })?.counters,
+                   total.rxBytes != rx || total.txBytes != tx {
+                    inv.output.line("  (\(s.interface)'s totals above also count traffic from before this session: the interface was kept across a reconnect)")
+                }
             }
         }
-        inv.output.line("")
-        inv.output.line(footer)
+        // For a person at a terminal, on stderr: `stats | awk` reads only the table.
+        if inv.context.stderrIsTerminal && !rows.isEmpty {
+            inv.output.note("\n" + footer)
+        }
     }
 
     static func printWatchTable(_ inv: Invocation, _ rows: [Row]) -> Int {
