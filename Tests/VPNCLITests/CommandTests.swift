@@ -13,6 +13,11 @@ import VPNSystem
         let imported = h.run("import", h.fixture("wg/office.conf"))
         #expect(imported.code == 0, "\(imported.stderr)")
         #expect(imported.stdout.hasPrefix("imported 'office' (wireguard, id "))
+        #expect(imported.stdout.hasSuffix("""
+            public key: HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw= (give this to the server as this peer's key)
+            next: vpnctl start office
+
+            """))
 
         let list = h.run("list", "--json")
         let profiles = jsonObject(list.stdout)["profiles"] as? [[String: Any]] ?? []
@@ -25,7 +30,8 @@ import VPNSystem
 
         let show = h.run("show", "office")
         #expect(show.code == 0)
-        #expect(show.stdout.contains("private key: secret 'private-key' (set)"))
+        #expect(show.stdout.contains("private key: secret 'private-key' (set)\npublic key:  HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw= (give this to the server)\n"))
+        #expect(jsonObject(h.run("show", "office", "--json").stdout)["publicKey"] as? String == "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw=")
         #expect(show.stdout.contains("endpoint:      198.18.0.1:51820"))
         let byID = h.run("show", id.uppercased())
         #expect(byID.stdout == show.stdout)

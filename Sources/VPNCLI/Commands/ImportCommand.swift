@@ -32,6 +32,8 @@ enum ImportCommand {
         let secrets: [String]
         let trustAnchors: [String]
         let notes: [String]
+        /// WireGuard: the interface's public key, for the server's peer entry.
+        let publicKey: String?
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -67,18 +69,39 @@ enum ImportCommand {
         }
         for note in result.notes { inv.output.note("note: \(note)") }
         let p = result.profile
+        var publicKey: String? = nil
+        if case .wireguard(let w) = p.protocol {
+            publicKey = w.publicKey(readingSecret: { name in
+                guard let value = result.secrets[name] else { throw VPNError(.failure, "no secret \(name)") }
+                return value
+            })
+        }
         if inv.options.json {
             inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
-                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes))
+                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey))
         } else {
             inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))")
             if !result.secrets.isEmpty {
                 inv.output.line("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))")
             }
             for fp in result.anchors.keys.sorted() { inv.output.line("trust anchor: \(fp)") }
+            for step in nextSteps(p, publicKey: publicKey, stored: Set(result.secrets.keys)) { inv.output.line(step) }
         }
         return .ok
+    }
+
+    /// What the user does next: give the server the public key (WireGuard),
+    /// set the secrets the file could not carry, then start.
+    static func nextSteps(_ p: Profile, publicKey: String?, stored: Set<String>) -> [String] {
+        var steps: [String] = []
+        if let publicKey { steps.append("public key: \(publicKey) (give this to the server as this peer's key)") }
+        let name = p.name.shellQuoted
+        let missing = p.secretReferences.filter { !stored.contains($0.name) }.map(\.name)
+        var commands = missing.map { "vpnctl secret set \(name) \($0)" }
+        commands.append("vpnctl start \(name)")
+        steps.append("next: " + commands.joined(separator: "; then "))
+        return steps
     }
 
     /// The file to import: a regular file, or standard input ('-') or a pipe

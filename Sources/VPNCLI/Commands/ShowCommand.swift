@@ -22,6 +22,8 @@ enum ShowCommand {
         var schemaVersion = 1
         let profile: Profile
         let secrets: [SecretRow]
+        /// WireGuard: the interface's public key, derived from the private key.
+        let publicKey: String?
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -31,18 +33,25 @@ enum ShowCommand {
         let rows = profile.secretReferences.map {
             SecretRow(field: $0.field, name: $0.name, isSet: secrets.exists(profile.id, name: $0.name))
         }
+        let publicKey = derivedPublicKey(profile, secrets)
         if inv.options.json {
-            inv.output.emit(Result(profile: profile, secrets: rows))
+            inv.output.emit(Result(profile: profile, secrets: rows, publicKey: publicKey))
             return .ok
         }
-        for line in describe(profile, secretIsSet: { secrets.exists(profile.id, name: $0) }) {
+        for line in describe(profile, publicKey: publicKey, secretIsSet: { secrets.exists(profile.id, name: $0) }) {
             inv.output.line(line)
         }
         return .ok
     }
 
-    /// The text view. Secret fields print as the secret's name and whether it is set.
-    static func describe(_ p: Profile, secretIsSet: (String) -> Bool) -> [String] {
+    static func derivedPublicKey(_ profile: Profile, _ secrets: SecretStore) -> String? {
+        guard case .wireguard(let w) = profile.protocol else { return nil }
+        return w.publicKey(readingSecret: { try secrets.read(profile.id, name: $0) })
+    }
+
+    /// The text view. Secret fields print as the secret's name and whether it
+    /// is set; a WireGuard profile's public key follows its private key.
+    static func describe(_ p: Profile, publicKey: String? = nil, secretIsSet: (String) -> Bool) -> [String] {
         func secret(_ name: String?) -> String {
             guard let name else { return "(none)" }
             return "secret '\(name)' (\(secretIsSet(name) ? "set" : "NOT SET"))"
@@ -52,7 +61,10 @@ enum ShowCommand {
             ("revision", "\(p.revision)"), ("protocol", p.protocol.kind.rawValue),
         ]
         let rows = p.protocol.model.described(secret: secret)
-        out += rows.fields.map { ($0.label, $0.value) }
+        for field in rows.fields {
+            out.append((field.label, field.value))
+            if field.label == "private key", let publicKey { out.append(("public key", publicKey + " (give this to the server)")) }
+        }
         out.append(("on demand", p.onDemand.enabled ? "on (\(p.onDemand.rules.count) rules)" : "off"))
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
             out.append(("allowed", (p.policy.users.map { "user \($0)" } + p.policy.groups.map { "group \($0)" }).joined(separator: ", ")))

@@ -82,3 +82,12 @@ extension WireGuardConfiguration: ConfigurationModel {
         return r
     }
 }
+
+extension WireGuardConfiguration {
+    /// The interface's public key (the one the server needs), derived from
+    /// its private key secret; nil when that is unset or unreadable.
+    public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? {
+        guard let name = privateKeySecret, let value = try? read(name) else { return nil }
+        return Curve25519.publicKey(base64: String(decoding: value, as: UTF8.self))
+    }
+}
