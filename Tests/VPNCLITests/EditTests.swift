@@ -129,3 +129,27 @@ import VPNCore
         #expect(start.stdout.contains("Global options (--json, "))
     }
 }
+
+/// One name per concept, and --json everywhere.
+@Suite struct JSONNamingTests {
+    @Test func isConnectedJSON() {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        let r = h.run("is-connected", "office", "--json")
+        #expect(r.code == 12)
+        let d = jsonObject(r.stdout)
+        #expect(d["connected"] as? Bool == false)
+        #expect(d["status"] as? String == "disconnected")
+        #expect(h.run("is-connected", "office").stdout.isEmpty)
+    }
+
+    /// `show --json` and `secret list --json` name the referring field the same way.
+    @Test func secretRowsShareTheirKeys() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        let shown = try #require((jsonObject(h.run("show", "office", "--json").stdout)["secrets"] as? [[String: Any]])?.first)
+        let listed = try #require((jsonObject(h.run("secret", "list", "office", "--json").stdout)["secrets"] as? [[String: Any]])?.first)
+        #expect(Set(listed.keys) == Set(shown.keys))
+        #expect(listed["field"] as? String == "privateKeySecret")
+    }
+}

@@ -84,11 +84,12 @@ enum SecretCommand {
         close.isEmpty ? "" : " (did you mean \(close.map(\.quotedForMessage).joined(separator: " or "))?)"
     }
 
+    /// `field` as in `show --json`'s secrets: one name for one concept.
     struct Row: Encodable {
         let name: String
         let isSet: Bool
-        let referencedBy: String?
-        enum CodingKeys: String, CodingKey { case name, isSet = "set", referencedBy }
+        let field: String?
+        enum CodingKeys: String, CodingKey { case name, isSet = "set", field }
     }
 
     struct ListResult: Encodable {
@@ -180,9 +181,9 @@ enum SecretCommand {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let stored = Set(try manager.store.secrets.names(profile.id))
-        var rows: [Row] = profile.secretReferences.map { Row(name: $0.name, isSet: stored.contains($0.name), referencedBy: $0.field) }
+        var rows: [Row] = profile.secretReferences.map { Row(name: $0.name, isSet: stored.contains($0.name), field: $0.field) }
         let referenced = Set(rows.map(\.name))
-        rows += stored.subtracting(referenced).sorted().map { Row(name: $0, isSet: true, referencedBy: nil) }
+        rows += stored.subtracting(referenced).sorted().map { Row(name: $0, isSet: true, field: nil) }
         if inv.options.json {
             inv.output.emit(ListResult(profile: profile.name, secrets: rows))
             return .ok
@@ -191,7 +192,7 @@ enum SecretCommand {
             inv.output.note("'\(profile.name)' has no secrets")
             return .ok
         }
-        inv.output.table(["NAME", "SET", "USED BY"], rows.map { [$0.name, $0.isSet ? "yes" : "no", $0.referencedBy ?? "-"] })
+        inv.output.table(["NAME", "SET", "USED BY"], rows.map { [$0.name, $0.isSet ? "yes" : "no", $0.field ?? "-"] })
         return .ok
     }
 }

@@ -135,16 +135,29 @@ enum ToggleCommand {
 
 enum IsConnectedCommand {
     static let spec = CommandSpec(
-        name: "is-connected", abstract: "Exit 0 if the profile is connected, 12 if not; prints nothing.",
+        name: "is-connected", abstract: "Exit 0 if the profile is connected, 12 if not; prints nothing (with --json, {\"connected\": ...}).",
         examples: [
             "vpnctl is-connected office && echo connected",
+            "vpnctl is-connected office --json",
         ],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
 
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let name: String
+        let connected: Bool
+        let status: String
+    }
+
+    /// Silent for `if vpnctl is-connected ...`; with --json it says what it found.
     static func run(_ inv: Invocation) throws -> ExitCode {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
-        return try inv.controller.derive(profile).status == .connected ? .ok : .notConnected
+        let status = try inv.controller.derive(profile).status
+        if inv.options.json {
+            inv.output.emit(Result(name: profile.name, connected: status == .connected, status: status.name))
+        }
+        return status == .connected ? .ok : .notConnected
     }
 }

@@ -59,7 +59,8 @@ enum StatusCommand {
         let interface: String?
         let error: ConnectionError?
 
-        enum Keys: String, CodingKey { case time, id, name, status, previous, interface, error }
+        /// The error is `lastDisconnectError`, as in `status --json`: one name for one concept.
+        enum Keys: String, CodingKey { case time, id, name, status, previous, interface, error = "lastDisconnectError" }
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
