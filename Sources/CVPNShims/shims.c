@@ -48,6 +48,13 @@ int vpn_isatty(int fd) {
     return isatty(fd) ? 1 : 0;
 }
 
+int vpn_terminal_columns(int fd) {
+    struct winsize ws;
+    if (ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
+        return -1;
+    return ws.ws_col;
+}
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>

@@ -18,6 +18,9 @@ public struct Context {
     public var runEditor: (_ command: String, _ path: String, _ environment: [String: String]) throws -> Int32
     /// Reads a secret typed at the terminal, without echo.
     public var readSecretFromTerminal: (_ prompt: String) -> [UInt8]
+    /// Columns of the terminal on stdout (nil when it is none): tables
+    /// for people fit it. COLUMNS, when set, wins, as in other tools.
+    public var terminalWidth: Int? = nil
     /// Reads an answer typed at the terminal (nil at end of input).
     public var readAnswer: (_ prompt: String) -> String? = { Terminal.readLine(prompt: $0) }
 
@@ -52,13 +55,17 @@ public struct Context {
             }
             p += 1
         }
-        return Context(environment: env,
-                       stdout: FileDescriptorSink(fd: 1),
-                       stderr: FileDescriptorSink(fd: 2),
-                       readStdin: { try FileSystem.readAll(fd: 0, path: "standard input", limit: $0) },
-                       stdinIsTerminal: Terminal.isTerminal(0),
-                       stdoutIsTerminal: Terminal.isTerminal(1),
-                       stderrIsTerminal: Terminal.isTerminal(2))
+        var context = Context(environment: env,
+                              stdout: FileDescriptorSink(fd: 1),
+                              stderr: FileDescriptorSink(fd: 2),
+                              readStdin: { try FileSystem.readAll(fd: 0, path: "standard input", limit: $0) },
+                              stdinIsTerminal: Terminal.isTerminal(0),
+                              stdoutIsTerminal: Terminal.isTerminal(1),
+                              stderrIsTerminal: Terminal.isTerminal(2))
+        if context.stdoutIsTerminal {
+            context.terminalWidth = env["COLUMNS"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? Terminal.columns(1)
+        }
+        return context
     }
 
     /// `$EDITOR` may carry arguments ("code --wait"), so it goes through sh.

@@ -125,6 +125,46 @@ public struct Output {
         line(s)
     }
 
+    /// A table for a person at a terminal: like `table`, with coloured
+    /// cells, and no line wider than `width`: the columns in `shrinking`
+    /// are shortened with "…", in that order (the full text is in `show` and
+    /// `--json`), and as a last resort each line is cut.
+    public func table(_ header: [String], styled rows: [[StyledCell]], width: Int?, shrinking: [Int]) {
+        var all = ([header.map { StyledCell($0) }] + rows).map { $0.map { StyledCell($0.text.escapingControls(keepLineBreaks: false), $0.colour) } }
+        guard let columnCount = all.first?.count, columnCount > 0 else { return }
+        func widths() -> [Int] {
+            var w = [Int](repeating: 0, count: columnCount)
+            for r in all { for (i, c) in r.enumerated() where i < columnCount { w[i] = max(w[i], c.text.count) } }
+            return w
+        }
+        if let width {
+            for column in shrinking where column < columnCount {
+                let w = widths()
+                let total = w.reduce(0, +) + 2 * (columnCount - 1)
+                guard total > width else { break }
+                let room = max(1, w[column] - (total - width))
+                for r in all.indices where all[r][column].text.count > room {
+                    all[r][column].text = String(all[r][column].text.prefix(room - 1)) + "…"
+                }
+            }
+        }
+        let w = widths()
+        // Narrower than the fixed columns: each line is cut, uncoloured (a
+        // colour cut in half would bleed into the next line).
+        let cut = width.flatMap { w.reduce(0, +) + 2 * (columnCount - 1) > $0 ? $0 : nil }
+        var s = ""
+        for (n, r) in all.enumerated() {
+            if n > 0 { s += "\n" }
+            var text = ""
+            for (i, c) in r.enumerated() {
+                text += cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text
+                if i < r.count - 1 { text += String(repeating: " ", count: w[i] - c.text.count + 2) }
+            }
+            s += cut.map { String(text.prefix($0)) } ?? text
+        }
+        line(s)
+    }
+
     /// An escaped cell and its width in characters (bytes, for printable ASCII).
     struct Cell {
         let text: String
@@ -133,6 +173,17 @@ public struct Output {
             self.text = text
             width = text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? text.utf8.count : text.count
         }
+    }
+}
+
+/// One cell of a table for people: its text and, on a colour terminal, its
+/// colour (an SGR code such as "32").
+public struct StyledCell {
+    public var text: String
+    public var colour: String?
+    public init(_ text: String, _ colour: String? = nil) {
+        self.text = text
+        self.colour = colour
     }
 }
 

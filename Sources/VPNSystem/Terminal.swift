@@ -5,6 +5,11 @@ import CVPNShims
 
 public enum Terminal {
     public static func isTerminal(_ fd: Int32) -> Bool { vpn_isatty(fd) == 1 }
+    /// The terminal's width in columns, or nil when fd is no terminal.
+    public static func columns(_ fd: Int32) -> Int? {
+        let n = vpn_terminal_columns(fd)
+        return n > 0 ? Int(n) : nil
+    }
 }
 
 /// Where text output goes. The CLI writes through this so tests can capture it.

@@ -14,6 +14,8 @@ final class Harness {
     /// Whether stdin and stderr are a terminal; `answers` are typed at it, in turn.
     var terminal = false
     var answers: [String] = []
+    /// A terminal on stdout this many columns wide (nil: stdout is a pipe).
+    var stdoutColumns: Int? = nil
     private(set) var prompts: [String] = []
 
     init() {
@@ -49,6 +51,8 @@ final class Harness {
         var ctx = context
         ctx.stdinIsTerminal = terminal
         ctx.stderrIsTerminal = terminal
+        ctx.stdoutIsTerminal = stdoutColumns != nil
+        ctx.terminalWidth = stdoutColumns
         ctx.readAnswer = { [self] prompt in
             prompts.append(prompt)
             return answers.isEmpty ? nil : answers.removeFirst()

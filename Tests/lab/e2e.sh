@@ -40,6 +40,31 @@ for k in sys.argv[1].split("."): v = (v or {}).get(k)
 print("" if v is None else v)' "$2"
 }
 expect_field() { expect_eq "$1's $2" "$3" "$(field "$1" "$2")"; }  # expect_field PROFILE KEY VALUE
+# on_tty COLUMNS CMD...: CMD in the client namespace on a pseudo-terminal
+# COLUMNS wide (bounded: 10 s); its output, with \r removed, in OUT.
+on_tty() {
+  local cols=$1; shift
+  OUT=$(cn python3 - "$cols" "$@" <<'PY'
+import fcntl, os, pty, select, struct, sys, termios, time
+cols = int(sys.argv[1])
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.pop("NO_COLOR", None); os.environ.pop("COLUMNS", None); os.environ["TERM"] = "xterm"
+    os.execvp(sys.argv[2], sys.argv[2:])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+out, end = b"", time.time() + 10
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.2)
+    if r:
+        try: chunk = os.read(fd, 65536)
+        except OSError: break
+        if not chunk: break
+        out += chunk
+    elif os.waitpid(pid, os.WNOHANG)[0]: break
+sys.stdout.write(out.decode("utf-8", "replace").replace("\r", ""))
+PY
+)
+}
 status_is() { [ "$(field "$1" status)" = "$2" ]; }
 status_is_not() { local st; st=$(field "$1" status); [ -n "$st" ] && [ "$st" != "$2" ]; }
 record() {  # record PROFILE KEY: one field of the profile's runtime record (pids vpnctl keeps there)
@@ -129,6 +154,17 @@ test_full_cycle() {
   expect_ok "verify" cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
   expect_contains "verify" "verdict: path proven" "$OUT" || return 1
   expect_ok "is-connected while connected" cn "$V" is-connected office || return 1
+  # At a terminal: the handshake's age and the transfer, times relative to
+  # now, the status in green, and no line wider than the terminal.
+  sleep 1
+  on_tty 100 "$V" status
+  expect_match "status at a terminal" "office +.*connected.* utun[0-9]+ +(just now|[0-9]+ s ago) +handshake (just now|[0-9]+ s ago), rx [0-9.]+ [KMG]?i?B, tx" "$OUT" || return 1
+  expect_contains "status at a terminal: colour" $'\e[32mconnected' "$OUT" || return 1
+  on_tty 50 "$V" status
+  local plain; plain=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$OUT")
+  expect_match "status at 50 columns keeps the name" "^office " "$(tail -1 <<<"$plain")" || return 1
+  python3 -c 'import sys; sys.exit(any(len(l) > 50 for l in sys.stdin.read().splitlines()))' <<<"$plain" \
+    || { echo "  status at a terminal: a line wider than 50 columns: $plain"; return 1; }
   expect_ok "stop" cn "$V" stop office || return 1
   expect_field office status disconnected && expect_field office stopReason userInitiated || return 1
   expect_run "is-connected after stop" 12 cn "$V" is-connected office || return 1

@@ -15,6 +15,8 @@ int vpn_flock_exclusive(int fd);
 
 /// Returns 1 when fd refers to a terminal, 0 otherwise.
 int vpn_isatty(int fd);
+/// The terminal's width in columns, or -1 when fd is no terminal.
+int vpn_terminal_columns(int fd);
 #endif
 
 /// posix_spawn with the fds a provider needs: `pass_fds[i]` becomes fd 3+i in

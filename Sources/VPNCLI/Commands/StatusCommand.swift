@@ -41,6 +41,10 @@ enum StatusCommand {
             inv.output.note("no profiles; add one with: vpnctl import FILE")
             return .ok
         }
+        if inv.context.stdoutIsTerminal {
+            printForPeople(inv, statuses, profiles)
+            return .ok
+        }
         let showDNS = statuses.contains { !$0.dns.isEmpty }
         inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
             [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
@@ -71,6 +75,48 @@ enum StatusCommand {
             try c.encode(previous, forKey: .previous)
             if let interface { try c.encode(interface, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
             if let error { try c.encode(error, forKey: .error) } else { try c.encodeNil(forKey: .error) }
+        }
+    }
+
+    /// At a terminal: times relative to now (local time with --verbose), a
+    /// WireGuard tunnel's newest handshake and transfer, the status word
+    /// coloured, and the last error shortened to fit the width (in full in
+    /// `show`, in pipes and in --json).
+    static func printForPeople(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
+        let now = Date()
+        var activity: [UUID: String] = [:]
+        for d in statuses where d.isActive {
+            guard let i = d.interface, profiles.first(where: { $0.id == d.id })?.protocol.kind == .wireguard,
+                  let a = WireGuardActivity.read(interface: i) else { continue }
+            let handshake = a.latestHandshake.map { "handshake " + Timestamp.ago($0, now: now) } ?? "no handshake yet"
+            activity[d.id] = "\(handshake), rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
+        }
+        // Columns with nothing to say are left out at a terminal.
+        let showDNS = statuses.contains { !$0.dns.isEmpty }
+        let showActivity = !activity.isEmpty
+        let showError = statuses.contains { $0.lastDisconnectError != nil }
+        let header = ["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + (showActivity ? ["ACTIVITY"] : [])
+            + (showError ? ["LAST ERROR"] : [])
+        let rows = statuses.map { d -> [StyledCell] in
+            let since = d.connectedSince.map { inv.options.verbose ? Timestamp.local($0) : Timestamp.ago($0, now: now) } ?? "-"
+            let error = d.lastDisconnectError.map { "\($0.name): \($0.message)" }
+            return [StyledCell(d.name), StyledCell(d.status.name, colour(d)), StyledCell(d.interface ?? "-"), StyledCell(since)]
+                + (showDNS ? [StyledCell(d.dns.isEmpty ? "-" : d.dns.joined(separator: ","))] : [])
+                + (showActivity ? [StyledCell(activity[d.id] ?? "-")] : [])
+                + (showError ? [StyledCell(error ?? "-", error == nil || d.stopReason == .userInitiated ? nil : "31")] : [])
+        }
+        // The error first (show has it in full), then the activity, the DNS, the name.
+        let last = header.count - 1
+        let shrinking = (showError ? [last] : []) + (showActivity ? [showError ? last - 1 : last] : []) + (showDNS ? [4] : []) + [0]
+        inv.output.table(header, styled: rows, width: inv.context.terminalWidth, shrinking: shrinking)
+    }
+
+    /// Green when connected, yellow on the way, red when it ended in an error.
+    static func colour(_ d: DerivedStatus) -> String? {
+        switch d.status {
+        case .connected: return "32"
+        case .connecting, .reasserting, .disconnecting: return "33"
+        default: return d.lastDisconnectError != nil && d.stopReason != .userInitiated ? "31" : nil
         }
     }
 

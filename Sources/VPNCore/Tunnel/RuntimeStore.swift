@@ -137,6 +137,26 @@ public enum Timestamp {
         return "\(pad(t.tm_year + 1900, 4))-\(pad(t.tm_mon + 1, 2))-\(pad(t.tm_mday, 2))T\(clockText(t, ms))Z"
     }
 
+    /// "2026-12-01 14:03:07 +0100", local time, for people (status --verbose).
+    public static func local(_ date: Date) -> String {
+        let (t, _) = fields(date, utc: false)
+        let offset = Int32(t.tm_gmtoff / 60)
+        let sign = offset < 0 ? "-" : "+"
+        return "\(pad(t.tm_year + 1900, 4))-\(pad(t.tm_mon + 1, 2))-\(pad(t.tm_mday, 2)) "
+            + "\(pad(t.tm_hour, 2)):\(pad(t.tm_min, 2)):\(pad(t.tm_sec, 2)) \(sign)\(pad(abs(offset) / 60, 2))\(pad(abs(offset) % 60, 2))"
+    }
+
+    /// "just now", "42 s ago", "3 min ago", "2 h 5 min ago", "4 days ago".
+    public static func ago(_ date: Date, now: Date) -> String {
+        let s = Int((now.timeIntervalSince(date)).rounded(.down))
+        if s < 1 { return "just now" }
+        if s < 60 { return "\(s) s ago" }
+        if s < 3600 { return "\(s / 60) min ago" }
+        if s < 86400 { return s % 3600 < 60 ? "\(s / 3600) h ago" : "\(s / 3600) h \(s % 3600 / 60) min ago" }
+        let days = s / 86400
+        return days == 1 ? "1 day ago" : "\(days) days ago"
+    }
+
     /// "14:03:07.123", local time, for --watch lines.
     public static func clock(_ date: Date) -> String {
         let (t, ms) = fields(date, utc: false)
