@@ -23,7 +23,9 @@ struct CompletionModel {
     let globals: [OptionSpec]
     let nodes: [Node]
 
-    init(root: CommandSpec, globals: [OptionSpec] = GlobalOptionSpecs.all) {
+    init(root canonical: CommandSpec, globals: [OptionSpec] = GlobalOptionSpecs.all) {
+        commandNames = canonical.subcommands.map(\.name) + ["help"]
+        let root = CompletionModel.expandingAliases(canonical)
         self.root = root
         self.globals = globals
         var nodes: [Node] = []
@@ -38,6 +40,23 @@ struct CompletionModel {
         self.nodes = nodes
     }
 
+    /// The tree with each alias as a command of its own (`up` beside
+    /// `start`), so that the scripts offer aliases and complete after them
+    /// exactly as after the command.
+    static func expandingAliases(_ spec: CommandSpec) -> CommandSpec {
+        let subs = spec.subcommands.flatMap { sub -> [CommandSpec] in
+            let expanded = expandingAliases(sub)
+            return [expanded] + sub.aliases.map { alias in
+                CommandSpec(name: alias, abstract: "\(sub.abstract) (alias of \(sub.name))", discussion: sub.discussion,
+                            examples: sub.examples, options: sub.options, positionals: sub.positionals,
+                            subcommands: expanded.subcommands, run: sub.run)
+            }
+        }
+        return CommandSpec(name: spec.name, aliases: spec.aliases, abstract: spec.abstract, discussion: spec.discussion,
+                           examples: spec.examples, options: spec.options, positionals: spec.positionals,
+                           subcommands: subs, run: spec.run)
+    }
+
     /// Every option that takes a value, by name, with its kind. The scripts
     /// skip an option's value by the option's name alone, so a name must
     /// mean the same everywhere (a unit test checks).
@@ -50,8 +69,8 @@ struct CompletionModel {
         return result
     }
 
-    /// The root's commands as `help` and the first word see them.
-    var commandNames: [String] { root.subcommands.map(\.name) + ["help"] }
+    /// The root's commands as `help` sees them (aliases are not commands).
+    let commandNames: [String]
 }
 
 /// The three scripts, generated from one model.

@@ -73,7 +73,10 @@ import VPNSystem
                                          stdin: Harness().run("completion", "bash").stdout + "\ncomplete -p vpnctl\n")
         #expect(r.out == "complete -F _vpnctl vpnctl\n", "complete -p: \(r.out)\(r.err)")
         #expect(try bash(["vpnctl", "st"]) == ["start", "stop", "status", "stats"])
-        #expect(try bash(["vpnctl", "secret", ""]) == ["set", "list", "remove"])
+        #expect(try bash(["vpnctl", "secret", ""]) == ["set", "list", "remove", "rm"])
+        // An alias is offered, and completes after it as its command does.
+        #expect(try bash(["vpnctl", "u"]) == ["up"])
+        #expect(try bash(["vpnctl", "up", "--t"]) == ["--timeout"])
         #expect(try bash(["vpnctl", "start", "--t"]) == ["--timeout"])
         #expect(try bash(["vpnctl", "--json", "stop", "--"]).contains("--no-wait"))
         // COMP_WORDBREAKS splits "--color=al" at the '='.
@@ -118,7 +121,7 @@ import VPNSystem
                 complete -C "$line" | string replace -r '\\t.*' '' | string join ' '
             end
             """], stdin: script, environment: ["HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home, "PATH": "/usr/bin:/bin"])
-        #expect(r.out == "start stats status stop\nlist remove set\nalways auto never\nlist remove set\n", "fish: \(r.out)\(r.err)")
+        #expect(r.out == "start stats status stop\nlist remove rm set\nalways auto never\nlist remove rm set\n", "fish: \(r.out)\(r.err)")
     }
 
     // MARK: __complete
