@@ -13,10 +13,12 @@ if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
 trap lab_down EXIT
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+# Commands run in the lab's directory, so that they read as a user types
+# them (vpnctl import office.conf), without the lab's temporary paths.
 run() {  # run CMD...: shows the command as a user would type it, then runs it in the client namespace
   step "$*"
   local words=("$@"); words[0]=$V
-  c "${words[@]}"
+  (cd "$LAB_DIR" && c "${words[@]}")
   local rc=$?
   [ $rc = 0 ] || echo "(exit $rc)"
 }
@@ -26,13 +28,31 @@ lab_up
 echo "   the server's tunnel-only resource: http://198.19.0.1:8080/ (reachable only through the tunnel)"
 step "cat office.conf"; sed 's/^PrivateKey = .*/PrivateKey = (hidden)/' "$LAB_DIR/office.conf"
 
-run vpnctl import "$LAB_DIR/office.conf"
+run vpnctl import office.conf
 run vpnctl start office --wait --verbose
 run vpnctl status
 run vpnctl verify office --probe http://198.19.0.1:8080/
 run vpnctl stats --profile office
+
+echo
+echo "== status --watch in another terminal catches every transition, including ones it did not cause"
+timeout 10 ip netns exec "$NS_C" "$V" status office --watch --count 2 > "$LAB_DIR/watch.out" 2>&1 &
+watcher=$!
+LAB_PIDS+=($watcher)
+sleep 0.5
 run vpnctl toggle office
+wait $watcher
+step "vpnctl status office --watch   # (the other terminal)"
+cat "$LAB_DIR/watch.out"
 run vpnctl status
+
+echo
+echo "== a failure, the way a user meets it: a server that does not answer"
+sed 's/51820/51999/' "$LAB_DIR/office.conf" > "$LAB_DIR/lab-test.conf"
+run vpnctl import lab-test.conf
+run vpnctl start lab-test --timeout 3
+run vpnctl status lab-test
+run vpnctl remove lab-test
 
 if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   echo
@@ -40,7 +60,7 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   ovpn_up || exit 1
   step "cat work.ovpn   # inline <cert>, <key> and <tls-crypt> blocks not shown"
   awk '/^<(cert|key|tls-crypt|ca)>/{print; print "  ..."; skip=1; next} /^<\/(cert|key|tls-crypt|ca)>/{skip=0} !skip' "$LAB_DIR/work.ovpn"
-  run vpnctl import "$LAB_DIR/work.ovpn" --username alice
+  run vpnctl import work.ovpn --username alice
   step "vpnctl secret set work password   # read from stdin, never echoed"
   printf 's3cret pass\n' | c "$V" secret set work password
   run vpnctl start work --wait --verbose
@@ -51,5 +71,16 @@ else
   echo
   echo "== OpenVPN part skipped: openvpn or openssl is not installed (make deps installs both)"
 fi
+echo
+cat <<'NEXT'
+== what to try next
+   vpnctl help                     every command, its aliases and the exit codes
+   vpnctl help start               usage, options and examples for one command
+   vpnctl show office              a profile, with the public key to give the server
+   vpnctl status --watch           transitions as they happen (Ctrl-C to stop)
+   vpnctl stats --profile office --watch   live rates
+   vpnctl completion bash          Tab completion, profiles and secrets included
+   man vpnctl; man 5 vpnctl-profile
+NEXT
 echo
 echo "== tearing the lab down"

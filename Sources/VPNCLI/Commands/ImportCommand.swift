@@ -98,7 +98,11 @@ enum ImportCommand {
         if let publicKey { steps.append("public key: \(publicKey) (give this to the server as this peer's key)") }
         let name = p.name.shellQuoted
         let missing = p.secretReferences.filter { !stored.contains($0.name) }.map(\.name)
-        var commands = missing.map { "vpnctl secret set \(name) \($0)" }
+        var commands: [String] = []
+        if case .openvpn(let o) = p.protocol, o.passwordSecret != nil, o.username == nil {
+            commands.append("vpnctl edit \(name) (set protocol.username; or import again with --username)")
+        }
+        commands += missing.map { "vpnctl secret set \(name) \($0)" }
         commands.append("vpnctl start \(name)")
         steps.append("next: " + commands.joined(separator: "; then "))
         return steps

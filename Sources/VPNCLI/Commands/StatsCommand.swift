@@ -173,8 +173,9 @@ enum StatsCommand {
             } else if let rx = s.rxBytes, let tx = s.txBytes {
                 inv.output.line("this session (\(s.profile), since \(s.since.map(Timestamp.iso8601) ?? "?")): rx \(humanBytes(rx))  tx \(humanBytes(tx))")
                 if let total = rows.first(where: { $0.counters.name == s.interface })?.counters,
-                   total.rxBytes != rx || total.txBytes != tx {
-                    inv.output.line("  (\(s.interface)'s totals above also count traffic from before this session: the interface was kept across a reconnect)")
+                   total.rxBytes > rx || total.txBytes > tx {
+                    inv.output.line("  (\(s.interface)'s totals above also count rx \(humanBytes(total.rxBytes &- rx))  tx \(humanBytes(total.txBytes &- tx)) "
+                                    + "from before this session connected)")
                 }
             }
         }

@@ -152,7 +152,7 @@ public enum OpenVPNImport {
                 if d.name == "tls-auth", d.args.count > 1 { setKeyDirection(d.args[1], at: at) }
             case "auth-user-pass":
                 seen["auth-user-pass"] = d
-                if d.args.first != nil { notes.append("\(at): the credentials file of auth-user-pass is not read; set the password with 'vpnctl secret set \(name) password'") }
+                if d.args.first != nil { notes.append("\(at): the credentials file of auth-user-pass is not read; the password is a secret of its own, 'password'") }
             default: passOn(d)
             }
         }
@@ -353,9 +353,9 @@ public enum OpenVPNImport {
             config.username = options.username
             config.passwordSecret = "password"
             if options.username == nil {
-                notes.append("auth-user-pass: give the username with 'import --username U' or 'vpnctl edit \(name)'")
+                notes.append("auth-user-pass: the file names no username; the profile needs one (protocol.username)")
             }
-            notes.append("auth-user-pass: set the password with 'vpnctl secret set \(name) password'")
+            notes.append("auth-user-pass: the password is not in the file; it is the secret 'password'")
         }
 
         /// One note for every directive and block left out.
