@@ -38,8 +38,63 @@ public struct Output {
         context.stderr.write(terminalText(text, color: stderrColor) + "\n")
     }
 
+    /// One JSON value: indented on a terminal (for a person), compact in a
+    /// pipe (for a program). The keys and values are the same either way.
     public func emit<T: Encodable>(_ value: T) {
+        json(Output.encodeJSON(value))
+    }
+
+    /// One line of a JSON stream (`--watch --json`): compact, always.
+    public func emitLine<T: Encodable>(_ value: T) {
         context.stdout.write(Output.encodeJSON(value) + "\n")
+    }
+
+    /// JSON text a command built itself, written as `emit` writes.
+    public func json(_ compact: String) {
+        context.stdout.write((context.stdoutIsTerminal ? Output.indented(compact) : compact) + "\n")
+    }
+
+    /// Compact JSON with two-space indentation and a space after each
+    /// colon; strings are copied as they are.
+    static func indented(_ compact: String) -> String {
+        var out = ""
+        out.reserveCapacity(compact.utf8.count * 2)
+        var depth = 0, inString = false, escaped = false
+        let chars = Array(compact.unicodeScalars)
+        func newline() { out += "\n" + String(repeating: "  ", count: depth) }
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if inString {
+                out.unicodeScalars.append(c)
+                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { inString = false }
+                i += 1
+                continue
+            }
+            switch c {
+            case "\"": inString = true; out.unicodeScalars.append(c)
+            case "{", "[":
+                let close: Unicode.Scalar = c == "{" ? "}" : "]"
+                if i + 1 < chars.count, chars[i + 1] == close {
+                    out.unicodeScalars.append(c); out.unicodeScalars.append(close)
+                    i += 2
+                    continue
+                }
+                out.unicodeScalars.append(c)
+                depth += 1
+                newline()
+            case "}", "]":
+                depth -= 1
+                newline()
+                out.unicodeScalars.append(c)
+            case ",": out += ","; newline()
+            case ":": out += ": "
+            case " ", "\n", "\t", "\r": break
+            default: out.unicodeScalars.append(c)
+            }
+            i += 1
+        }
+        return out
     }
 
     /// Escapes what must not reach a terminal raw, then turns the colours

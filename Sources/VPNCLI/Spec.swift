@@ -134,7 +134,7 @@ public struct CommandSpec: @unchecked Sendable {
 /// Options that every command accepts, anywhere on the line.
 public enum GlobalOptionSpecs {
     public static let all: [OptionSpec] = [
-        OptionSpec("json", help: "Print one JSON value on stdout (errors too, as {\"error\":...})."),
+        OptionSpec("json", help: "Print one JSON value on stdout (errors too, as {\"error\":...}); indented on a terminal."),
         OptionSpec("config-dir", value: "dir", help: "Preferences and secrets directory (env VPNCTL_CONFIG_DIR; default /etc/vpnctl)."),
         OptionSpec("run-dir", value: "dir", help: "Runtime state directory (env VPNCTL_RUN_DIR; default /run/vpnctl)."),
         OptionSpec("verbose", short: "v", help: "Print each change made to the system."),

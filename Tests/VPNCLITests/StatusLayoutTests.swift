@@ -56,3 +56,65 @@ import VPNCore
         #expect(Timestamp.ago(now.addingTimeInterval(-86400 * 4), now: now) == "4 days ago")
     }
 }
+
+/// JSON: indented for a person at a terminal, compact in a pipe, the same value either way.
+@Suite struct JSONLayoutTests {
+    @Test func indentedAtATerminalCompactInAPipe() throws {
+        let h = Harness()
+        h.run("import", h.fixture("wg/office.conf"))
+        for args in [["list", "--json"], ["status", "--json"], ["show", "office", "--json"], ["is-connected", "office", "--json"]] {
+            h.stdoutColumns = nil
+            let pipe = h.run(args).stdout
+            h.stdoutColumns = 80
+            let terminal = h.run(args).stdout
+            #expect(pipe.split(separator: "\n").count == 1, "\(args)")
+            #expect(terminal.contains("\n  \""), "\(args): \(terminal)")
+            let a = try JSONSerialization.jsonObject(with: Data(pipe.utf8)) as? NSDictionary
+            let b = try JSONSerialization.jsonObject(with: Data(terminal.utf8)) as? NSDictionary
+            #expect(a == b, "\(args)")
+        }
+    }
+
+    @Test func indentationKeepsStringsAndEmptyContainers() {
+        #expect(Output.indented(#"{"a":[],"b":{},"c":"x, {y}: \"z\"","d":[1,2]}"#) == """
+            {
+              "a": [],
+              "b": {},
+              "c": "x, {y}: \\"z\\"",
+              "d": [
+                1,
+                2
+              ]
+            }
+            """)
+    }
+}
+
+/// Every JSON object a command prints has its keys in sorted order.
+@Suite struct JSONKeyOrderTests {
+    /// Whether every object in `text` has its keys written in sorted order.
+    static func objectsKeepSortedKeys(_ text: String) throws -> Bool {
+        let value = try JSONSyntax.parse(Array(text.utf8))
+        func sorted(_ v: JSONValue) -> Bool {
+            switch v {
+            case .object(let o):
+                let keys = o.members.map(\.key)
+                return keys == keys.sorted() && o.members.allSatisfy { sorted($0.value) }
+            case .array(let items): return items.allSatisfy(sorted)
+            default: return true
+            }
+        }
+        return sorted(value)
+    }
+
+    @Test func everyCommandSortsItsKeys() throws {
+        let h = Harness()
+        h.environment = ["VPNCTL_PROC_NET_DEV": h.fixture("procnetdev/wide.txt")]
+        h.run("import", h.fixture("wg/office.conf"))
+        for args in [["list"], ["status"], ["show", "office"], ["stats", "--all"], ["secret", "list", "office"],
+                     ["is-connected", "office"], ["version"], ["show", "nope"]] {
+            let out = h.run(args + ["--json"]).stdout
+            #expect(try Self.objectsKeepSortedKeys(out), "\(args): \(out.prefix(300))")
+        }
+    }
+}

@@ -208,6 +208,10 @@ enum StatsCommand {
     static func printJSON(_ inv: Invocation, _ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?) {
         let plain = rows.allSatisfy { ByteWriter.isPrintableASCII($0.counters.name) && ByteWriter.isPrintableASCII($0.profile ?? "") }
             && ByteWriter.isPrintableASCII(session?.profile ?? "")
+        // One snapshot at a terminal is indented; --watch lines stay compact.
+        if interval == nil && inv.context.stdoutIsTerminal {
+            return inv.output.json(json(rows, sampledAt: sampledAt, session: session, interval: interval))
+        }
         guard plain else { return inv.output.line(json(rows, sampledAt: sampledAt, session: session, interval: interval)) }
         let stdout = inv.context.stdout
         var w = jsonBytes(rows, sampledAt: sampledAt, session: session, interval: interval, flush: { stdout.write($0) })
@@ -218,42 +222,46 @@ enum StatsCommand {
     static func jsonBytes(_ rows: [Row], sampledAt: Date, session: StatsSession?, interval: Double?,
                           flush: ((String) -> Void)? = nil) -> ByteWriter {
         var w = ByteWriter(capacity: flush == nil ? 200 + rows.count * 280 : ByteWriter.piece + 1024, sink: flush)
-        w.lit("{\"schemaVersion\":1,\"estimate\":true,\"sampledAt\":\"")
-        w.raw(Timestamp.iso8601(sampledAt))
-        w.lit("\"")
-        if let interval { w.raw(",\"intervalSeconds\":\(interval)") }
-        w.lit(",\"interfaces\":[")
+        // Keys in sorted order, as every other command writes them.
+        w.lit("{\"estimate\":true,\"interfaces\":[")
         for (i, r) in rows.enumerated() {
             let c = r.counters
             if i > 0 { w.byte(UInt8(ascii: ",")) }
-            w.lit("{\"name\":"); w.quoted(c.name)
+            w.lit("{\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
             w.lit(",\"ifindex\":"); if let x = r.facts.ifindex { w.number(UInt64(max(0, x))) } else { w.lit("null") }
-            w.lit(",\"class\":\""); w.raw(r.facts.kind.rawValue); w.byte(UInt8(ascii: "\""))
+            w.lit(",\"name\":"); w.quoted(c.name)
             if let p = r.profile { w.lit(",\"profile\":"); w.quoted(p) }
-            w.lit(",\"rxBytes\":"); w.number(c.rxBytes)
-            w.lit(",\"rxPackets\":"); w.number(c.rxPackets)
-            w.lit(",\"rxErrors\":"); w.number(c.rxErrors)
-            w.lit(",\"rxDropped\":"); w.number(c.rxDropped)
-            w.lit(",\"txBytes\":"); w.number(c.txBytes)
-            w.lit(",\"txPackets\":"); w.number(c.txPackets)
-            w.lit(",\"txErrors\":"); w.number(c.txErrors)
-            w.lit(",\"txDropped\":"); w.number(c.txDropped)
             w.lit(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
+            w.lit(",\"rxBytes\":"); w.number(c.rxBytes)
             if interval != nil {
                 w.lit(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
+            }
+            w.lit(",\"rxDropped\":"); w.number(c.rxDropped)
+            w.lit(",\"rxErrors\":"); w.number(c.rxErrors)
+            w.lit(",\"rxPackets\":"); w.number(c.rxPackets)
+            w.lit(",\"txBytes\":"); w.number(c.txBytes)
+            if interval != nil {
                 w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
             }
+            w.lit(",\"txDropped\":"); w.number(c.txDropped)
+            w.lit(",\"txErrors\":"); w.number(c.txErrors)
+            w.lit(",\"txPackets\":"); w.number(c.txPackets)
             w.byte(UInt8(ascii: "}"))
             w.flushIfFull()
         }
         w.byte(UInt8(ascii: "]"))
+        if let interval { w.raw(",\"intervalSeconds\":\(interval)") }
+        w.lit(",\"sampledAt\":\"")
+        w.raw(Timestamp.iso8601(sampledAt))
+        w.lit("\",\"schemaVersion\":1")
         if let x = session {
-            w.lit(",\"session\":{\"profile\":"); w.quoted(x.profile)
-            w.lit(",\"interface\":"); w.quoted(x.interface)
+            w.lit(",\"session\":{\"interface\":"); w.quoted(x.interface)
+            w.lit(",\"profile\":"); w.quoted(x.profile)
+            w.lit(x.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
             w.lit(",\"rxBytes\":"); if let v = x.rxBytes { w.number(v) } else { w.lit("null") }
-            w.lit(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.lit("null") }
             w.lit(",\"since\":"); if let d = x.since { w.quoted(Timestamp.iso8601(d)) } else { w.lit("null") }
-            w.lit(x.resetDetected ? ",\"resetDetected\":true}" : ",\"resetDetected\":false}")
+            w.lit(",\"txBytes\":"); if let v = x.txBytes { w.number(v) } else { w.lit("null") }
+            w.byte(UInt8(ascii: "}"))
         }
         w.byte(UInt8(ascii: "}"))
         return w

@@ -34,7 +34,7 @@ enum StatusCommand {
         if inv.options.json {
             let value = JSONValue.object(["schemaVersion": .number("1"),
                                           "profiles": .array(statuses.map { StatusJSON(status: $0).json })])
-            inv.output.line(value.serialized)
+            inv.output.json(value.serialized)
             return .ok
         }
         if statuses.isEmpty {
@@ -148,7 +148,7 @@ enum StatusCommand {
 
     static func emit(_ inv: Invocation, _ t: StatusTransition) {
         if inv.options.json {
-            inv.output.emit(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.lowercasedString, name: t.name,
+            inv.output.emitLine(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.lowercasedString, name: t.name,
                                       status: t.status, previous: t.previous, interface: t.interface, error: t.error))
         } else {
             var s = "\(Timestamp.clock(t.time))  \(t.name)  \(t.previous) -> \(t.status)"
