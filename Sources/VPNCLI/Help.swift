@@ -32,7 +32,7 @@ public enum Help {
             s += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()
         }
         let globals = GlobalOptionSpecs.all.map { "--\($0.name)" }.joined(separator: ", ")
-        s += "\nGlobal options (\(globals)) work with every command; see 'vpnctl help'."
+        s += "\n" + wrap("Global options (\(globals)) work with every command; see 'vpnctl help'.", width: 80)
         return s
     }
 
@@ -43,6 +43,19 @@ public enum Help {
         discussion: "'vpnctl help COMMAND' is the same as 'vpnctl COMMAND --help'.",
         examples: ["vpnctl help", "vpnctl help start", "vpnctl help secret set"],
         positionals: [PositionalSpec("command", optional: true, variadic: true, help: "A command (and subcommand) to explain.")])
+
+    /// Words joined into lines of at most `width` characters.
+    static func wrap(_ text: String, width: Int) -> String {
+        var lines: [String] = [], current = ""
+        for word in text.split(separator: " ") {
+            if !current.isEmpty && current.count + 1 + word.count > width {
+                lines.append(current)
+                current = ""
+            }
+            current += (current.isEmpty ? "" : " ") + word
+        }
+        return (lines + [current]).joined(separator: "\n")
+    }
 
     /// " (also: up, connect)" for a command with aliases.
     static func aliasNote(_ spec: CommandSpec) -> String {
