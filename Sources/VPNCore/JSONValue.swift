@@ -57,8 +57,13 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     public var count: Int { members.count }
 
     public subscript(key: String) -> JSONValue? {
-        if let index { return index[key].map { members[$0].value } }
-        for m in members where m.key == key { return m.value }
+        position(of: key).map { members[$0].value }
+    }
+
+    /// Where the member named `key` is in `members`.
+    public func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        for (i, m) in members.enumerated() where m.key == key { return i }
         return nil
     }
 
@@ -132,8 +137,9 @@ public struct JSONReader {
     /// nil when the key is absent or null.
     public func optional(_ key: String) throws -> JSONReader? {
         let object = try members()
-        if let tracker { tracker.asked(key, in: slot) }
-        guard let v = object[key], v != .null else { return nil }
+        let i = object.position(of: key)
+        if let tracker { tracker.asked(key, found: i, in: slot) }
+        guard let i, case let v = object.members[i].value, v != .null else { return nil }
         return JSONReader(v, at: .member(location, key), tracker: tracker)
     }
 
@@ -186,8 +192,8 @@ public struct JSONReader {
     public func stringMap() throws -> [String: String] {
         var out: [String: String] = [:]
         let object = try members()
-        for (k, v) in object.members {
-            if let tracker { tracker.asked(k, in: slot) }
+        for (n, (k, v)) in object.members.enumerated() {
+            if let tracker { tracker.asked(k, found: n, in: slot) }
             out[k] = try JSONReader(v, at: .member(location, k), tracker: nil).string()
         }
         return out
@@ -211,24 +217,57 @@ public struct JSONReader {
 /// Records the keys a decoder asked each object for, so that the members it
 /// never asked for (a misspelt or unknown key, which a decoder would drop
 /// silently) can be named with the key it most likely meant. Strict reads
-/// only: a profile a person wrote or edited.
+/// only: a profile a person wrote or edited, and the preferences on load.
+///
+/// A counting tracker only answers whether there is an unknown key: per
+/// object a bit for each member found, no strings kept, so that a store of
+/// a thousand profiles loads at nearly the cost of an unchecked read. On
+/// the rare file that has one, a second, full read names it.
 public final class KeyTracker {
     struct Entry {
         let location: JSONReader.Location
         let object: JSONObject
         var asked: [String] = []
     }
+    struct Tally {
+        let members: Int
+        var found: UInt64 = 0
+        var asked = false
+    }
+    let full: Bool
     var entries: [Entry] = []
+    var tallies: [Tally] = []
 
-    public init() {}
-
-    func register(_ object: JSONObject, at location: JSONReader.Location) -> Int {
-        entries.append(Entry(location: location, object: object))
-        return entries.count - 1
+    /// `full`: keep every asked key and every object, for `unknownKeys()`.
+    public init(full: Bool = true) {
+        self.full = full
     }
 
-    func asked(_ key: String, in slot: Int) {
-        if slot >= 0 { entries[slot].asked.append(key) }
+    func register(_ object: JSONObject, at location: JSONReader.Location) -> Int {
+        if full {
+            entries.append(Entry(location: location, object: object))
+            return entries.count - 1
+        }
+        tallies.append(Tally(members: object.count))
+        return tallies.count - 1
+    }
+
+    func asked(_ key: String, found position: Int?, in slot: Int) {
+        guard slot >= 0 else { return }
+        if full {
+            entries[slot].asked.append(key)
+            return
+        }
+        tallies[slot].asked = true
+        if let position, position < 64 { tallies[slot].found |= 1 << UInt64(position) }
+    }
+
+    /// Whether some object has a member its decoder never asked for (an
+    /// object of more than 64 members counts as having one: no decoder
+    /// reads that many).
+    public var hasUnknownKeys: Bool {
+        if full { return !unknownKeys().isEmpty }
+        return tallies.contains { $0.asked && ($0.members > 64 || $0.found.nonzeroBitCount != $0.members) }
     }
 
     /// A member no decoder asked for, with the known keys closest to it.
@@ -245,9 +284,10 @@ public final class KeyTracker {
         }
     }
 
-    /// Unknown members in document order. Only objects whose decoder read
-    /// at least one key are checked: an object read as a whole (a value
-    /// the decoder skipped) is not the decoder's to judge.
+    /// Unknown members in document order (a full tracker's; a counting
+    /// one has none to name). Only objects whose decoder read at least one
+    /// key are checked: an object read as a whole (a value the decoder
+    /// skipped) is not the decoder's to judge.
     public func unknownKeys() -> [UnknownKey] {
         var out: [UnknownKey] = []
         for e in entries where !e.asked.isEmpty {

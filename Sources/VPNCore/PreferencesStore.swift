@@ -159,9 +159,11 @@ public enum PreferencesCodec {
     public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
         let hint = "fix the file by hand (vpnctl never rewrites a file it cannot read)"
         let prefs: Preferences
-        let tracker = KeyTracker()
+        let document: JSONValue
+        let tally = KeyTracker(full: false)
         do {
-            prefs = try Preferences(json: JSONReader(try JSONSyntax.parse(bytes), tracker: tracker))
+            document = try JSONSyntax.parse(bytes)
+            prefs = try Preferences(json: JSONReader(document, tracker: tally))
         } catch let problem as JSONSyntax.Problem {
             throw VPNError(.configurationReadWriteFailed,
                            "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)", hint: hint)
@@ -170,7 +172,9 @@ public enum PreferencesCodec {
         }
         // A key this vpnctl does not know would be dropped by the next save:
         // refuse to load rather than lose it.
-        if let unknown = tracker.unknownKeys().first, prefs.schemaVersion <= Preferences.currentSchemaVersion {
+        let tracker = KeyTracker()
+        if tally.hasUnknownKeys, (try? Preferences(json: JSONReader(document, tracker: tracker))) != nil,
+           let unknown = tracker.unknownKeys().first, prefs.schemaVersion <= Preferences.currentSchemaVersion {
             let line = JSONSyntax.line(ofKey: unknown.key, in: bytes).map { ":\($0)" } ?? ""
             throw VPNError(.configurationReadWriteFailed, "\(path)\(line): \(unknown)",
                            hint: "rename or remove the key by hand (vpnctl never rewrites a file it cannot read)")
