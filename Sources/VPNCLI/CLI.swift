@@ -79,12 +79,11 @@ public enum VPNCLI {
     /// Runs a parsed command: its options resolved, its output set up, and
     /// any error it throws reported with its exit code.
     static func execute(_ spec: CommandSpec, _ args: ParsedArguments, _ context: Context, early: Output) -> Int32 {
-        var options = GlobalOptions(args, context)
+        let options = GlobalOptions(args, context)
         let colorMode: ColorMode
         do { colorMode = try ColorMode.from(args) } catch {
             return report(error, to: early)
         }
-        options.color = colorMode.colors(terminal: context.stdoutIsTerminal, environment: context.environment)
         let output = Output(context: context, json: options.json, color: colorMode)
         do {
             return try spec.run!(Invocation(args: args, options: options, context: context, output: output)).rawValue

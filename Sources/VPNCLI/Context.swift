@@ -95,8 +95,9 @@ public struct GlobalOptions {
         json = args.flag("json")
         verbose = args.flag("verbose")
         let env = context.environment
-        color = !args.flag("no-color") && env["NO_COLOR"].map { $0.isEmpty } ?? true
-            && context.stdoutIsTerminal && env["TERM"] != "dumb"
+        // The one colour rule is ColorMode's; a contradictory --color is
+        // reported by `execute` before any command runs.
+        color = ((try? ColorMode.from(args)) ?? .never).colors(terminal: context.stdoutIsTerminal, environment: env)
         configDirectory = args.value("config-dir") ?? env["VPNCTL_CONFIG_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/vpnctl"
         runDirectory = args.value("run-dir") ?? env["VPNCTL_RUN_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/run/vpnctl"
         configDirectory = GlobalOptions.normalize(configDirectory)

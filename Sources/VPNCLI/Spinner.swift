@@ -1,6 +1,7 @@
+import Dispatch
 import VPNSystem
 
-/// A progress indicator on stderr for the waits of start and stop: only on
+/// A progress indicator on stderr for the waits of start, stop and verify: only on
 /// a terminal that can take it (not TERM=dumb), never with --json or in a
 /// pipe, and only once the wait has lasted 300 ms (a quick start shows
 /// nothing). It clears its line before anything else is printed.
@@ -31,6 +32,21 @@ final class Spinner {
         sink.write("\r\u{1B}[K\(Spinner.frames[frame % Spinner.frames.count]) \(text)…")
         frame += 1
         shown = true
+    }
+
+    /// Runs `work` with the spinner turning on a timer of its own, for a
+    /// wait the command cannot tick itself (verify's blocking probe). The
+    /// timer is stopped, and the line cleared, before `work`'s result is used.
+    func during<T>(_ text: String, _ work: () throws -> T) rethrows -> T {
+        guard enabled else { return try work() }
+        let queue = DispatchQueue(label: "vpnctl.spinner")
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(Int(Spinner.delayMs)), repeating: .milliseconds(100))
+        nonisolated(unsafe) let spinner = self
+        timer.setEventHandler { spinner.tick(text, now: spinner.shownAfterMs) }
+        timer.resume()
+        defer { queue.sync { timer.cancel(); spinner.clear() } }
+        return try work()
     }
 
     func clear() {

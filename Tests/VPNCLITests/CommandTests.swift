@@ -359,6 +359,23 @@ extension Harness {
         #expect(sink.text.hasSuffix("…\r\u{1B}[K"))
     }
 
+    /// verify's probe blocks: the spinner turns on its own timer meanwhile,
+    /// and its line is cleared before the result is printed.
+    @Test func turnsDuringABlockingWaitAndClears() {
+        let sink = BufferSink()
+        let spinner = Spinner(enabled: true, sink: sink)
+        let result = spinner.during("verifying office") { () -> Int in
+            usleep(600_000)
+            return 7
+        }
+        #expect(result == 7)
+        #expect(sink.text.contains("verifying office…"))
+        #expect(sink.text.hasSuffix("\r\u{1B}[K"))
+        let quick = BufferSink()
+        _ = Spinner(enabled: true, sink: quick).during("verifying office") { 1 }
+        #expect(quick.text.isEmpty, "a quick wait shows nothing")
+    }
+
     @Test func neverWhenDisabled() {
         let sink = BufferSink()
         let spinner = Spinner(enabled: false, sink: sink, now: 0)

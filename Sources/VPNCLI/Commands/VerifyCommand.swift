@@ -57,7 +57,9 @@ enum VerifyCommand {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let status = try inv.controller.derive(profile)
-        let report = try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout)
+        let report = try Spinner(for: inv, when: true).during("verifying '\(profile.name)' with \(probeText)") {
+            try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout)
+        }
         let checks = report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
         if inv.options.json {
             inv.output.emit(Result(profile: profile.name, probe: probeText, verdict: report.verdict.rawValue, checks: checks))
