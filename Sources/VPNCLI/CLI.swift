@@ -69,7 +69,8 @@ public enum VPNCLI {
                                      ParseState.didYouMean(close), hint: "See 'vpnctl help'."))
                 return ExitCode.usage.rawValue
             }
-            early.line(Help.render(spec, path: parser.canonical(path)))
+            let canonical = path == ["help"] ? path : parser.canonical(path)
+            if wantsJSON { early.emit(HelpJSON(spec, path: canonical)) } else { early.line(Help.render(spec, path: canonical)) }
             return 0
         case .run(let spec, let args):
             return execute(spec, args, context, early: early)
@@ -98,6 +99,34 @@ public enum VPNCLI {
         let e = VPNError.from(error)
         output.error(e)
         return e.code.rawValue
+    }
+}
+
+/// `help --json`: the spec a script or an editor plugin can read.
+struct HelpJSON: Encodable {
+    struct Option: Encodable {
+        let name: String
+        let value: String?
+        let help: String
+    }
+    var schemaVersion = 1
+    let command: String
+    let aliases: [String]
+    let abstract: String
+    let usage: String
+    let options: [Option]
+    let examples: [String]
+    let subcommands: [String]
+
+    init(_ spec: CommandSpec, path: [String]) {
+        let name = (["vpnctl"] + path).joined(separator: " ")
+        command = name
+        aliases = spec.aliases
+        abstract = spec.abstract
+        usage = Help.usage(spec, name: name)
+        options = (spec.options + (path.isEmpty ? GlobalOptionSpecs.all : [])).map { Option(name: $0.name, value: $0.valueName, help: $0.help) }
+        examples = spec.examples
+        subcommands = spec.subcommands.map(\.name)
     }
 }
 

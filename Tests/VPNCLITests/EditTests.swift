@@ -132,6 +132,15 @@ import VPNCore
 
 /// One name per concept, and --json everywhere.
 @Suite struct JSONNamingTests {
+    @Test func helpJSON() throws {
+        let h = Harness()
+        let d = jsonObject(h.run("help", "up", "--json").stdout)
+        #expect(d["command"] as? String == "vpnctl start")
+        #expect(d["aliases"] as? [String] == ["up", "connect"])
+        #expect((d["examples"] as? [String])?.first == "vpnctl start office --wait")
+        #expect(jsonObject(h.run("help", "--json").stdout)["subcommands"] as? [String] == VPNCLI.commands.map(\.name))
+    }
+
     @Test func isConnectedJSON() {
         let h = Harness()
         h.run("import", h.fixture("wg/office.conf"))
