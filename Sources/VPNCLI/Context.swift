@@ -18,6 +18,12 @@ public struct Context {
     public var runEditor: (_ command: String, _ path: String, _ environment: [String: String]) throws -> Int32
     /// Reads a secret typed at the terminal, without echo.
     public var readSecretFromTerminal: (_ prompt: String) -> [UInt8]
+    /// The profiles the caller may see; nil for everything (root, or a
+    /// user on their own store). The agent sets it for the users it serves.
+    public var visibleProfiles: ((Profile) -> Bool)? = nil
+    /// Who the agent serves and its policy (for `vpnctl can`); nil when
+    /// the command runs for its own user.
+    public var agentCaller: (Caller, AccessPolicy)? = nil
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
@@ -116,6 +122,7 @@ public struct Invocation {
     public func loadedManager() throws -> ProfileManager {
         let m = ProfileManager(store: store)
         try m.load()
+        if let visible = context.visibleProfiles { m.restrict(to: visible) }
         return m
     }
 }

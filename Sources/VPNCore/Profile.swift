@@ -116,4 +116,13 @@ public enum PolicyAction: String, CaseIterable, Codable, Sendable {
     public static let tunnelActions: [PolicyAction] = [.start, .stop, .toggle, .status, .stats, .verify]
 
     public var isTunnelAction: Bool { PolicyAction.tunnelActions.contains(self) }
+
+    /// The action in a sentence: "may not \(phrase) 'office'".
+    public var phrase: String {
+        switch self {
+        case .status: return "see the status of"
+        case .stats: return "see the counters of"
+        default: return rawValue
+        }
+    }
 }

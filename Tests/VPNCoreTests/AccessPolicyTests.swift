@@ -65,7 +65,7 @@ import Testing
         #expect(!d.allowed)
         #expect(d.reason == "user 'mallory' may not start 'office': its policy allows users alice; groups staff")
         #expect(policy.decide(mallory, .status, profile: rootOnly).reason
-                == "user 'mallory' may not status 'private': its policy names nobody (root and group 'vpnctl' only)")
+                == "user 'mallory' may not see the status of 'private': its policy names nobody (root and group 'vpnctl' only)")
         // A uid without a passwd entry matches no user name.
         #expect(!policy.decide(user(nil, uid: 4242), .start, profile: office).allowed)
         #expect(policy.decide(user(nil, uid: 4242), .start, profile: office).reason.hasPrefix("uid 4242 may not"))
@@ -99,7 +99,7 @@ import Testing
         #expect(e.code == .permissionDenied)
         #expect(e.code.rawValue == 11)
         #expect(e.message == d.reason)
-        #expect(e.hint == "root or a member of group 'vpnctl' can grant it in the profile's policy")
+        #expect(e.remedy == .grant(profile: "office", adminGroup: "vpnctl"))
     }
 
     @Test func policyActionsRoundTripAndRejectStoreActions() throws {

@@ -67,7 +67,7 @@ public struct AccessPolicy: Sendable {
         let policy = profile.policy
         let byUser = caller.userName.map { policy.users.contains($0) } ?? false
         let byGroup = caller.groupNames.first { policy.groups.contains($0) }
-        let what = "\(action.rawValue) '\(profile.name)'"
+        let what = "\(action.phrase) '\(profile.name)'"
         guard byUser || byGroup != nil else {
             return AccessDecision(allowed: false, reason: "\(caller.display) may not \(what): \(describe(policy))")
         }
@@ -89,8 +89,8 @@ public struct AccessPolicy: Sendable {
     /// action, why, and who may grant it.
     public func denial(_ decision: AccessDecision, action: PolicyAction, profile: Profile?) -> VPNError {
         VPNError(.permissionDenied, decision.reason,
-                 hint: "root or a member of group '\(adminGroup)' can grant it in the profile's policy",
-                 remedy: profile.map { .edit(profile: $0.name, field: "policy") })
+                 hint: profile == nil ? "only root and members of group '\(adminGroup)' may" : nil,
+                 remedy: profile.map { .grant(profile: $0.name, adminGroup: adminGroup) })
     }
 
     func describe(_ policy: Policy) -> String {
