@@ -297,3 +297,19 @@ PY
   wait $listener
   expect_code 11 "start lab by $UA, activated" as "$UA" start lab || exit 1
 )
+
+# The units make install installs: systemd accepts them as they are (no
+# warning either), with ExecStart pointing at a real vpnctl.
+sec_agent_systemd_units_verify() (
+  command -v systemd-analyze >/dev/null || { echo "  skip: systemd-analyze is not installed"; exit 2; }
+  local units=$HERE/../../packaging/systemd u out
+  for u in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
+    sed "s|@BINDIR@|$(dirname "$BIN")|g" "$units/$u" > "$WORK/$u" || exit 1
+  done
+  out=$(cd "$WORK" && systemd-analyze verify --man=no ./vpnctl-agent.socket ./vpnctl-agent.service ./vpnctl@office.service 2>&1) \
+    || { echo "  systemd-analyze verify failed: $out"; exit 1; }
+  [ -z "$out" ] || { echo "  systemd-analyze verify warned: $out"; exit 1; }
+  grep -q '^KillMode=process$' "$WORK/vpnctl-agent.service" || { echo "  a restart of the agent would end tunnels"; exit 1; }
+  grep -q '^SocketMode=0666$' "$WORK/vpnctl-agent.socket" && grep -q '^ListenStream=/run/vpnctl/agent.sock$' "$WORK/vpnctl-agent.socket" \
+    || { echo "  the socket unit does not match vpnctl-agent(8)"; exit 1; }
+)
