@@ -42,7 +42,7 @@ agent_set_policy() {
   printf '%s\n' 'import json, os, sys' \
     'p = json.load(open(sys.argv[1])); p["policy"] = json.loads(os.environ["POLICY"]); json.dump(p, open(sys.argv[1], "w"))' \
     > "$LAB_DIR/set-policy.py"
-  POLICY=$2 EDITOR="python3 $LAB_DIR/set-policy.py" cn "$V" edit "$1" >/dev/null
+  POLICY=$2 EDITOR="python3 $LAB_DIR/set-policy.py" ip netns exec "$NS_C" "$V" edit "$1" >/dev/null
 }
 
 # as USER ARGS...: vpnctl as USER, on the system store: through the agent.
