@@ -85,8 +85,8 @@ test_agent_killed_during_wait() {
   silence_peer
   as "$u1" start office --wait --timeout 30 > "$LAB_DIR/agent-wait.out" 2>&1 &
   local client=$!
-  wait_for "a worker for the start" 5 pgrep -f "__agent-run.*$VPNCTL_RUN_DIR" || return 1
-  worker=$(pgrep -f "__agent-run.*$VPNCTL_RUN_DIR")
+  wait_for "a worker for the start" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || return 1
+  worker=$(pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR")
   wait_for "the tunnel to be connecting" 5 status_is office connecting || return 1
   kill -KILL "$AGL_PID"; wait "$AGL_PID" 2>/dev/null; AGL_PID=""
   kill -KILL "$worker"

@@ -189,13 +189,16 @@ test_make_install() {
   make -C "$ROOT" -s install DESTDIR="$dest" PREFIX=$prefix >/dev/null || return 1
   local f
   for f in bin/vpnctl share/man/man1/vpnctl.1 share/man/man5/vpnctl-profile.5 share/bash-completion/completions/vpnctl \
-           share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish; do
+           share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
+           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
+  grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \
+    || { echo "  the agent's unit does not run $prefix/bin/vpnctl"; return 1; }
   make -C "$ROOT" -s uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null || return 1
   local left; left=$(find "$dest" -type f)
   [ -z "$left" ] || { echo "  left after uninstall: $left"; return 1; }
 }
-check "make install / uninstall: binary, both pages, three completion scripts" test_make_install
+check "make install / uninstall: binary, the pages, three completion scripts, the agent's systemd units" test_make_install
 
 summary packaging

@@ -54,8 +54,12 @@ agent_down() {
     pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("supervisorPid") or "")' "$rec" 2>/dev/null)
     [ -n "$pid" ] && grep -q __supervise "/proc/$pid/cmdline" 2>/dev/null && stop_pid "$pid"
   done
-  local u g
-  for u in "${AG_USERS[@]}"; do userdel "$u" 2>/dev/null; done
+  local u g p
+  for u in "${AG_USERS[@]}"; do
+    # A client a failed case left running: users this case made run only what it started.
+    for p in $(pgrep -u "$u"); do kill -KILL "$p" 2>/dev/null; done
+    userdel "$u" 2>/dev/null
+  done
   for g in "${AG_GROUPS[@]}"; do groupdel "$g" 2>/dev/null; done
   [ -n "$AG_NS" ] && ip netns del "$AG_NS" 2>/dev/null
   return 0
@@ -71,7 +75,10 @@ PY
 }
 
 # as USER ARGS...: vpnctl as USER, with the system store (so it goes to the agent).
-as() { local u=$1; shift; runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$BIN" "$@"; }
+as() {
+  local u=$1; shift
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$BIN" "$@"
+}
 # root ARGS...: vpnctl as root, directly, where the agent runs.
 root() { ip netns exec "$AG_NS" "$BIN" "$@"; }
 # raw USER PYTHON-BYTES-LITERAL...: sends each literal as one connection's request; prints each reply's frames.
@@ -114,6 +121,11 @@ sec_agent_permitted_user_controls_the_profile() (
     [ "$args" = "can status office" ] && { grep -q "^allowed: user '$UA' may see the status of 'office'" <<<"$mine" || { echo "  can: $mine"; exit 1; }; continue; }
     expect_eq "'$args' as $UA and as root" "$theirs" "$mine" || exit 1
   done
+  # status --watch through the agent: the transitions the start and stop make.
+  as "$UA" status office --watch --count 2 --json > "$WORK/watch.out" 2> "$WORK/watch.err" &
+  local watcher=$!
+  wait_for "the watch's worker" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || exit 1
+  sleep 0.3
   expect_ok "start by $UA" as "$UA" start office --no-wait || exit 1
   expect_eq "start's note" "start requested; status: connecting" "$OUT" || exit 1
   local id; id=$(profile_id office)
@@ -126,6 +138,18 @@ sec_agent_permitted_user_controls_the_profile() (
   expect_ok "stop by $UA" as "$UA" stop office || exit 1
   expect_eq "stop's report" "stopped 'office'" "$OUT" || exit 1
   expect_eq "office's stop reason" userInitiated "$(root status office --json | json_get profiles.0.stopReason)" || exit 1
+  wait_for "the watch to end after 2 transitions" 10 gone "$watcher" || exit 1
+  wait "$watcher" || { echo "  the watch failed: $(cat "$WORK/watch.err")"; exit 1; }
+  expect_eq "the watched transitions" "disconnected>connecting" \
+    "$(python3 -c 'import json,sys; print(" ".join(l["previous"] + ">" + l["status"] for l in map(json.loads, open(sys.argv[1])))[:100])' "$WORK/watch.out" | cut -d' ' -f1)" || exit 1
+  [ "$(wc -l < "$WORK/watch.out")" = 2 ] || { echo "  watch printed: $(cat "$WORK/watch.out")"; exit 1; }
+  # A watcher that goes away ends its worker. (Not through `as`: a function
+  # put in the background is a subshell, and $! must be vpnctl itself.)
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" status --watch > /dev/null 2>&1 &
+  watcher=$!
+  wait_for "the watch's worker" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || exit 1
+  kill "$watcher"; wait "$watcher" 2>/dev/null
+  wait_for "the worker to notice its client is gone" 5 bash -c "! pgrep -f '[_]_agent-run.*$VPNCTL_RUN_DIR'" || exit 1
   # A member of the group the policy names may too: toggle stops a running
   # tunnel, and starts a stopped one (which, with no peer, fails: 3 or 4).
   expect_ok "start by $UA again" as "$UA" start office --no-wait || exit 1

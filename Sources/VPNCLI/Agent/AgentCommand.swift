@@ -17,7 +17,8 @@ enum AgentCommand {
         """,
         options: [OptionSpec("admin-group", value: "group", help: "Members may do everything, as root may (default vpnctl)."),
                   OptionSpec("request-timeout", value: "ms", help: "How long a client may take to send its request (default 2000)."),
-                  OptionSpec("max-clients", value: "n", help: "Requests read at once; more are told the agent is busy (default 512).")],
+                  OptionSpec("max-clients", value: "n", help: "Requests read at once; more are told the agent is busy (default 512)."),
+                  OptionSpec("max-workers", value: "n", help: "Requests that wait (start, watch, ...) one user may have running (default 32).")],
         run: run)
 
     static func number(_ inv: Invocation, _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
@@ -33,6 +34,7 @@ enum AgentCommand {
         var limits = AgentServer.Limits()
         limits.requestTimeoutMs = Int64(try number(inv, "request-timeout", default: 2000, range: 10...600_000))
         limits.maximumClients = try number(inv, "max-clients", default: 512, range: 1...100_000)
+        limits.maximumWorkersPerUser = try number(inv, "max-workers", default: 32, range: 1...10_000)
         let adminGroup = inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup
         guard !adminGroup.isEmpty, !adminGroup.contains(where: { $0 == ":" || $0 == " " || $0 == "\n" }) else {
             throw VPNError.usage("invalid value \(adminGroup.quotedForMessage) for '--admin-group <group>'", hint: "See 'vpnctl help agent'.")

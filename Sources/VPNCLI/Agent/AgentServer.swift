@@ -16,6 +16,8 @@ final class AgentServer {
     struct Limits {
         var requestTimeoutMs: Int64 = 2000
         var maximumClients = 512
+        /// Workers (root processes: starts, watches) one user may have at once.
+        var maximumWorkersPerUser = 32
     }
 
     final class Client {
@@ -90,7 +92,13 @@ final class AgentServer {
             clients[fd] = client
             client.watch = loop.watch(fd) { [unowned self] in readRequest(client) }
             client.timer = loop.after(limits.requestTimeoutMs) { [unowned self] in
-                refuse(client, "no complete request within \(limits.requestTimeoutMs) ms")
+                // A busy turn may reach this timer before the client's data:
+                // what has arrived counts.
+                client.timer = nil
+                readRequest(client)
+                if clients[client.fd] === client {
+                    refuse(client, "no complete request within \(limits.requestTimeoutMs) ms")
+                }
             }
         }
     }
@@ -164,6 +172,14 @@ final class AgentServer {
         if AgentExecution.runsInline(authorized) {
             let code = AgentExecution.run(authorized, caller: caller, settings: settings, path: path, stdout: buffer.stdout, stderr: buffer.stderr)
             log("\(summary): exit \(code)")
+            reply(client.fd, code, frames: buffer.bytes)
+            return
+        }
+        if workers.values.filter({ $0.caller.uid == c.uid }).count >= limits.maximumWorkersPerUser && !caller.isRoot {
+            let code = AgentExecution.render(VPNError(.failure, "\(limits.maximumWorkersPerUser) requests of yours are running already",
+                                                      hint: "wait for one to end (a status --watch ends when you end it)"),
+                                             request, stdout: buffer.stdout, stderr: buffer.stderr)
+            log("\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run")
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
