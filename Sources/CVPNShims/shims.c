@@ -210,7 +210,6 @@ int vpn_link_driver(int sock, const char *name, char *driver, size_t driver_len,
     return 0;
 }
 
-#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -243,13 +242,6 @@ int vpn_sd_notify(const char *address, const char *message) {
     int e = errno;
     close(fd);
     return r < 0 ? -e : 0;
-}
-
-int vpn_group_list(const char *user, unsigned gid, unsigned *groups, int max) {
-    int n = max;
-    if (getgrouplist(user, (gid_t)gid, (gid_t *)groups, &n) < 0)
-        return -1;
-    return n;
 }
 
 int vpn_accept(int listener) {

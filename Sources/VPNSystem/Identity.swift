@@ -3,46 +3,50 @@ import Glibc
 #endif
 import CVPNShims
 
-/// The system's user and group databases (NSS), read for a uid the kernel
-/// vouched for: nothing here trusts a name a client sent.
+/// The system's user and group databases, read from /etc/passwd and
+/// /etc/group (what glibc's "files" source reads) for a uid the kernel
+/// vouched for: nothing here trusts a name a client sent. Not through NSS:
+/// vpnctl is a static executable, and glibc's NSS modules (libnss_systemd
+/// and the like) crash when a static program loads them, so a caller whose
+/// uid only such a module knows has no name, and only its primary group.
 public enum UserDatabase {
-    /// The passwd name of `uid`, or nil. The corresponding C call is getpwuid_r().
-    public static func userName(_ uid: uid_t) -> String? {
-        var pw = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16384)
-        guard getpwuid_r(uid, &pw, &buffer, buffer.count, &result) == 0, result != nil, let name = pw.pw_name else { return nil }
-        return String(cString: name)
-    }
+    public static var passwdPath = "/etc/passwd"
+    public static var groupPath = "/etc/group"
 
-    /// The group name of `gid`, or nil. The corresponding C call is getgrgid_r().
-    public static func groupName(_ gid: gid_t) -> String? {
-        var gr = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 65536)
-        guard getgrgid_r(gid, &gr, &buffer, buffer.count, &result) == 0, result != nil, let name = gr.gr_name else { return nil }
-        return String(cString: name)
-    }
-
-    /// Every group of `user` (primary `gid` included), as gids. The
-    /// corresponding C call is getgrouplist().
-    public static func groupIDs(of user: String, primary gid: gid_t) -> [gid_t] {
-        var max: Int32 = 64
-        while max <= 65536 {
-            var groups = [UInt32](repeating: 0, count: Int(max))
-            let n = vpn_group_list(user, gid, &groups, max)
-            if n >= 0 { return Array(groups.prefix(Int(n))) }
-            max *= 4
+    /// The colon-separated records of a database file.
+    static func records(_ path: String) -> [[Substring]] {
+        guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true) else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            if line.hasPrefix("#") || line.hasPrefix("+") || line.hasPrefix("-") { return nil }
+            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+            return fields.count >= 4 ? fields : nil
         }
-        return [gid]
     }
 
-    /// The names of every group a user is in, primary first; a uid with no
-    /// passwd entry has its primary group only.
+    /// The passwd name of `uid`, or nil (the first entry wins, as in getpwuid).
+    public static func userName(_ uid: uid_t) -> String? {
+        records(passwdPath).first { $0[2] == Substring(String(uid)) }.map { String($0[0]) }
+    }
+
+    /// The group name of `gid`, or nil.
+    public static func groupName(_ gid: gid_t) -> String? {
+        records(groupPath).first { $0[2] == Substring(String(gid)) }.map { String($0[0]) }
+    }
+
+    /// The names of every group a user is in: the primary group (`gid`),
+    /// then each group that lists the user as a member (what getgrouplist
+    /// returns from the files source), each once.
     public static func groupNames(uid: uid_t, gid: gid_t, userName: String?) -> [String] {
-        let ids = userName.map { groupIDs(of: $0, primary: gid) } ?? [gid]
-        var seen = Set<gid_t>()
-        return ([gid] + ids).filter { seen.insert($0).inserted }.compactMap(groupName)
+        let groups = records(groupPath)
+        var names: [String] = []
+        let primary = Substring(String(gid))
+        if let g = groups.first(where: { $0[2] == primary }) { names.append(String(g[0])) }
+        if let user = userName.map({ Substring($0) }) {
+            for g in groups where g[3].split(separator: ",").contains(user) && !names.contains(String(g[0])) {
+                names.append(String(g[0]))
+            }
+        }
+        return names
     }
 }
 

@@ -236,6 +236,12 @@ for b in b"{\"verb\":\"list\"":
   [ $ms -lt 900 ] || { echo "  status took $ms ms while others stalled"; exit 1; }
   wait $silent $slow
   grep -q "malformed: no complete request within 1000 ms" "$AG_LOG" || { echo "  no cut-off in the log"; exit 1; }
+  # A uid no database knows (a container's, say) gets an answer, not a crash.
+  local nobody_uid=$(( 3000000 + $$ % 100000 ))
+  expect_ok "status by uid $nobody_uid (no passwd entry)" \
+    env -u VPNCTL_CONFIG_DIR setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$BIN" status || exit 1
+  expect_code 11 "start by uid $nobody_uid" env -u VPNCTL_CONFIG_DIR setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$BIN" start office || exit 1
+  expect_contains "the refusal" "uid $nobody_uid may not start 'office'" "$OUT" || exit 1
   # Still alive and serving, same pid.
   gone "$AG_PID" && { echo "  the agent died"; cat "$AG_LOG"; exit 1; }
   expect_ok "status after the abuse" as "$UA" status office || exit 1

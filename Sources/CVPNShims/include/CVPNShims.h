@@ -67,10 +67,5 @@ int vpn_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
 /// Returns 0 or -errno.
 int vpn_sd_notify(const char *address, const char *message);
 
-/// The supplementary groups of `user` (whose primary group is `gid`), as
-/// getgrouplist(3) reads them from the group database, at most `max`.
-/// Returns the count (<= max), or -1 when there are more than `max`.
-int vpn_group_list(const char *user, unsigned gid, unsigned *groups, int max);
-
 /// accept4(SOCK_CLOEXEC | SOCK_NONBLOCK). Returns the fd or -errno.
 int vpn_accept(int listener);
