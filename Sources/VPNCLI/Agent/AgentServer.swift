@@ -204,6 +204,13 @@ final class AgentServer {
     /// loses it, nobody else waits for it.
     func reply(_ fd: Int32, _ code: Int32, frames: [UInt8]) {
         let all = frames + AgentFrame.exit(code).encoded
+        // A large reply (status of a thousand profiles) must fit the socket's
+        // buffer whole, so that it is queued now and the loop never waits for
+        // the reader. Root may raise the buffer past wmem_max.
+        if all.count > 64 << 10 {
+            var size = Int32(min(all.count * 2 + (64 << 10), 64 << 20))
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var offset = 0
         while offset < all.count {
             let n = all.withUnsafeBytes { send(fd, $0.baseAddress! + offset, all.count - offset, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
