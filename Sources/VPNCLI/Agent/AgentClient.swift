@@ -19,6 +19,8 @@ enum AgentClient {
         if args.value("config-dir") != nil || !(context.environment["VPNCTL_CONFIG_DIR"] ?? "").isEmpty { return nil }
         // stats without --profile reads /proc/net/dev, which anyone may.
         if verb == .stats && args.value("profile") == nil { return nil }
+        // An action that does not exist is a usage error, said here as `can` says it.
+        if verb == .can && PolicyAction(rawValue: args.positionals[0]) == nil { return nil }
         let options = GlobalOptions(args, context)
         let socket = AgentSettings.socketPath(runDirectory: options.runDirectory)
         let json = args.flag("json")
@@ -63,9 +65,6 @@ enum AgentClient {
 
     /// Sends the request and prints the reply's frames as they come.
     static func exchange(_ fd: Int32, _ request: AgentRequest, _ context: Context, output: Output) -> Int32 {
-        if case .can = request.verb, request.canAction == nil {
-            return VPNCLI.report(VPNError.usage("unknown action \(request.profile?.quotedForMessage ?? "''")", hint: "See 'vpnctl help can'."), to: output)
-        }
         let bytes = Array(request.serialized.utf8)
         var offset = 0
         while offset < bytes.count {
