@@ -91,9 +91,13 @@ test_install_use_purge() {
   local f
   for f in /usr/bin/vpnctl /usr/share/man/man1/vpnctl.1.gz /usr/share/man/man5/vpnctl-profile.5.gz \
            /usr/share/bash-completion/completions/vpnctl /usr/share/zsh/vendor-completions/_vpnctl \
-           /usr/share/fish/vendor_completions.d/vpnctl.fish; do
+           /usr/share/fish/vendor_completions.d/vpnctl.fish /usr/share/man/man8/vpnctl-agent.8.gz \
+           /usr/lib/systemd/system/vpnctl-agent.socket /usr/lib/systemd/system/vpnctl-agent.service \
+           /usr/lib/systemd/system/vpnctl@.service; do
     grep -qxF "$f" <<<"$listed" && [ -f "$R$f" ] || { echo "  $f not installed"; return 1; }
   done
+  grep -qx "ExecStart=/usr/bin/vpnctl agent" "$R/usr/lib/systemd/system/vpnctl-agent.service" \
+    || { echo "  the packaged agent unit does not run /usr/bin/vpnctl"; return 1; }
   expect_eq "installed --version" "vpnctl $VERSION" "$("$R/usr/bin/vpnctl" --version)" || return 1
   cmp -s "$R/usr/share/bash-completion/completions/vpnctl" "$WORK/completions/vpnctl.bash" || { echo "  installed bash script differs"; return 1; }
   # Each installed page renders without a warning at 80 columns.
