@@ -153,6 +153,10 @@ sec_agent_permitted_user_controls_the_profile() (
   # A member of the group the policy names may too: toggle stops a running
   # tunnel, and starts a stopped one (which, with no peer, fails: 3 or 4).
   expect_ok "start by $UA again" as "$UA" start office --no-wait || exit 1
+  # stop --all stops only what the caller may stop: $UB may stop nothing.
+  expect_ok "stop --all by $UB" as "$UB" stop --all || exit 1
+  expect_eq "stop --all by $UB" "no tunnel is running" "$OUT" || exit 1
+  expect_match "office after $UB's stop --all" '"status":"(connecting|reasserting)"' "$(root status office --json)" || exit 1
   expect_ok "toggle by $UC (group $GG)" as "$UC" toggle office || exit 1
   expect_match "toggle's card" "disconnected +office" "$OUT" || exit 1
   expect_run "toggle by $UC again" nonzero as "$UC" toggle office --timeout 1 || exit 1
