@@ -197,6 +197,11 @@ hint: root or a member of group '$GM' can grant it in the profile's policy: vpnc
       fi
     done
   done
+  # A name nobody can see is no such profile (9), with no advice to import one.
+  expect_code 9 "status of a typo by $UA" as "$UA" status offic || exit 1
+  expect_contains "the hint" "did you mean 'office'?" "$OUT" || exit 1
+  expect_code 9 "status of 'nothing' by $UB" as "$UB" status nothing || exit 1
+  expect_not_contains "the hint" "vpnctl import" "$OUT" || exit 1
   grep -q "uid=$(id -u "$UB")($UB) pid=[0-9]* start 'office': denied" "$AG_LOG" || { echo "  no denial in the log"; cat "$AG_LOG"; exit 1; }
 )
 

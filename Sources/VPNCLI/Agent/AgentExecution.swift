@@ -86,9 +86,12 @@ enum AgentExecution {
         do {
             profile = try manager.profile(named: reference)
         } catch {
-            // Suggest only names the caller may see.
-            if !policy.isAdmin(caller) { manager.restrict { policy.canSee(caller, $0) } }
-            _ = try manager.profile(named: reference)
+            // Suggest only names the caller may see; "import one" is no advice for them.
+            guard !policy.isAdmin(caller) else { throw error }
+            manager.restrict { policy.canSee(caller, $0) }
+            do { _ = try manager.profile(named: reference) } catch let e as VPNError where e.remedy == .importFirst {
+                throw VPNError(e.code, e.message, hint: "no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'")
+            }
             throw error
         }
         let decision = policy.decide(caller, action, profile: profile)
