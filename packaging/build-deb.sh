@@ -30,13 +30,18 @@ umask 022
 install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$PKG/usr/share/man/man1" "$PKG/usr/share/man/man5" \
   "$PKG/usr/share/doc/vpnctl" "$PKG/usr/share/bash-completion/completions" \
   "$PKG/usr/share/zsh/vendor-completions" "$PKG/usr/share/fish/vendor_completions.d" \
-  "$PKG/usr/share/lintian/overrides"
+  "$PKG/usr/share/lintian/overrides" "$PKG/usr/share/man/man8" "$PKG/usr/lib/systemd/system"
 
 # Stripped as dh_strip would (27 MB with debug info, 16 MB without).
 strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$PKG/usr/bin/vpnctl" "$BIN"
 chmod 0755 "$PKG/usr/bin/vpnctl"
 gzip -9n < "$ROOT/man/vpnctl.1" > "$PKG/usr/share/man/man1/vpnctl.1.gz"
 gzip -9n < "$ROOT/man/vpnctl-profile.5" > "$PKG/usr/share/man/man5/vpnctl-profile.5.gz"
+gzip -9n < "$ROOT/man/vpnctl-agent.8" > "$PKG/usr/share/man/man8/vpnctl-agent.8.gz"
+for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
+  sed 's|@BINDIR@|/usr/bin|g' "$HERE/systemd/$unit" > "$PKG/usr/lib/systemd/system/$unit"
+  chmod 0644 "$PKG/usr/lib/systemd/system/$unit"
+done
 install -m 0644 "$COMPLETIONS/vpnctl.bash" "$PKG/usr/share/bash-completion/completions/vpnctl"
 install -m 0644 "$COMPLETIONS/_vpnctl" "$PKG/usr/share/zsh/vendor-completions/_vpnctl"
 install -m 0644 "$COMPLETIONS/vpnctl.fish" "$PKG/usr/share/fish/vendor_completions.d/vpnctl.fish"

@@ -216,3 +216,42 @@ int vpn_link_driver(int sock, const char *name, char *driver, size_t driver_len,
     snprintf(bus, bus_len, "%s", info.bus_info);
     return 0;
 }
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+int vpn_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -errno;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int vpn_sd_notify(const char *address, const char *message) {
+    struct sockaddr_un addr;
+    size_t n = strlen(address);
+    if (n == 0 || n >= sizeof addr.sun_path)
+        return -EINVAL;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, address, n);
+    if (address[0] == '@')
+        addr.sun_path[0] = 0;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    ssize_t r = sendto(fd, message, strlen(message), MSG_NOSIGNAL, (struct sockaddr *)&addr, len);
+    int e = errno;
+    close(fd);
+    return r < 0 ? -e : 0;
+}
+
+int vpn_accept(int listener) {
+    int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}

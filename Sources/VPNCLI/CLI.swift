@@ -17,7 +17,7 @@ public enum VPNCLI {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec, CompletionCommand.spec]
+         VerifyCommand.spec, StatsCommand.spec, CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
     }
 
     public static var root: CommandSpec {
@@ -48,6 +48,7 @@ public enum VPNCLI {
     static func dispatch(_ argv: [String], context: Context) -> Int32 {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
+        if words.first == "__agent-run" { return AgentCommand.worker(Array(words.dropFirst()), context) }
         if words.first == "__complete" { return CompletionCommand.complete(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")
@@ -73,6 +74,7 @@ public enum VPNCLI {
             if wantsJSON { early.emit(HelpJSON(spec, path: canonical)) } else { early.line(Help.render(spec, path: canonical)) }
             return 0
         case .run(let spec, let args):
+            if let code = AgentClient.forwardIfNeeded(spec, args, context, early: early) { return code }
             return execute(spec, args, context, early: early)
         }
     }

@@ -23,6 +23,12 @@ public struct Context {
     public var terminalWidth: Int? = nil
     /// Reads an answer typed at the terminal (nil at end of input).
     public var readAnswer: (_ prompt: String) -> String? = { Terminal.readLine(prompt: $0) }
+    /// The profiles the caller may see; nil for everything (root, or a
+    /// user on their own store). The agent sets it for the users it serves.
+    public var visibleProfiles: ((Profile) -> Bool)? = nil
+    /// Who the agent serves and its policy (for `vpnctl can`); nil when
+    /// the command runs for its own user.
+    public var agentCaller: (Caller, AccessPolicy)? = nil
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
@@ -139,6 +145,7 @@ public struct Invocation {
     public func loadedManager() throws -> ProfileManager {
         let m = ProfileManager(store: store)
         try m.load()
+        if let visible = context.visibleProfiles { m.restrict(to: visible) }
         return m
     }
 }

@@ -28,6 +28,8 @@ enum Hints {
             return "there are no profiles yet; add one with: vpnctl import FILE"
         case .list(let again):
             return "list the profiles\(again ? " again" : "") with: vpnctl list"
+        case .grant(let profile, let group):
+            return "root or a member of group '\(group)' can grant it in the profile's policy: vpnctl edit \(profile)"
         case .reimport:
             return "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own)"
         }

@@ -57,6 +57,12 @@ extension Policy {
     init(json r: JSONReader) throws {
         users = try r.strings("users")
         groups = try r.strings("groups")
+        actions = try r.optional("actions")?.array().map { item in
+            let a = try item.oneOf(PolicyAction.self, PolicyAction.tunnelActions)
+            // Store changes are never granted by a policy: only root and admins make them.
+            guard a.isTunnelAction else { throw item.problem(nil, "\(a.rawValue.quotedForMessage) is not one of \(PolicyAction.tunnelActions.map(\.rawValue).joined(separator: ", "))") }
+            return a
+        }
     }
 }
 

@@ -77,15 +77,52 @@ public struct OnDemandRule: Encodable, Equatable, Sendable {
     }
 }
 
-/// Who may control the profile (the isVPNAllowed guard). Empty lists mean root only.
+/// Who may control the profile (the isVPNAllowed guard), enforced by the
+/// agent (`AccessPolicy`). Empty lists mean root and admins only.
 public struct Policy: Encodable, Equatable, Sendable {
     public var users: [String]
     public var groups: [String]
+    /// What the named users and groups may do; nil (absent) means every
+    /// tunnel action (`PolicyAction.tunnelActions`).
+    public var actions: [PolicyAction]?
 
-    public init(users: [String] = [], groups: [String] = []) {
+    public init(users: [String] = [], groups: [String] = [], actions: [PolicyAction]? = nil) {
         self.users = users
         self.groups = groups
+        self.actions = actions
     }
 
-    enum CodingKeys: String, CodingKey { case users, groups }
+    /// The actions the named users and groups may take.
+    public var allowedActions: [PolicyAction] { actions ?? PolicyAction.tunnelActions }
+
+    enum CodingKeys: String, CodingKey { case users, groups, actions }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(users, forKey: .users)
+        try c.encode(groups, forKey: .groups)
+        // Absent stays absent, so stores written before `actions` existed read back the same.
+        if let actions { try c.encode(actions.map(\.rawValue), forKey: .actions) }
+    }
+}
+
+/// What a caller asks to do. The tunnel actions may be granted by a
+/// profile's policy; store changes stay with root and admins.
+public enum PolicyAction: String, CaseIterable, Codable, Sendable {
+    case start, stop, toggle, status, stats, verify
+    case `import`, edit, remove, enable, disable, secret, trust
+
+    /// The actions a policy may grant.
+    public static let tunnelActions: [PolicyAction] = [.start, .stop, .toggle, .status, .stats, .verify]
+
+    public var isTunnelAction: Bool { PolicyAction.tunnelActions.contains(self) }
+
+    /// The action in a sentence: "may not \(phrase) 'office'".
+    public var phrase: String {
+        switch self {
+        case .status: return "see the status of"
+        case .stats: return "see the counters of"
+        default: return rawValue
+        }
+    }
 }

@@ -17,6 +17,12 @@ public final class ProfileManager {
         isLoaded = true
     }
 
+    /// Keeps only the profiles `keep` accepts (those an agent's caller may
+    /// see): the others read as absent.
+    public func restrict(to keep: (Profile) -> Bool) {
+        profiles = profiles.filter(keep)
+    }
+
     /// Status before a load is `invalid`, never a guess. Runtime status comes
     /// from the run directory and the live system (the tunnel issue).
     public func status(of id: UUID) -> VPNStatus {

@@ -106,6 +106,8 @@ public struct VPNError: Error, CustomStringConvertible, Sendable {
         case list(again: Bool)
         /// Remove the profile and import it again.
         case reimport
+        /// Ask root or a member of the admin group to grant the action in the profile's policy.
+        case grant(profile: String, adminGroup: String)
     }
 
     public var description: String { message }

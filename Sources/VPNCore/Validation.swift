@@ -57,6 +57,9 @@ public struct ProfileValidator {
         for g in pol.groups where g.isEmpty || g.contains(where: { $0 == ":" || $0 == " " }) {
             p.append("policy.groups: '\(g)' is not a group name")
         }
+        if let actions = pol.actions, Set(actions).count != actions.count {
+            p.append("policy.actions: an action is listed twice")
+        }
         return p
     }
 }

@@ -119,6 +119,7 @@ public enum FileSystem {
         public let owner: UInt32
         public let mode: UInt32
         public let size: Int
+        public var isSocket = false
     }
 
     public static func info(_ path: String) throws -> Info? {
@@ -129,7 +130,7 @@ public enum FileSystem {
         }
         let type = st.st_mode & S_IFMT
         return Info(isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK, isRegular: type == S_IFREG,
-                    owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size))
+                    owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size), isSocket: type == S_IFSOCK)
     }
 
     /// Creates a directory (and missing parents) with `mode`, then checks that

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CNetlink
+import CVPNShims
 
 /// AF_UNIX stream sockets: the WireGuard UAPI listener and its client.
 public enum UnixSocket {
@@ -38,6 +39,47 @@ public enum UnixSocket {
             throw SystemError("listen on", path: path, errno: e)
         }
         return fd
+    }
+
+    /// Binds and listens at `path` for any local user: the socket gets `mode`
+    /// (0666 for the agent, whose callers are told apart by SO_PEERCRED). A
+    /// stale socket left at `path` is replaced; anything else there is not.
+    public static func listenShared(at path: String, mode: mode_t, backlog: Int32) throws -> Int32 {
+        if let i = try FileSystem.info(path) {
+            guard i.isSocket, i.owner == geteuid() else {
+                throw SystemError("replace (not a socket of ours)", path: path, errno: Errno(EEXIST))
+            }
+            if isLive(path) { throw SystemError("listen on (another agent is serving it)", path: path, errno: Errno(EADDRINUSE)) }
+            if unlink(path) != 0 { throw SystemError("remove stale socket", path: path, errno: .current) }
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        if fd < 0 { throw SystemError("create socket for", path: path, errno: .current) }
+        let old = umask(0o077)
+        let r = try withAddress(path) { bind(fd, $0, $1) }
+        let e = Errno.current
+        umask(old)
+        if r < 0 { close(fd); throw SystemError("bind", path: path, errno: e) }
+        if chmod(path, mode) != 0 || Glibc.listen(fd, backlog) < 0 {
+            let e = Errno.current
+            close(fd)
+            throw SystemError("listen on", path: path, errno: e)
+        }
+        return fd
+    }
+
+    /// One pending connection, non-blocking and close-on-exec; nil when none is waiting.
+    public static func accept(_ listener: Int32) throws -> Int32? {
+        while true {
+            let fd = vpn_accept(listener)
+            if fd >= 0 { return fd }
+            switch -fd {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            // The peer gave up between poll and accept: try the next one.
+            case ECONNABORTED, EPROTO: continue
+            default: throw SystemError("accept on", path: "socket", errno: Errno(-fd))
+            }
+        }
     }
 
     /// Connects to `path`. Returns the fd.

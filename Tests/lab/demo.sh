@@ -7,6 +7,7 @@ V=$(realpath "${1:?usage: demo.sh path/to/vpnctl}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
+source "$HERE/agent.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
@@ -53,6 +54,30 @@ run vpnctl import lab-test.conf
 run vpnctl start lab-test --timeout 3
 run vpnctl status lab-test
 run vpnctl remove lab-test
+
+if command -v useradd >/dev/null; then
+  echo
+  echo "== the agent: ${LAB}u1, a user named in office's policy, controls office without sudo; not 'second'"
+  c "$V" import "$LAB_DIR/second.conf" >/dev/null
+  step "EDITOR=vi vpnctl edit office   # \"policy\": {\"users\": [\"${LAB}u1\"]}"
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" && c "$V" show office | grep "^allowed:"
+  step "vpnctl agent &   # root, in the client namespace (systemd runs it: vpnctl-agent.socket)"
+  agent_lab_up || exit 1
+  as_user() {  # as_user CMD...: shows the command as the user types it, then runs it as that user
+    step "$*   # as ${LAB}u1"
+    local words=("$@"); as "${LAB}u1" "${words[@]:1}"
+    local rc=$?; [ $rc = 0 ] || echo "(exit $rc)"
+  }
+  as_user vpnctl start office
+  as_user vpnctl status
+  as_user vpnctl start second
+  as_user vpnctl can stop office
+  as_user vpnctl stop office
+  agent_lab_down
+else
+  echo
+  echo "== agent part skipped: useradd is not available to make a demo user"
+fi
 
 if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   echo

@@ -17,6 +17,7 @@ source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/recovery.sh"
 source "$HERE/flap.sh"
+source "$HERE/agent.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
@@ -832,6 +833,8 @@ if [ $ovpn_ready = yes ]; then
   }
   lab_check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
 fi
+
+agent_lab_checks
 
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR

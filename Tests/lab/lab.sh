@@ -152,6 +152,7 @@ lab_stop_supervisors() {
 
 lab_down() {
   local pid d ns
+  type agent_lab_down >/dev/null 2>&1 && agent_lab_down
   # Supervisors this lab's vpnctl started (by the pids in each run dir it used).
   for d in "$LAB_DIR"/run "$LAB_DIR"/*/run; do [ -d "$d" ] && lab_stop_supervisors "$d" >/dev/null; done
   # CONT first: a test that failed mid-fault may leave a server stopped.

@@ -91,9 +91,13 @@ test_install_use_purge() {
   local f
   for f in /usr/bin/vpnctl /usr/share/man/man1/vpnctl.1.gz /usr/share/man/man5/vpnctl-profile.5.gz \
            /usr/share/bash-completion/completions/vpnctl /usr/share/zsh/vendor-completions/_vpnctl \
-           /usr/share/fish/vendor_completions.d/vpnctl.fish; do
+           /usr/share/fish/vendor_completions.d/vpnctl.fish /usr/share/man/man8/vpnctl-agent.8.gz \
+           /usr/lib/systemd/system/vpnctl-agent.socket /usr/lib/systemd/system/vpnctl-agent.service \
+           /usr/lib/systemd/system/vpnctl@.service; do
     grep -qxF "$f" <<<"$listed" && [ -f "$R$f" ] || { echo "  $f not installed"; return 1; }
   done
+  grep -qx "ExecStart=/usr/bin/vpnctl agent" "$R/usr/lib/systemd/system/vpnctl-agent.service" \
+    || { echo "  the packaged agent unit does not run /usr/bin/vpnctl"; return 1; }
   expect_eq "installed --version" "vpnctl $VERSION" "$("$R/usr/bin/vpnctl" --version)" || return 1
   cmp -s "$R/usr/share/bash-completion/completions/vpnctl" "$WORK/completions/vpnctl.bash" || { echo "  installed bash script differs"; return 1; }
   # Each installed page renders without a warning at 80 columns.
@@ -189,13 +193,16 @@ test_make_install() {
   make -C "$ROOT" -s install DESTDIR="$dest" PREFIX=$prefix >/dev/null || return 1
   local f
   for f in bin/vpnctl share/man/man1/vpnctl.1 share/man/man5/vpnctl-profile.5 share/bash-completion/completions/vpnctl \
-           share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish; do
+           share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
+           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
+  grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \
+    || { echo "  the agent's unit does not run $prefix/bin/vpnctl"; return 1; }
   make -C "$ROOT" -s uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null || return 1
   local left; left=$(find "$dest" -type f)
   [ -z "$left" ] || { echo "  left after uninstall: $left"; return 1; }
 }
-check "make install / uninstall: binary, both pages, three completion scripts" test_make_install
+check "make install / uninstall: binary, the pages, three completion scripts, the agent's systemd units" test_make_install
 
 summary packaging

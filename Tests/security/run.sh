@@ -74,6 +74,7 @@ done
 
 n=0
 for fn in $(declare -F | awk '{print $3}' | grep '^sec_' | sort); do
+  selected "$fn" "$fn" || continue   # TEST_ONLY="word ..."
   n=$((n + 1))
   WORK=$SEC_ROOT/t$n
   mkdir -m 700 "$WORK"

@@ -59,3 +59,15 @@ int vpn_link_facts(int sock, const char *name, int *ifindex, int *arphrd_type);
 /// The driver name and bus info of a link (ethtool ETHTOOL_GDRVINFO).
 /// Returns 0 or -errno (-EOPNOTSUPP for drivers without ethtool support).
 int vpn_link_driver(int sock, const char *name, char *driver, size_t driver_len, char *bus, size_t bus_len);
+
+/// SO_PEERCRED of a connected unix socket: the peer's pid, uid and gid as
+/// the kernel recorded them at connect(2). Returns 0 or -errno.
+int vpn_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
+
+/// sd_notify(3) without libsystemd: sends `message` as one datagram to the
+/// AF_UNIX socket `address` (a leading '@' is the abstract namespace).
+/// Returns 0 or -errno.
+int vpn_sd_notify(const char *address, const char *message);
+
+/// accept4(SOCK_CLOEXEC | SOCK_NONBLOCK). Returns the fd or -errno.
+int vpn_accept(int listener);

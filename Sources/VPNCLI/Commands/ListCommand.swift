@@ -34,7 +34,8 @@ enum ListCommand {
             return .ok
         }
         if rows.isEmpty {
-            inv.output.note("no profiles in \(inv.store.path); add one with: vpnctl import FILE")
+            inv.output.note(inv.context.visibleProfiles == nil ? "no profiles in \(inv.store.path); add one with: vpnctl import FILE"
+                                                               : "no profiles for you: none names you or a group of yours in its policy")
             return .ok
         }
         inv.output.table(["NAME", "PROTOCOL", "ENABLED", "REVISION", "ID"],

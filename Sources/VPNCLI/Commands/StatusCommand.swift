@@ -38,7 +38,8 @@ enum StatusCommand {
             return .ok
         }
         if statuses.isEmpty {
-            inv.output.note("no profiles; add one with: vpnctl import FILE")
+            inv.output.note(inv.context.visibleProfiles == nil ? "no profiles; add one with: vpnctl import FILE"
+                                                               : "no profiles for you: none names you or a group of yours in its policy")
             return .ok
         }
         if inv.context.stdoutIsTerminal {
@@ -131,7 +132,8 @@ enum StatusCommand {
         let stdout = inv.context.stdout
         let watch = try StatusUseCase(controller: inv.controller).watch(profiles: {
             if let only { return only }
-            return (try? manager.store.load()) ?? manager.profiles
+            guard let fresh = try? manager.store.load() else { return manager.profiles }
+            return inv.context.visibleProfiles.map { fresh.filter($0) } ?? fresh
         }, hangupOf: stdout.descriptor)
         let count = watch.begin()
         if !inv.options.json {

@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+enum AgentCommand {
+    static let spec = CommandSpec(
+        name: "agent", abstract: "Serve non-root users: run their tunnel commands as their profiles' policy allows (root; systemd runs it).",
+        discussion: """
+        Runs in the foreground and listens on <run-dir>/agent.sock (mode 0666), or on the
+        socket systemd passes (LISTEN_FDS); tells systemd it is ready when NOTIFY_SOCKET
+        is set. Callers are identified by the kernel (SO_PEERCRED) and their groups by
+        the system; each profile's policy decides. Every request is logged on stderr.
+        Stopping the agent stops no tunnel.
+        """,
+        examples: [
+            "vpnctl agent   # as systemd runs it (systemctl enable --now vpnctl-agent.socket)",
+            "vpnctl agent --admin-group netadmin",
+        ],
+        options: [OptionSpec("admin-group", value: "group", help: "Members may do everything, as root may (default vpnctl)."),
+                  OptionSpec("request-timeout", value: "ms", help: "How long a client may take to send its request (default 2000)."),
+                  OptionSpec("max-clients", value: "n", help: "Requests read at once; more are told the agent is busy (default 512)."),
+                  OptionSpec("max-workers", value: "n", help: "Requests that wait (start, watch, ...) one user may have running (default 32).")],
+        run: run)
+
+    static func number(_ inv: Invocation, _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = inv.args.value(name) else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw VPNError.usage("invalid value \(text.quotedForMessage) for '--\(name)': expected \(range.lowerBound)–\(range.upperBound)",
+                                 hint: "See 'vpnctl help agent'.")
+        }
+        return n
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        var limits = AgentServer.Limits()
+        limits.requestTimeoutMs = Int64(try number(inv, "request-timeout", default: 2000, range: 10...600_000))
+        limits.maximumClients = try number(inv, "max-clients", default: 512, range: 1...100_000)
+        limits.maximumWorkersPerUser = try number(inv, "max-workers", default: 32, range: 1...10_000)
+        let adminGroup = inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup
+        guard !adminGroup.isEmpty, !adminGroup.contains(where: { $0 == ":" || $0 == " " || $0 == "\n" }) else {
+            throw VPNError.usage("invalid value \(adminGroup.quotedForMessage) for '--admin-group <group>'", hint: "See 'vpnctl help agent'.")
+        }
+        guard geteuid() == 0 else {
+            throw VPNError(.permissionDenied, "the agent runs as root", hint: "start it with: systemctl start vpnctl-agent.socket")
+        }
+        let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
+                                     adminGroup: adminGroup)
+        let environment = inv.context.environment
+        let stderr = inv.context.stderr
+        let log: (String) -> Void = { stderr.write("vpnctl agent: \($0.escapingControls(keepLineBreaks: false))\n") }
+
+        // The run dir holds records that make vpnctl signal processes: it
+        // must be root's and writable by nobody else (no symlink either).
+        // Users need to reach the socket in it, so it is 0755.
+        try inv.controller.runtime.prepare()
+        if let info = try FileSystem.info(settings.runDirectory), info.mode & 0o055 != 0o055 {
+            if chmod(settings.runDirectory, 0o755) != 0 {
+                throw VPNError.from(SystemError("make reachable", path: settings.runDirectory, errno: .current))
+            }
+        }
+        if try FileSystem.info(settings.configDirectory) != nil {
+            try FileSystem.checkTrustedDirectory(settings.configDirectory)
+        }
+        signal(SIGPIPE, SIG_IGN)
+        let signals = try SignalQueue()
+        let listener: Int32
+        let activated = Systemd.activatedSocket(environment: environment)
+        if let fd = activated {
+            listener = fd
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            log("serving the socket systemd passed (admin group '\(adminGroup)')")
+        } else {
+            listener = try UnixSocket.listenShared(at: settings.socketPath, mode: 0o666, backlog: 512)
+            log("listening on \(settings.socketPath) (admin group '\(adminGroup)')")
+        }
+        let server = AgentServer(settings: settings, limits: limits, listener: listener, path: environment["PATH"], log: log)
+        Systemd.notify("READY=1\nSTATUS=serving \(settings.socketPath)", environment: environment)
+        server.run(signals: signals)
+        Systemd.notify("STOPPING=1", environment: environment)
+        if activated == nil { unlink(settings.socketPath) }
+        close(listener)
+        return .ok
+    }
+
+    static let workerSpec = CommandSpec(
+        name: "__agent-run", abstract: "Run one request the agent accepted, writing its reply to fd 3; the agent runs it.",
+        options: [OptionSpec("admin-group", value: "group", help: "The agent's admin group."),
+                  OptionSpec("uid", value: "uid", help: "The caller's uid (from SO_PEERCRED)."),
+                  OptionSpec("gid", value: "gid", help: "The caller's gid (from SO_PEERCRED).")],
+        positionals: [PositionalSpec("request", help: "The authorized request.")],
+        run: { try worker($0) })
+
+    /// `vpnctl __agent-run ...`: run as root by the agent only; run by
+    /// anyone else it has that user's rights and no more.
+    static func worker(_ argv: [String], _ context: Context) -> Int32 {
+        let output = Output(context: context, json: false, color: false)
+        let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [workerSpec]))
+        do {
+            guard case .run(let spec, let args) = try parser.parse(["__agent-run"] + argv) else {
+                throw VPNError.usage("__agent-run has no help; the agent runs it")
+            }
+            return VPNCLI.execute(spec, args, context, early: output)
+        } catch {
+            return VPNCLI.report(error, to: output)
+        }
+    }
+
+    static func worker(_ inv: Invocation) throws -> ExitCode {
+        guard let uid = inv.args.value("uid").flatMap(UInt32.init), let gid = inv.args.value("gid").flatMap(UInt32.init) else {
+            throw VPNError.usage("__agent-run needs --uid and --gid")
+        }
+        let request = try AgentRequest.parse(Array(inv.args.positionals[0].utf8))
+        let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
+                                     adminGroup: inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup)
+        signal(SIGPIPE, SIG_IGN)
+        let socket: Int32 = 3
+        _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
+        let send: ([UInt8]) -> Bool = { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+        let out = FrameSink(stream: { AgentFrame.stdout(Array($0.utf8)) }, socket: socket, send: send)
+        let err = FrameSink(stream: { AgentFrame.stderr(Array($0.utf8)) }, socket: socket, send: send)
+        let code = AgentExecution.run(request, caller: Caller.fromSystem(uid: uid, gid: gid), settings: settings,
+                                      path: inv.context.environment["PATH"], stdout: out, stderr: err)
+        _ = send(AgentFrame.exit(code).encoded)
+        return ExitCode(rawValue: code) ?? .failure
+    }
+}
+
+enum CanCommand {
+    static let spec = CommandSpec(
+        name: "can", abstract: "Exit 0 if you may take an action on a profile, 11 if not; prints the reason.",
+        discussion: """
+        The guard question for scripts and UIs. Actions: start, stop, toggle, status,
+        stats, verify (granted by a profile's policy) and import, edit, remove, enable,
+        disable, secret, trust (root and the admin group only). A user other than root
+        is answered by the agent, with the policy it enforces.
+        """,
+        examples: [
+            "vpnctl can start office && vpnctl start office",
+            "vpnctl can edit office --json",
+        ],
+        positionals: [PositionalSpec("action", help: "The action: start, stop, toggle, status, stats, verify, ..."),
+                      PositionalSpec("profile", help: "The profile's name or UUID.")],
+        run: run)
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let action: String
+        let profile: String
+        let id: String
+        let user: String
+        let allowed: Bool
+        let reason: String
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let word = inv.args.positionals[0]
+        guard let action = PolicyAction(rawValue: word) else {
+            throw VPNError.usage("unknown action \(word.quotedForMessage); expected one of \(PolicyAction.allCases.map(\.rawValue).joined(separator: ", "))",
+                                 hint: "See 'vpnctl help can'.")
+        }
+        let (caller, policy) = inv.context.agentCaller ?? (Caller.current, AccessPolicy())
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[1])
+        let d = policy.decide(caller, action, profile: profile)
+        if inv.options.json {
+            inv.output.emit(Result(action: action.rawValue, profile: profile.name, id: profile.id.lowercasedString,
+                                   user: caller.userName ?? String(caller.uid), allowed: d.allowed, reason: d.reason))
+        } else {
+            inv.output.line("\(d.allowed ? "allowed" : "denied"): \(d.reason)")
+        }
+        return d.allowed ? .ok : .permissionDenied
+    }
+}

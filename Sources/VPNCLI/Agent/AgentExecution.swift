@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+/// Where the agent keeps its state and who administers it.
+struct AgentSettings {
+    var configDirectory: String
+    var runDirectory: String
+    var adminGroup: String
+
+    var policy: AccessPolicy { AccessPolicy(adminGroup: adminGroup) }
+    var socketPath: String { AgentSettings.socketPath(runDirectory: runDirectory) }
+
+    static func socketPath(runDirectory: String) -> String { runDirectory + "/agent.sock" }
+}
+
+extension Caller {
+    /// The caller a uid and gid stand for, with names and groups from the
+    /// system's databases.
+    static func fromSystem(uid: uid_t, gid: gid_t) -> Caller {
+        let name = UserDatabase.userName(uid)
+        return Caller(uid: uid, gid: gid, userName: name, groupNames: UserDatabase.groupNames(uid: uid, gid: gid, userName: name))
+    }
+
+    /// This process's own user.
+    static var current: Caller { fromSystem(uid: geteuid(), gid: getegid()) }
+}
+
+/// Text a command writes, as agent frames: into a buffer (requests the
+/// agent answers itself) or onto the client's socket (a worker's).
+final class FrameSink: TextSink {
+    let stream: (String) -> AgentFrame
+    let send: ([UInt8]) -> Bool
+    let socket: Int32?
+    private(set) var failure: Errno?
+
+    init(stream: @escaping (String) -> AgentFrame, socket: Int32?, send: @escaping ([UInt8]) -> Bool) {
+        self.stream = stream
+        self.socket = socket
+        self.send = send
+    }
+
+    func write(_ text: String) {
+        guard failure == nil, !text.isEmpty else { return }
+        if !send(stream(text).encoded) { failure = Errno(EPIPE) }
+    }
+
+    var descriptor: Int32? { socket }
+
+    /// The client hung up: nothing it asked for needs to go on.
+    func checkOpen() -> Bool {
+        guard failure == nil else { return false }
+        guard let socket else { return true }
+        var p = pollfd(fd: socket, events: 0, revents: 0)
+        if poll(&p, 1, 0) > 0, p.revents & Int16(POLLHUP | POLLERR) != 0 { return false }
+        return true
+    }
+}
+
+/// What the agent does with a request once it has read it: decide, then
+/// run the command as root would run it, with output for the client.
+enum AgentExecution {
+    /// Whether the verb is answered in the agent's own loop (quick reads of
+    /// the store and the live system) or by a worker process (anything that
+    /// waits: start, stop, toggle, verify, stats, status --watch).
+    static func runsInline(_ request: AgentRequest) -> Bool {
+        switch request.verb {
+        case .list, .can, .isConnected: return true
+        case .status: return !request.flag("watch")
+        default: return false
+        }
+    }
+
+    /// Authorizes the request for the caller. Returns the request with its
+    /// profile named by UUID (so that a rename meanwhile cannot point it at
+    /// another profile) and the decision, or throws the error to render.
+    static func authorize(_ request: AgentRequest, caller: Caller, settings: AgentSettings) throws -> (AgentRequest, AccessDecision?) {
+        guard let action = request.verb.action, let reference = request.profile else { return (request, nil) }
+        let policy = settings.policy
+        let manager = ProfileManager(store: PreferencesStore(directory: settings.configDirectory))
+        try manager.load()
+        let profile: Profile
+        do {
+            profile = try manager.profile(named: reference)
+        } catch {
+            // Suggest only names the caller may see; "import one" is no advice for them.
+            guard !policy.isAdmin(caller) else { throw error }
+            manager.restrict { policy.canSee(caller, $0) }
+            do { _ = try manager.profile(named: reference) } catch let e as VPNError where e.remedy == .importFirst {
+                throw VPNError(e.code, e.message, hint: "no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'")
+            }
+            throw error
+        }
+        let decision = policy.decide(caller, action, profile: profile)
+        guard decision.allowed else { throw policy.denial(decision, action: action, profile: profile) }
+        var resolved = request
+        resolved.profile = profile.id.lowercasedString
+        return (resolved, decision)
+    }
+
+    /// Runs an authorized request's command with the agent's own store and
+    /// run directory, rendered for the client's terminal; returns its exit code.
+    static func run(_ request: AgentRequest, caller: Caller, settings: AgentSettings, path: String?,
+                    stdout: TextSink, stderr: TextSink) -> Int32 {
+        var context = makeContext(request, path: path, stdout: stdout, stderr: stderr)
+        let policy = settings.policy
+        context.agentCaller = (caller, policy)
+        if !policy.isAdmin(caller) && request.verb != .can {
+            context.visibleProfiles = request.verb == .stop
+                ? { policy.decide(caller, .stop, profile: $0).allowed }
+                : { policy.canSee(caller, $0) }
+        }
+        var args = ParsedArguments()
+        args.command = [request.verb.rawValue]
+        args.flags = Set(request.flags)
+        for (key, value) in request.values { args.values[key] = [value] }
+        args.values["config-dir"] = [settings.configDirectory]
+        args.values["run-dir"] = [settings.runDirectory]
+        switch request.verb {
+        case .stats: args.values["profile"] = request.profile.map { [$0] }
+        case .can: args.positionals = [request.canAction?.rawValue ?? "", request.profile ?? ""]
+        default: args.positionals = request.profile.map { [$0] } ?? []
+        }
+        let early = Output(context: context, json: request.flag("json"), color: false)
+        guard let spec = VPNCLI.commands.first(where: { $0.name == request.verb.rawValue }) else {
+            return VPNCLI.report(VPNError(.usage, "the agent has no command \(request.verb.rawValue.quotedForMessage)"), to: early)
+        }
+        return VPNCLI.execute(spec, args, context, early: early)
+    }
+
+    /// An error rendered as the command would render it for the client.
+    static func render(_ error: Error, _ request: AgentRequest?, stdout: TextSink, stderr: TextSink) -> Int32 {
+        let context = makeContext(request ?? AgentRequest(verb: .list), path: nil, stdout: stdout, stderr: stderr)
+        let mode: ColorMode = request?.flag("no-color") == true ? .never : ColorMode(rawValue: request?.values["color"] ?? "auto") ?? .auto
+        return VPNCLI.report(error, to: Output(context: context, json: request?.flag("json") ?? false, color: mode))
+    }
+
+    static func makeContext(_ request: AgentRequest, path: String?, stdout: TextSink, stderr: TextSink) -> Context {
+        var environment = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"]
+        if !request.colorAllowed { environment["NO_COLOR"] = "1" }
+        return Context(environment: environment, stdout: stdout, stderr: stderr,
+                       readStdin: { _ in [] }, stdinIsTerminal: false,
+                       stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,
+                       runEditor: { _, _, _ in throw VPNError(.usage, "no editor runs through the agent") },
+                       readSecretFromTerminal: { _ in [] })
+    }
+}

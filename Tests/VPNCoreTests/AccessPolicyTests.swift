@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+@testable import VPNCore
+
+@Suite struct AccessPolicyTests {
+    let office: Profile = {
+        var p = sampleProfile("office")
+        p.policy = Policy(users: ["alice"], groups: ["staff"])
+        return p
+    }()
+    let lab: Profile = {
+        var p = sampleProfile("lab")
+        p.policy = Policy(users: ["carol"], actions: [.status, .start])
+        return p
+    }()
+    let rootOnly = sampleProfile("private")
+    let policy = AccessPolicy()
+
+    func user(_ name: String?, uid: UInt32 = 1000, groups: [String] = []) -> Caller {
+        Caller(uid: uid, gid: uid, userName: name, groupNames: groups)
+    }
+
+    @Test func rootAndAdminsMayDoEverything() {
+        let root = Caller(uid: 0, gid: 0, userName: "root", groupNames: ["root"])
+        let admin = user("dave", groups: ["dave", "vpnctl"])
+        for action in PolicyAction.allCases {
+            for p in [office, lab, rootOnly] {
+                #expect(policy.decide(root, action, profile: p).allowed)
+                #expect(policy.decide(admin, action, profile: p).allowed)
+            }
+            #expect(policy.decide(admin, action, profile: nil).allowed)
+        }
+        #expect(policy.decide(admin, .start, profile: rootOnly).reason == "user 'dave' is in the admin group 'vpnctl'")
+    }
+
+    @Test func theAdminGroupIsConfigurable() {
+        let custom = AccessPolicy(adminGroup: "netadmins")
+        #expect(custom.decide(user("dave", groups: ["netadmins"]), .remove, profile: office).allowed)
+        #expect(!custom.decide(user("erin", groups: ["vpnctl"]), .start, profile: rootOnly).allowed)
+    }
+
+    @Test func storeChangesStayWithRootAndAdmins() {
+        let alice = user("alice", groups: ["alice", "staff"])
+        for action in PolicyAction.allCases where !action.isTunnelAction {
+            let d = policy.decide(alice, action, profile: office)
+            #expect(!d.allowed)
+            #expect(d.reason == "\(action.rawValue) changes the store: only root and members of group 'vpnctl' may")
+        }
+    }
+
+    @Test func namedUsersAndGroupMembersMayTakeTunnelActions() {
+        let alice = user("alice", groups: ["alice"])
+        let bob = user("bob", groups: ["bob", "staff"])
+        for action in PolicyAction.tunnelActions {
+            #expect(policy.decide(alice, action, profile: office).allowed)
+            #expect(policy.decide(bob, action, profile: office).allowed)
+        }
+        #expect(policy.decide(bob, .toggle, profile: office).reason
+                == "user 'bob' may toggle 'office': user 'bob' is in group 'staff', named in its policy")
+    }
+
+    @Test func othersAreRefusedWithTheReason() {
+        let mallory = user("mallory", groups: ["mallory", "users"])
+        let d = policy.decide(mallory, .start, profile: office)
+        #expect(!d.allowed)
+        #expect(d.reason == "user 'mallory' may not start 'office': its policy allows users alice; groups staff")
+        #expect(policy.decide(mallory, .status, profile: rootOnly).reason
+                == "user 'mallory' may not see the status of 'private': its policy names nobody (root and group 'vpnctl' only)")
+        // A uid without a passwd entry matches no user name.
+        #expect(!policy.decide(user(nil, uid: 4242), .start, profile: office).allowed)
+        #expect(policy.decide(user(nil, uid: 4242), .start, profile: office).reason.hasPrefix("uid 4242 may not"))
+    }
+
+    @Test func allowedForOneProfileIsNotAllowedForAnother() {
+        let alice = user("alice", groups: ["alice"])
+        #expect(policy.decide(alice, .start, profile: office).allowed)
+        #expect(!policy.decide(alice, .start, profile: lab).allowed)
+        #expect(!policy.decide(alice, .start, profile: rootOnly).allowed)
+    }
+
+    @Test func actionsLimitWhatANamedUserMayDo() {
+        let carol = user("carol")
+        #expect(policy.decide(carol, .start, profile: lab).allowed)
+        #expect(policy.decide(carol, .status, profile: lab).allowed)
+        let d = policy.decide(carol, .stop, profile: lab)
+        #expect(!d.allowed)
+        #expect(d.reason == "user 'carol' may not stop 'lab': its policy grants only status, start")
+    }
+
+    @Test func visibilityFollowsAnyGrantedAction() {
+        #expect(policy.canSee(user("carol"), lab))
+        #expect(!policy.canSee(user("carol"), office))
+        #expect(!policy.canSee(user("alice"), rootOnly))
+    }
+
+    @Test func denialIsExit11NamingWhoMayGrantIt() {
+        let d = policy.decide(user("mallory"), .stop, profile: office)
+        let e = policy.denial(d, action: .stop, profile: office)
+        #expect(e.code == .permissionDenied)
+        #expect(e.code.rawValue == 11)
+        #expect(e.message == d.reason)
+        #expect(e.remedy == .grant(profile: "office", adminGroup: "vpnctl"))
+    }
+
+    @Test func policyActionsRoundTripAndRejectStoreActions() throws {
+        var p = sampleProfile("x")
+        p.policy = Policy(users: ["alice"], actions: [.start, .stop])
+        let text = String(decoding: try JSONEncoder().encode(p), as: UTF8.self)
+        #expect(text.contains("\"actions\":[\"start\",\"stop\"]"))
+        #expect(try Profile.parse(Array(text.utf8)).policy == p.policy)
+        // Absent actions stay absent (every tunnel action).
+        let plain = String(decoding: try JSONEncoder().encode(office), as: UTF8.self)
+        #expect(!plain.contains("actions"))
+        let forged = text.replacingOccurrences(of: "\"actions\":[\"start\",\"stop\"]", with: "\"actions\":[\"remove\"]")
+        #expect(throws: JSONDecodeProblem.self) { try Profile.parse(Array(forged.utf8)) }
+    }
+}

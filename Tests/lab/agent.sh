@@ -1,0 +1,111 @@
+# The agent in the lab: users other than root bring a real tunnel up and
+# down through `vpnctl agent`, which runs in the client namespace (so do the
+# tunnels it starts). Users and groups are named after $LAB and removed by
+# agent_lab_down (lab_down calls it too). Sourced by e2e.sh and demo.sh.
+
+AGL_USERS=() AGL_PID=""
+
+# agent_lab_up: users ${LAB}u1 (named in office's policy) and ${LAB}u2
+# (named nowhere), and an agent serving $VPNCTL_RUN_DIR from the client
+# namespace. Profiles are the caller's to import.
+agent_lab_up() {
+  local u
+  for u in "${LAB}u1" "${LAB}u2"; do
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$u" || { echo "  lab set-up failed at: useradd $u"; return 1; }
+    AGL_USERS+=("$u")
+  done
+  # The users reach the socket through the lab's dirs (files in them stay 0600).
+  chmod 755 "$LAB_DIR" "$(dirname "$VPNCTL_RUN_DIR")"
+  agent_lab_start
+}
+
+agent_lab_start() {
+  mkdir -p "$VPNCTL_RUN_DIR"
+  ip netns exec "$NS_C" "$V" agent >> "$(dirname "$VPNCTL_RUN_DIR")/agent.log" 2>&1 &
+  AGL_PID=$!
+  LAB_PIDS+=("$AGL_PID")
+  wait_for "the agent's socket" 5 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' \
+    "$VPNCTL_RUN_DIR/agent.sock"
+}
+
+agent_lab_down() {
+  [ -n "$AGL_PID" ] && stop_pid "$AGL_PID"
+  AGL_PID=""
+  local u
+  for u in "${AGL_USERS[@]}"; do userdel "$u" 2>/dev/null; done
+  AGL_USERS=()
+  return 0
+}
+
+# agent_set_policy PROFILE JSON: as root, through vpnctl edit.
+agent_set_policy() {
+  printf '%s\n' 'import json, os, sys' \
+    'p = json.load(open(sys.argv[1])); p["policy"] = json.loads(os.environ["POLICY"]); json.dump(p, open(sys.argv[1], "w"))' \
+    > "$LAB_DIR/set-policy.py"
+  POLICY=$2 EDITOR="python3 $LAB_DIR/set-policy.py" ip netns exec "$NS_C" "$V" edit "$1" >/dev/null
+}
+
+# as USER ARGS...: vpnctl as USER, on the system store: through the agent.
+as() { local u=$1; shift; runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$V" "$@"; }
+
+test_agent_user_tunnel() {
+  use office second || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 u2=${LAB}u2
+  expect_ok "start by $u1" as "$u1" start office || return 1
+  expect_match "start's report, as root's" "^connected 'office' \(utun[0-9]+\)$" "$OUT" || return 1
+  expect_field office status connected || return 1
+  expect_eq "status --json as $u1 and as root" "$(cn "$V" status office --json)" "$(as "$u1" status office --json)" || return 1
+  expect_ok "verify by $u1" as "$u1" verify office --probe http://198.19.0.1:8080/ || return 1
+  expect_contains "verify" "verdict: path proven" "$OUT" || return 1
+  expect_run "stop by $u2" 11 as "$u2" stop office || return 1
+  expect_contains "the refusal" "user '$u2' may not stop 'office'" "$OUT" || return 1
+  expect_field office status connected || return 1
+  expect_run "start second by $u1" 11 as "$u1" start second || return 1
+  expect_run "second is untouched" 12 cn "$V" is-connected second || return 1
+  expect_ok "toggle by $u1" as "$u1" toggle office || return 1
+  expect_match "toggle's card" "disconnected +office" "$OUT" || return 1
+  expect_field office stopReason userInitiated || return 1
+  grep -q "uid=$(id -u "$u1")($u1) pid=[0-9]* start 'office'.*exit 0" "$(dirname "$VPNCTL_RUN_DIR")/agent.log" \
+    || { echo "  the agent's log lacks the start"; return 1; }
+  nothing_left
+}
+
+# The agent (and the worker answering) killed while a user waits for
+# start --wait: the client says so clearly, the tunnel is its supervisor's
+# and goes on, and a new agent reports the truth.
+test_agent_killed_during_wait() {
+  use office || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 out rc worker
+  silence_peer
+  as "$u1" start office --wait --timeout 30 > "$LAB_DIR/agent-wait.out" 2>&1 &
+  local client=$!
+  wait_for "a worker for the start" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || return 1
+  worker=$(pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR")
+  wait_for "the tunnel to be connecting" 5 status_is office connecting || return 1
+  kill -KILL "$AGL_PID"; wait "$AGL_PID" 2>/dev/null; AGL_PID=""
+  kill -KILL "$worker"
+  wait "$client"; rc=$?
+  out=$(cat "$LAB_DIR/agent-wait.out")
+  expect_eq "the client's exit" 1 "$rc" || return 1
+  expect_contains "the client's error" "the vpnctl agent closed the connection before it answered" "$out" || return 1
+  expect_contains "the client's hint" "tunnels are not affected; see 'vpnctl status'" "$out" || return 1
+  expect_field office status connecting || return 1
+  revive_peer
+  agent_lab_start || return 1
+  wait_for "office to connect by itself" 15 status_is office connected || return 1
+  expect_eq "status as $u1 after the restart" "$(cn "$V" status office --json)" "$(as "$u1" status office --json)" || return 1
+  expect_ok "stop by $u1" as "$u1" stop office || return 1
+  nothing_left
+}
+
+agent_lab_checks() {
+  lab_check "agent: a user starts, verifies and toggles a real tunnel with root's output; others refused; nothing left" test_agent_user_tunnel
+  lab_check "agent: killed (and its worker) during a user's start --wait: a clear error, the tunnel goes on, a new agent reports it" \
+    test_agent_killed_during_wait
+}
