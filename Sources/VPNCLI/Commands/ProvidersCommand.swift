@@ -1,0 +1,64 @@
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+enum ProvidersCommand {
+    static let spec = CommandSpec(
+        name: "providers", abstract: "List the providers: built-in ones and installed plugins, with whether each may run.",
+        discussion: """
+        Plugins are found by the manifests in /usr/lib/vpnctl/providers (packages;
+        VPNCTL_PROVIDERS_DIR replaces it) and <config dir>/providers (the
+        administrator's, /etc/vpnctl/providers by default, which wins for an
+        identifier both have). A plugin may run when its manifest and executable are
+        regular files owned by root and writable only by root, it declares
+        'packet-tunnel', and it names an unprivileged user. See vpnctl-provider(7).
+        """,
+        run: run)
+
+    struct Row: Encodable {
+        let identifier: String
+        let kind: String
+        let `protocol`: String
+        let version: String?
+        let executable: String?
+        let user: String?
+        let manifest: String?
+        let usable: Bool
+        let problem: String?
+    }
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let providers: [Row]
+    }
+
+    static func rows(_ catalog: PluginCatalog) -> [Row] {
+        let builtIn = ProviderRegistry.builtIn.filter { $0.kind != .provider }.map {
+            Row(identifier: $0.implementation, kind: "built-in", protocol: $0.kind.rawValue, version: nil, executable: nil,
+                user: nil, manifest: nil, usable: true, problem: nil)
+        }
+        let plugins = catalog.entries().map { e in
+            Row(identifier: e.manifest?.identifier ?? "?", kind: "plugin", protocol: "provider", version: e.manifest?.version,
+                executable: e.manifest?.executable, user: e.manifest?.user, manifest: e.path,
+                usable: e.problem == nil && e.shadowedBy == nil,
+                problem: e.problem ?? e.shadowedBy.map { "shadowed by \($0)" })
+        }
+        return builtIn + plugins
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let catalog = PluginCatalog.standard(configDirectory: inv.store.directory, environment: inv.context.environment)
+        let rows = rows(catalog)
+        if inv.options.json {
+            inv.output.emit(Result(providers: rows))
+            return .ok
+        }
+        inv.output.table(["IDENTIFIER", "KIND", "PROTOCOL", "VERSION", "USER", "STATE"],
+                         rows.map { [$0.identifier, $0.kind, $0.protocol, $0.version ?? "-", $0.user ?? "-",
+                                     $0.usable ? "ok" : "refused: \($0.problem ?? "")"] })
+        if !rows.contains(where: { $0.kind == "plugin" }) {
+            inv.output.note("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))")
+        }
+        return .ok
+    }
+}
