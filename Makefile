@@ -36,6 +36,7 @@ build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 	@mkdir -p build
 	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl" build/vpnctl
+	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl-example-udp-relay" build/vpnctl-example-udp-relay
 	@echo "built build/vpnctl"
 
 # Every stage runs, even after one fails; the summary names each stage's result.

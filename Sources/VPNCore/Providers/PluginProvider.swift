@@ -272,8 +272,13 @@ final class PluginTunnel: ProviderTunnel {
 
     func networkChanged() {
         guard !interface.isEmpty, context.exitCode == nil else { return }
-        if (try? system.ifindex(interface)) != ifindex {
-            fail(ConnectionError(.pluginFailed, "interface \(interface) was deleted under \(name)"), .providerFailed)
+        guard (try? system.ifindex(interface)) != ifindex, tokens["deleted"] == nil else { return }
+        // The plugin holds the only other fd of the tun: when it dies the
+        // kernel deletes the link, and that can be seen before its exit is.
+        // Its exit, if it comes, is the better reason.
+        tokens["deleted"] = context.loop.after(250) { [weak self] in
+            guard let self else { return }
+            self.fail(ConnectionError(.pluginFailed, "interface \(self.interface) was deleted under \(self.name)"), .providerFailed)
         }
     }
 
