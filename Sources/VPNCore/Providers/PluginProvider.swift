@@ -40,7 +40,11 @@ public struct PluginProvider: TunnelProvider {
     }
 
     public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
-        PluginTunnel(context: context, config: config)
+        let identifier = config.providerIdentifier, directory = context.store.directory
+        // Checked again in the supervisor: the files may have changed since `start` looked.
+        return PluginTunnel(context: context, config: config) {
+            try PluginCatalog.standard(configDirectory: directory).plugin(identifier)
+        }
     }
 }
 
@@ -62,17 +66,20 @@ final class PluginTunnel: ProviderTunnel {
     /// How long a plugin has to exit once told to stop.
     static let exitTimeoutMs: Int64 = 5_000
 
-    init(context: TunnelContext, config: ProviderConfiguration) {
+    /// The installed plugin, checked.
+    let lookup: () throws -> (PluginManifest, UserIdentity)
+
+    init(context: TunnelContext, config: ProviderConfiguration, lookup: @escaping () throws -> (PluginManifest, UserIdentity)) {
         self.context = context
         self.config = config
+        self.lookup = lookup
         undo = UndoStack(log: context.log)
     }
 
     func start() {
         let manifest: PluginManifest, user: UserIdentity
         do {
-            // Checked again here: the files may have changed since `start` looked.
-            (manifest, user) = try PluginCatalog.standard(configDirectory: context.store.directory).plugin(config.providerIdentifier)
+            (manifest, user) = try lookup()
         } catch let e as VPNError {
             return context.finish(error: ConnectionError(.pluginDisabled, e.message + (e.hint.map { " (\($0))" } ?? "")), reason: .providerDisabled)
         } catch {
