@@ -18,6 +18,8 @@ final class FakePluginFiles: PluginFiles {
         contents[path] = Array(text.utf8)
     }
     func info(_ path: String) throws -> FileSystem.Info? { infos[path] }
+    var links: [String: FileSystem.Info] = [:]
+    func followedInfo(_ path: String) throws -> FileSystem.Info? { links[path] ?? infos[path] }
     func read(_ path: String) throws -> [UInt8] { contents[path] ?? [] }
     func list(_ directory: String) throws -> [String] {
         infos.keys.filter { FileSystem.parentDirectory(of: $0) == directory }.map { String($0.dropFirst(directory.count + 1)) }.sorted()
@@ -33,6 +35,7 @@ final class FakePluginFiles: PluginFiles {
 
     func installed(_ edit: (FakePluginFiles) -> Void = { _ in }) -> PluginCatalog {
         let f = FakePluginFiles()
+        f.dir("/"); f.dir("/opt"); f.dir("/etc"); f.dir("/etc/vpnctl", mode: 0o700)
         f.dir("/pkg"); f.dir("/etc/vpnctl/providers")
         f.file("/pkg/relay.json", Self.manifest())
         f.file("/opt/relay", mode: 0o755)
@@ -87,6 +90,28 @@ final class FakePluginFiles: PluginFiles {
         #expect(throws: VPNError.self) { try c.plugin("org.example.relay") }
         let s = installed { $0.file("/pkg/relay.json", Self.manifest(), symlink: true) }
         #expect(s.entries().first?.problem == "/pkg/relay.json: is a symlink; vpnctl follows none here")
+    }
+
+    @Test func aDirectoryAboveThatOthersCanWriteIsRefused() throws {
+        let e = #expect(throws: VPNError.self) { try installed { $0.dir("/opt", mode: 0o777) }.plugin("org.example.relay") }
+        #expect(e?.message == "provider plugin 'org.example.relay' may not run: /opt/relay: is in /opt, which is writable by group or others (mode 777) and not sticky")
+        let owned = #expect(throws: VPNError.self) { try installed { $0.dir("/opt", owner: 1000) }.plugin("org.example.relay") }
+        #expect(owned?.message.hasSuffix("/opt/relay: is in /opt, which is owned by uid 1000, not root") == true)
+        // Sticky, as /tmp: others cannot rename root's files there.
+        _ = try installed { $0.dir("/opt", mode: 0o1777) }.plugin("org.example.relay")
+        // A root-owned symlink to a directory that is root's (/bin -> usr/bin).
+        _ = try installed { f in
+            f.file("/opt", symlink: true)
+            f.links["/opt"] = FileSystem.Info(isDirectory: true, isSymlink: false, isRegular: false, owner: 0, mode: 0o755, size: 0)
+        }.plugin("org.example.relay")
+        let link = #expect(throws: VPNError.self) { try installed { f in
+            f.file("/opt", owner: 1000, symlink: true)
+            f.links["/opt"] = FileSystem.Info(isDirectory: true, isSymlink: false, isRegular: false, owner: 0, mode: 0o755, size: 0)
+        }.plugin("org.example.relay") }
+        #expect(link?.message.hasSuffix("is in /opt, a symlink owned by uid 1000, not root") == true)
+        let pkg = installed { $0.dir("/", mode: 0o775) }
+        #expect(pkg.entries().map(\.problem) == ["/etc/vpnctl/providers: is in /, which is writable by group or others (mode 775) and not sticky",
+                                                 "/pkg: is in /, which is writable by group or others (mode 775) and not sticky"])
     }
 
     @Test func theAdministratorsManifestWins() throws {

@@ -92,3 +92,13 @@ sec_plugin_identifier_must_be_an_identifier() {
   [ $rc = 5 ] && grep -qF "protocol.providerIdentifier: '../../bin/sh' is not an identifier" <<<"$err" \
     || { echo "  exit $rc: $err"; return 1; }
 }
+
+# A root-owned executable in a directory another user owns: that user could
+# swap it between the check and the exec.
+sec_plugin_executable_in_another_users_directory_refused() {
+  need_user || return 2
+  plug_install || return 1
+  mkdir -m 755 "$WORK/udir" && install -m 0755 /bin/true "$WORK/udir/true" && chown "$SEC_USER" "$WORK/udir"
+  plug_manifest "$VPNCTL_CONFIG_DIR/providers/p.json" "$WORK/udir/true" nobody
+  plug_refused "executable in $SEC_USER's directory" "$WORK/udir/true: is in $WORK/udir, which is owned by uid $(id -u "$SEC_USER"), not root"
+}

@@ -73,6 +73,8 @@ public struct PluginProblem: Error, CustomStringConvertible, Sendable {
 /// symlinks, file contents and accounts. Unit tests use a fake.
 public protocol PluginFiles {
     func info(_ path: String) throws -> FileSystem.Info?
+    /// `info` through symlinks (stat).
+    func followedInfo(_ path: String) throws -> FileSystem.Info?
     func read(_ path: String) throws -> [UInt8]
     func list(_ directory: String) throws -> [String]
     func user(_ name: String) -> UserIdentity?
@@ -81,6 +83,7 @@ public protocol PluginFiles {
 public struct SystemPluginFiles: PluginFiles {
     public init() {}
     public func info(_ path: String) throws -> FileSystem.Info? { try FileSystem.info(path) }
+    public func followedInfo(_ path: String) throws -> FileSystem.Info? { try FileSystem.followedInfo(path) }
     public func read(_ path: String) throws -> [UInt8] {
         try FileSystem.readFileIfPresent(path, limit: PluginManifest.maximumSize) ?? []
     }
@@ -137,6 +140,7 @@ public struct PluginCatalog {
             do {
                 if try files.info(dir) == nil { continue }
                 try checkOwnership(dir, isDirectory: true)
+                try checkAncestors(of: dir)
                 names = try files.list(dir).filter { $0.hasSuffix(".json") }
             } catch {
                 raw.append((dir, nil, "\(dir): \(error)", nil))
@@ -187,6 +191,7 @@ public struct PluginCatalog {
         }
         do {
             try checkOwnership(m.executable, isDirectory: false)
+            try checkAncestors(of: m.executable)
         } catch {
             throw refuse(m.executable, "\(error)")
         }
@@ -200,6 +205,29 @@ public struct PluginCatalog {
             throw refuse(path, "names the user '\(m.user)' (uid \(who.uid), gid \(who.gid)); a plugin runs without root, as an unprivileged user")
         }
         return (m, who)
+    }
+
+    /// Every directory above `path` is root's and writable by root alone
+    /// (or sticky, as /tmp), so nobody else can swap what it holds; a
+    /// symlinked directory (/bin on merged-/usr systems) is judged by the
+    /// link's owner and its target.
+    func checkAncestors(of path: String) throws {
+        var dir = FileSystem.parentDirectory(of: path)
+        while true {
+            guard var i = try files.info(dir) else { throw PluginProblem("is in \(dir), which does not exist") }
+            if i.isSymlink {
+                if i.owner != 0 { throw PluginProblem("is in \(dir), a symlink owned by uid \(i.owner), not root") }
+                guard let target = try files.followedInfo(dir) else { throw PluginProblem("is in \(dir), a dangling symlink") }
+                i = target
+            }
+            if !i.isDirectory { throw PluginProblem("is in \(dir), which is not a directory") }
+            if i.owner != 0 { throw PluginProblem("is in \(dir), which is owned by uid \(i.owner), not root") }
+            if i.mode & 0o022 != 0 && i.mode & 0o1000 == 0 {
+                throw PluginProblem("is in \(dir), which is writable by group or others (mode \(String(i.mode, radix: 8))) and not sticky")
+            }
+            if dir == "/" { return }
+            dir = FileSystem.parentDirectory(of: dir)
+        }
     }
 
     /// Owned by root, writable by root alone, not a symlink.
