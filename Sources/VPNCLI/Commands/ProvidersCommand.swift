@@ -23,7 +23,8 @@ enum ProvidersCommand {
         let executable: String?
         let user: String?
         let manifest: String?
-        let usable: Bool
+        /// nil for a built-in: its program is looked for at start.
+        let usable: Bool?
         let problem: String?
     }
 
@@ -35,10 +36,11 @@ enum ProvidersCommand {
     static func rows(_ catalog: PluginCatalog) -> [Row] {
         let builtIn = ProviderRegistry.builtIn.filter { $0.kind != .provider }.map {
             Row(identifier: $0.implementation, kind: "built-in", protocol: $0.kind.rawValue, version: nil, executable: nil,
-                user: nil, manifest: nil, usable: true, problem: nil)
+                user: nil, manifest: nil, usable: nil, problem: nil)
         }
         let plugins = catalog.entries().map { e in
-            Row(identifier: e.manifest?.identifier ?? "?", kind: "plugin", protocol: "provider", version: e.manifest?.version,
+            Row(identifier: e.manifest?.identifier ?? "?", kind: "plugin", protocol: "provider",
+                version: e.manifest.flatMap { $0.version.isEmpty ? nil : $0.version },
                 executable: e.manifest?.executable, user: e.manifest?.user, manifest: e.path,
                 usable: e.problem == nil && e.shadowedBy == nil,
                 problem: e.problem ?? e.shadowedBy.map { "shadowed by \($0)" })
@@ -54,8 +56,10 @@ enum ProvidersCommand {
             return .ok
         }
         inv.output.table(["IDENTIFIER", "KIND", "PROTOCOL", "VERSION", "USER", "STATE"],
-                         rows.map { [$0.identifier, $0.kind, $0.protocol, $0.version ?? "-", $0.user ?? "-",
-                                     $0.usable ? "ok" : "refused: \($0.problem ?? "")"] })
+                         rows.map { r in
+                             let state = r.usable.map { $0 ? "ok" : "refused: \(r.problem ?? "")" } ?? "-"
+                             return [r.identifier, r.kind, r.protocol, r.version ?? "-", r.user ?? "-", state]
+                         })
         if !rows.contains(where: { $0.kind == "plugin" }) {
             inv.output.note("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))")
         }
