@@ -35,10 +35,6 @@ public struct PluginProvider: TunnelProvider {
         found.manifest = try PluginCatalog.standard(configDirectory: environment.configDirectory).plugin(config.providerIdentifier).0
     }
 
-    public func advice(for error: ConnectionError.Kind) -> String? {
-        error == .pluginFailed ? "the plugin '\(config.providerIdentifier)' failed; its output is in the supervisor log" : nil
-    }
-
     public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
         let identifier = config.providerIdentifier, directory = context.store.directory
         // Checked again in the supervisor: the files may have changed since `start` looked.
