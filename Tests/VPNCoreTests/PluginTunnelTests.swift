@@ -138,6 +138,20 @@ import VPNSystem
         #expect(r.context.exitCode == 0 && r.context.record.stopReason == .userInitiated && r.context.record.lastDisconnectError == nil)
     }
 
+    @Test func aPluginThatDoesNotExitWhenToldIsStoppedByTheUndoSteps() throws {
+        let f = ContextFixture()
+        let r = try running(f)
+        r.say(#"{"type":"status","status":"connected"}"#)
+        r.tunnel.stop(reason: .userInitiated)
+        r.f.system.calls = []
+        let before = f.clock.nowMs
+        f.loop.run()
+        #expect(f.clock.nowMs - before == 5_000)
+        #expect(r.context.exitCode == 0 && r.context.record.stopReason == .userInitiated)
+        #expect(r.f.system.calls == ["stopProvider 4242", "close \(r.f.system.pairs[0].0)", "deleteLink utun0"])
+        #expect(f.lines.contains("[!] plugin 'org.example.relay' did not exit within 5 s of stop"))
+    }
+
     @Test func aPluginThatNeverConnectsEndsAtTheTimeout() throws {
         let f = ContextFixture()
         let r = try running(f)
