@@ -24,6 +24,7 @@ let package = Package(
         .testTarget(name: "VPNSystemTests", dependencies: ["VPNSystem"]),
         .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem"]),
         .testTarget(name: "VPNCLITests", dependencies: ["VPNCLI", "VPNCore"]),
+        .testTarget(name: "VPNProviderKitTests", dependencies: ["VPNProviderKit"]),
     ],
     swiftLanguageModes: [.v5]
 )
