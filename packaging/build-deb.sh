@@ -37,6 +37,8 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$PKG
 chmod 0755 "$PKG/usr/bin/vpnctl"
 gzip -9n < "$ROOT/man/vpnctl.1" > "$PKG/usr/share/man/man1/vpnctl.1.gz"
 gzip -9n < "$ROOT/man/vpnctl-profile.5" > "$PKG/usr/share/man/man5/vpnctl-profile.5.gz"
+install -d "$PKG/usr/share/man/man7"
+gzip -9n < "$ROOT/man/vpnctl-provider.7" > "$PKG/usr/share/man/man7/vpnctl-provider.7.gz"
 install -m 0644 "$COMPLETIONS/vpnctl.bash" "$PKG/usr/share/bash-completion/completions/vpnctl"
 install -m 0644 "$COMPLETIONS/_vpnctl" "$PKG/usr/share/zsh/vendor-completions/_vpnctl"
 install -m 0644 "$COMPLETIONS/vpnctl.fish" "$PKG/usr/share/fish/vendor_completions.d/vpnctl.fish"
