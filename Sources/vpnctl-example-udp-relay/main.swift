@@ -3,7 +3,8 @@
 // plugin path end to end, against Tests/lab/plugin-server.py.
 //
 // Wire format (one UDP datagram each): 0x01 + token (hello), 0x02 (welcome),
-// 0x03 (refused), 0x00 + IP packet (data), 0x04 (bye).
+// 0x03 (refused), 0x00 + IP packet (data), 0x04 (bye), 0x05 (ping, every
+// second), 0x06 (pong). Three seconds without a pong is `reasserting`.
 //
 // providerConfiguration: address (e.g. 198.19.20.2/32), routes (comma
 // separated prefixes), mtu, tokenKey (the secret's key, default "token").
@@ -17,6 +18,7 @@ final class UDPRelayProvider: PacketTunnelProvider {
     var sock: Int32 = -1
     var server = sockaddr_in()
     var waiting: ProviderLoop.Token?
+    var lastPong: Int64 = 0
 
     override func startTunnel(options: [String: String]?, completionHandler: @escaping (Error?) -> Void) {
         let config = protocolConfiguration.providerConfiguration
@@ -52,8 +54,11 @@ final class UDPRelayProvider: PacketTunnelProvider {
                 let n = buf.withUnsafeMutableBytes { recv(sock, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if n <= 0 { return }
                 switch buf[0] {
-                case 0x00 where answered:
+                case 0x00 where answered && n > 1:
                     packetFlow.writePackets([Array(buf[1..<n])], withProtocols: [(buf[1] >> 4) == 6 ? AF_INET6 : AF_INET])
+                case 0x06 where answered:
+                    lastPong = Self.nowMs
+                    if reasserting { log("udp-relay: the server answers again"); reasserting = false }
                 case 0x02 where !answered:
                     answered = true
                     loop.cancel(waiting)
@@ -64,6 +69,8 @@ final class UDPRelayProvider: PacketTunnelProvider {
                     setTunnelNetworkSettings(settings) { [self] error in
                         if let error { return done(error) }
                         forward()
+                        lastPong = Self.nowMs
+                        keepalive()
                         done(nil)
                     }
                 case 0x03 where !answered:
@@ -75,6 +82,22 @@ final class UDPRelayProvider: PacketTunnelProvider {
                 }
             }
         }
+    }
+
+    /// A ping a second; no pong for 3 s and the path is reasserting.
+    func keepalive() {
+        send([0x05])
+        if !reasserting && Self.nowMs - lastPong > 3000 {
+            log("udp-relay: no answer from the server for 3 s")
+            reasserting = true
+        }
+        loop.after(1000) { [self] in keepalive() }
+    }
+
+    static var nowMs: Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
     /// Tunnel to server, one datagram a packet.

@@ -852,6 +852,20 @@ if [ $plug_ready = yes ]; then
   }
   lab_check "plugin: providers lists it; start runs it as its user (uid, gid, groups, no caps, no_new_privs, tun and socket as fds 3/4), settings, ping, verify; stop reason seen by the plugin; nothing left" test_plugin_full_cycle
 
+  test_plugin_reasserting() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "start" cn "$V" start relay --timeout 10 || return 1
+    kill -STOP "$PLUG_SERVER"
+    defer kill -CONT "$PLUG_SERVER"
+    wait_status relay reasserting 8 || return 1
+    kill -CONT "$PLUG_SERVER"
+    wait_status relay connected 5 || return 1
+    expect_field relay reconnects 1 || return 1
+    expect_ok "ping through the tunnel again" c ping -c 1 -W 2 198.19.20.1 || return 1
+    expect_ok "stop" cn "$V" stop relay && plugin_nothing_left
+  }
+  lab_check "plugin: its server silenced, the plugin says reasserting; back, connected again (a reconnect)" test_plugin_reasserting
+
   test_plugin_package_dir() {
     export VPNCTL_PROVIDERS_DIR=$T/pkg
     defer unset VPNCTL_PROVIDERS_DIR

@@ -4,7 +4,8 @@ for tests only). Creates tun TUN (no packet information) in its namespace and
 relays IP packets over UDP to one client that said hello with TOKEN.
 
 usage: plugin-server.py TUN LISTEN_ADDR PORT TOKEN_FILE LIFETIME_SECONDS
-Datagrams: 0x01+token hello, 0x02 welcome, 0x03 refused, 0x00+packet, 0x04 bye.
+Datagrams: 0x01+token hello, 0x02 welcome, 0x03 refused, 0x00+packet, 0x04 bye,
+0x05 ping, 0x06 pong.
 """
 import fcntl, os, select, socket, struct, sys, time
 
@@ -33,6 +34,8 @@ def main():
                 print(f"plugin-server: hello from {peer[0]}:{peer[1]}: {'welcome' if ok else 'refused'}", flush=True)
             elif data[0] == 0x00 and peer == client:
                 os.write(tun, data[1:])
+            elif data[0] == 0x05 and peer == client:
+                sock.sendto(b"\x06", peer)
             elif data[0] == 0x04 and peer == client:
                 print(f"plugin-server: bye from {peer[0]}:{peer[1]}", flush=True)
                 client = None

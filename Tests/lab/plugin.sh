@@ -43,6 +43,7 @@ plugin_server_start() {
   ip netns exec "$NS_S" python3 "$HERE/plugin-server.py" "${LAB}p" 198.18.0.1 5555 "$LAB_DIR/plugin.token" 900 \
     > "$LAB_DIR/plugin-server.log" 2>&1 &
   LAB_PIDS+=($!)
+  PLUG_SERVER=$!
   wait_for "the plugin peer's tun ${LAB}p" 5 s ip link show "${LAB}p" >/dev/null || return 1
   need s ip addr add 198.19.20.1/24 dev "${LAB}p" || return 1
   need s ip link set "${LAB}p" up
