@@ -36,6 +36,7 @@ build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 	@mkdir -p build
 	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl" build/vpnctl
+	@cp "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/vpnctl-example-udp-relay" build/vpnctl-example-udp-relay
 	@echo "built build/vpnctl"
 
 # Every stage runs, even after one fails; the summary names each stage's result.
@@ -115,6 +116,7 @@ soak: build
 # bash-completion's completionsdir; the Debian package uses zsh's
 # vendor-completions instead of site-functions, as Debian's zsh asks).
 MAN5DIR     := $(PREFIX)/share/man/man5
+MAN7DIR     := $(PREFIX)/share/man/man7
 BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  := $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR := $(PREFIX)/share/fish/vendor_completions.d
@@ -129,6 +131,8 @@ install: build completions
 	install -m 0755 build/vpnctl "$(DESTDIR)$(BINDIR)/vpnctl"
 	install -m 0644 man/vpnctl.1 "$(DESTDIR)$(MANDIR)/vpnctl.1"
 	install -m 0644 man/vpnctl-profile.5 "$(DESTDIR)$(MAN5DIR)/vpnctl-profile.5"
+	install -d "$(DESTDIR)$(MAN7DIR)"
+	install -m 0644 man/vpnctl-provider.7 "$(DESTDIR)$(MAN7DIR)/vpnctl-provider.7"
 	install -m 0644 build/completions/vpnctl.bash "$(DESTDIR)$(BASHCOMPDIR)/vpnctl"
 	install -m 0644 build/completions/_vpnctl "$(DESTDIR)$(ZSHCOMPDIR)/_vpnctl"
 	install -m 0644 build/completions/vpnctl.fish "$(DESTDIR)$(FISHCOMPDIR)/vpnctl.fish"
@@ -140,6 +144,7 @@ install: build completions
 
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/vpnctl" "$(DESTDIR)$(MANDIR)/vpnctl.1" "$(DESTDIR)$(MAN5DIR)/vpnctl-profile.5" \
+	  "$(DESTDIR)$(MAN7DIR)/vpnctl-provider.7" \
 	  "$(DESTDIR)$(BASHCOMPDIR)/vpnctl" "$(DESTDIR)$(ZSHCOMPDIR)/_vpnctl" "$(DESTDIR)$(FISHCOMPDIR)/vpnctl.fish"
 	rm -f "$(DESTDIR)$(MAN8DIR)/vpnctl-agent.8" $(addprefix "$(DESTDIR)$(UNITDIR)/,$(addsuffix ",$(UNITS)))
 

@@ -5,6 +5,8 @@ let package = Package(
     name: "vpnctl",
     products: [
         .executable(name: "vpnctl", targets: ["vpnctl"]),
+        .library(name: "VPNProviderKit", targets: ["VPNProviderKit"]),
+        .executable(name: "vpnctl-example-udp-relay", targets: ["vpnctl-example-udp-relay"]),
     ],
     targets: [
         .systemLibrary(
@@ -17,9 +19,12 @@ let package = Package(
         .target(name: "VPNCore", dependencies: ["VPNSystem"]),
         .target(name: "VPNCLI", dependencies: ["VPNCore", "VPNSystem"]),
         .executableTarget(name: "vpnctl", dependencies: ["VPNCLI"]),
+        .target(name: "VPNProviderKit"),
+        .executableTarget(name: "vpnctl-example-udp-relay", dependencies: ["VPNProviderKit"]),
         .testTarget(name: "VPNSystemTests", dependencies: ["VPNSystem"]),
         .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem"]),
         .testTarget(name: "VPNCLITests", dependencies: ["VPNCLI", "VPNCore"]),
+        .testTarget(name: "VPNProviderKitTests", dependencies: ["VPNProviderKit"]),
     ],
     swiftLanguageModes: [.v5]
 )

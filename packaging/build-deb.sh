@@ -42,6 +42,8 @@ for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
   sed 's|@BINDIR@|/usr/bin|g' "$HERE/systemd/$unit" > "$PKG/usr/lib/systemd/system/$unit"
   chmod 0644 "$PKG/usr/lib/systemd/system/$unit"
 done
+install -d "$PKG/usr/share/man/man7"
+gzip -9n < "$ROOT/man/vpnctl-provider.7" > "$PKG/usr/share/man/man7/vpnctl-provider.7.gz"
 install -m 0644 "$COMPLETIONS/vpnctl.bash" "$PKG/usr/share/bash-completion/completions/vpnctl"
 install -m 0644 "$COMPLETIONS/_vpnctl" "$PKG/usr/share/zsh/vendor-completions/_vpnctl"
 install -m 0644 "$COMPLETIONS/vpnctl.fish" "$PKG/usr/share/fish/vendor_completions.d/vpnctl.fish"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int vpn_tun_set_iff(int fd, char *name, size_t name_len, int no_pi) {
@@ -113,6 +114,11 @@ int vpn_spawn(const char *path, char *const argv[], char *const envp[],
 
 int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
                    const int *pass_fds, int n_pass_fds, int out_fd, int death_signal) {
+    return vpn_spawn_tied_as(path, argv, envp, pass_fds, n_pass_fds, out_fd, death_signal, -1, -1);
+}
+
+int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
+                      const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid) {
     /* The child shares our memory until it execs: it only makes system
        calls, and reports a failure through this variable. */
     volatile int child_errno = 0;
@@ -135,6 +141,18 @@ int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
         for (int sig = 1; sig < NSIG; sig++)
             if (sig != SIGKILL && sig != SIGSTOP)
                 signal(sig, SIG_DFL);  /* our own table: vfork does not share it */
+        if (uid >= 0) {
+            /* Raw system calls: glibc's setuid() would try to change the
+               credentials of the parent's other threads too (its setxid
+               broadcast), which a vfork child must not. Groups, then the
+               gid, then the uid; after that no capability is left. */
+            gid_t g = (gid_t)gid;
+            if (syscall(SYS_setgroups, 1, &g) < 0 || syscall(SYS_setresgid, g, g, g) < 0
+                || syscall(SYS_setresuid, (uid_t)uid, (uid_t)uid, (uid_t)uid) < 0) { child_errno = errno; _exit(127); }
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) { child_errno = errno; _exit(127); }
+            if (chdir("/") < 0) { child_errno = errno; _exit(127); }
+        }
+        /* After the credential change, which clears the parent-death signal. */
         if (prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0) { child_errno = errno; _exit(127); }
         if (getppid() != parent) _exit(127);
         pthread_sigmask(SIG_SETMASK, &empty, NULL);

@@ -17,7 +17,7 @@ public enum VPNCLI {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec, CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
+         VerifyCommand.spec, StatsCommand.spec, ProvidersCommand.spec, CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
     }
 
     public static var root: CommandSpec {

@@ -147,6 +147,7 @@ extension ProviderConfiguration {
         providerIdentifier = try r.string("providerIdentifier") ?? ""
         providerConfiguration = try r.optional("providerConfiguration")?.stringMap() ?? [:]
         secrets = try r.optional("secrets")?.stringMap() ?? [:]
+        serverAddress = try r.string("serverAddress")
     }
 }
 

@@ -216,13 +216,17 @@ public struct ProviderConfiguration: Encodable, Equatable, Sendable {
     public var providerConfiguration: [String: String]
     /// providerConfiguration keys whose values live in secrets: key -> secret name.
     public var secrets: [String: String]
+    /// NETunnelProviderProtocol.serverAddress: handed to the plugin as it is.
+    public var serverAddress: String?
 
-    public init(providerIdentifier: String, providerConfiguration: [String: String] = [:], secrets: [String: String] = [:]) {
+    public init(providerIdentifier: String, providerConfiguration: [String: String] = [:], secrets: [String: String] = [:],
+                serverAddress: String? = nil) {
         self.providerIdentifier = providerIdentifier
         self.providerConfiguration = providerConfiguration
         self.secrets = secrets
+        self.serverAddress = serverAddress
     }
 
-    enum CodingKeys: String, CodingKey { case providerIdentifier, providerConfiguration, secrets }
+    enum CodingKeys: String, CodingKey { case providerIdentifier, providerConfiguration, secrets, serverAddress }
 
 }

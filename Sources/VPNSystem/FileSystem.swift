@@ -133,6 +133,18 @@ public enum FileSystem {
                     owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size), isSocket: type == S_IFSOCK)
     }
 
+    /// `info` through symlinks (stat(2)): what a path names in the end.
+    public static func followedInfo(_ path: String) throws -> Info? {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            if errno == ENOENT { return nil }
+            throw SystemError("inspect", path: path, errno: .current)
+        }
+        let type = st.st_mode & S_IFMT
+        return Info(isDirectory: type == S_IFDIR, isSymlink: false, isRegular: type == S_IFREG,
+                    owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size))
+    }
+
     /// Creates a directory (and missing parents) with `mode`, then checks that
     /// the final directory is a real directory owned by us (or root) and not
     /// writable by others.

@@ -67,6 +67,15 @@ public enum Processes {
         }
     }
 
+    /// `spawnTied` as another user: the child drops to `user` (groups, gid,
+    /// uid; no new privileges) after its fds are in place, before the exec.
+    public static func spawnTied(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32] = [],
+                                 outputFD: Int32 = -1, as user: UserIdentity) throws -> pid_t {
+        try spawning(path, argv, environment, passFDs) { args, env, fds, count in
+            vpn_spawn_tied_as(path, args, env, fds, count, outputFD, SIGKILL, Int32(bitPattern: user.uid), Int32(bitPattern: user.gid))
+        }
+    }
+
     /// argv and the environment as C arrays for one of the shims' spawns,
     /// which returns a pid or -errno.
     static func spawning(_ path: String, _ argv: [String], _ environment: [String: String], _ passFDs: [Int32],
@@ -116,5 +125,28 @@ public enum Processes {
         kill(pid, SIGKILL)
         waitpid(pid, &status, 0)
         return 128 + SIGKILL
+    }
+}
+
+/// A user account as the password database has it.
+public struct UserIdentity: Equatable, Sendable {
+    public let name: String
+    public let uid: UInt32
+    public let gid: UInt32
+
+    public init(name: String, uid: UInt32, gid: UInt32) {
+        self.name = name
+        self.uid = uid
+        self.gid = gid
+    }
+
+    /// The account named `name` (getpwnam_r), or nil.
+    public static func lookup(_ name: String) -> UserIdentity? {
+        var pw = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let r = getpwnam_r(name, &pw, &buffer, buffer.count, &result)
+        guard r == 0, result != nil else { return nil }
+        return UserIdentity(name: name, uid: pw.pw_uid, gid: pw.pw_gid)
     }
 }

@@ -129,4 +129,13 @@ public enum UnixSocket {
         }
         return String(decoding: reply, as: UTF8.self)
     }
+
+    /// A connected pair of stream sockets (socketpair), both close-on-exec.
+    public static func pair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) != 0 {
+            throw SystemError("create", path: "a control socket pair", errno: .current)
+        }
+        return (fds[0], fds[1])
+    }
 }

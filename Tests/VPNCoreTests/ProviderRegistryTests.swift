@@ -14,7 +14,7 @@ import Testing
         let e = #expect(throws: VPNError.self) { try ProviderRegistry.provider(for: ike) }
         #expect(e?.code == .providerUnavailable)
         #expect(e?.message == "no provider for ikev2 profiles in this vpnctl")
-        #expect(e?.hint == "this version starts: wireguard (wireguard-go), openvpn (openvpn)")
+        #expect(e?.hint == "this version starts: wireguard (wireguard-go), openvpn (openvpn), provider (plugin)")
     }
 
     @Test func wireGuardRefusesAnExistingInterfaceAndBadKeys() throws {

@@ -30,6 +30,19 @@ final class FakeTunnelSystem: TunnelSystem {
         return 4242
     }
     func stopProvider(_ pid: pid_t) { calls.append("stopProvider \(pid)") }
+    func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                       as user: UserIdentity) throws -> pid_t {
+        try record("spawn \(argv.joined(separator: " ")) as \(user.name) fds=\(passFDs)")
+        return 4242
+    }
+    /// Real sockets; the test keeps `pairs` to play the other side.
+    var pairs: [(Int32, Int32)] = []
+    func socketPair() throws -> (Int32, Int32) {
+        try record("socketPair")
+        let p = try UnixSocket.pair()
+        pairs.append(p)
+        return p
+    }
     var deletedLinks: Set<String> = []
     func ifindex(_ name: String) throws -> Int32 {
         try record("ifindex \(name)")

@@ -8,10 +8,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/agent.sh"
+source "$HERE/plugin.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
-trap lab_down EXIT
+trap 'plugin_down; lab_down' EXIT
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 # Commands run in the lab's directory, so that they read as a user types
@@ -95,6 +96,26 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
 else
   echo
   echo "== OpenVPN part skipped: openvpn or openssl is not installed (make deps installs both)"
+fi
+why=$(plugin_cannot_run "$V")
+if [ -z "$why" ]; then
+  echo
+  echo "== A provider plugin: the example built with VPNProviderKit (plain UDP, NO encryption: an example, not for use),"
+  echo "   its peer on 198.18.0.1:5555, a user $PLUG_USER it runs as"
+  plugin_up || exit 1
+  plugin_manifest "$VPNCTL_CONFIG_DIR/providers" relay.json "$PLUG_ID" "$PLUG_BIN/udp-relay"
+  step "cat $VPNCTL_CONFIG_DIR/providers/relay.json"; cat "$VPNCTL_CONFIG_DIR/providers/relay.json"
+  plugin_profile relay "$PLUG_ID"
+  run vpnctl providers
+  run vpnctl start relay --wait --verbose
+  step "grep -E 'Uid|CapEff|NoNewPrivs' /proc/<plugin pid>/status"
+  id=$(c "$V" status relay --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["id"])')
+  grep -E '^(Uid|CapEff|NoNewPrivs):' "/proc/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$id.json")/status"
+  run vpnctl verify relay --probe http://198.19.20.1:8080/
+  run vpnctl stop relay
+else
+  echo
+  echo "== plugin part skipped: $why"
 fi
 echo
 cat <<'NEXT'

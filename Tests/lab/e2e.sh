@@ -19,13 +19,15 @@ source "$HERE/recovery.sh"
 source "$HERE/flap.sh"
 source "$HERE/agent.sh"
 
+source "$HERE/plugin.sh"
+
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
   skip "every lab test: $why"
   summary lab
   exit $?
 fi
-trap lab_down EXIT
+trap 'plugin_down; lab_down' EXIT
 if ! lab_up; then
   fail "the lab did not come up (see above for the step that broke)"
   summary lab
@@ -836,8 +838,237 @@ fi
 
 agent_lab_checks
 
+# ---- Provider plugins ------------------------------------------------------------
+
+plug_ready=no
+why=$(plugin_cannot_run "$V")
+if [ -n "$why" ]; then
+  skip "plugin tests: $why"
+elif plugin_up; then
+  plug_ready=yes
+else
+  fail "the plugin lab did not come up (see above for the step that broke)"
+fi
+
+if [ $plug_ready = yes ]; then
+  # Each test: its own package dir (empty unless it installs there) and the
+  # example plugin's manifest in its own config dir.
+  plug_setup() {
+    export VPNCTL_PROVIDERS_DIR=$T/pkg
+    defer unset VPNCTL_PROVIDERS_DIR
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" relay.json "$PLUG_ID" "$PLUG_BIN/udp-relay"
+  }
+
+  test_plugin_full_cycle() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "providers" cn "$V" providers || return 1
+    expect_match "providers lists the plugin" "$PLUG_ID +plugin +provider +1.0 +$PLUG_USER +ok" "$OUT" || return 1
+    expect_ok "providers --json" cn "$V" providers --json || return 1
+    expect_contains "providers --json" "\"identifier\":\"$PLUG_ID\",\"kind\":\"plugin\"" "$OUT" || return 1
+    expect_ok "start" cn "$V" start relay --timeout 10 || return 1
+    expect_match "start's report" "^connected 'relay' \(utun[0-9]+\)$" "$OUT" || return 1
+    local pid uid ifn
+    pid=$(record relay providerPid); ifn=$(field relay interface)
+    uid=$(id -u "$PLUG_USER")
+    expect_eq "the plugin's Uid (real, effective, saved, fs)" "$uid $uid $uid $uid" "$(proc_field "$pid" Uid)" || return 1
+    expect_eq "the plugin's Gid" "$(id -g "$PLUG_USER") $(id -g "$PLUG_USER") $(id -g "$PLUG_USER") $(id -g "$PLUG_USER")" "$(proc_field "$pid" Gid)" || return 1
+    expect_eq "the plugin's supplementary groups" "$(id -g "$PLUG_USER")" "$(proc_field "$pid" Groups)" || return 1
+    expect_eq "the plugin's effective capabilities" "0000000000000000" "$(proc_field "$pid" CapEff)" || return 1
+    expect_eq "the plugin's NoNewPrivs" "1" "$(proc_field "$pid" NoNewPrivs)" || return 1
+    expect_eq "the plugin's fds 3 and 4" "/dev/net/tun socket" \
+      "$(readlink "/proc/$pid/fd/3") $(readlink "/proc/$pid/fd/4" | cut -d: -f1)" || return 1
+    expect_match "the settings the plugin asked for" "198.19.20.0/24 dev $ifn" "$(c ip route show)" || return 1
+    expect_contains "the address" "198.19.20.2/32" "$(c ip -o addr show dev "$ifn")" || return 1
+    expect_eq "the MTU" "1400" "$(c cat "/sys/class/net/$ifn/mtu")" || return 1
+    expect_ok "ping through the plugin's tunnel (3 packets)" c ping -c 3 -i 0.2 -W 2 198.19.20.1 || return 1
+    expect_ok "verify" cn "$V" verify relay --probe http://198.19.20.1:8080/ || return 1
+    expect_contains "verify" "verdict: path proven" "$OUT" || return 1
+    expect_ok "stop" cn "$V" stop relay || return 1
+    expect_field relay status disconnected && expect_field relay stopReason userInitiated || return 1
+    expect_contains "the stop reason the plugin saw" "udp-relay: stopTunnel(with: userInitiated)" "$(cat "$VPNCTL_RUN_DIR"/logs/*.log)" || return 1
+    expect_ok "the plugin process gone" gone "$pid" || return 1
+    expect_absent "the token" "$(cat "$LAB_DIR/plugin.token")" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: providers lists it; start runs it as its user (uid, gid, groups, no caps, no_new_privs, tun and socket as fds 3/4), settings, ping, verify; stop reason seen by the plugin; nothing left" test_plugin_full_cycle
+
+  test_plugin_reasserting() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "start" cn "$V" start relay --timeout 10 || return 1
+    kill -STOP "$PLUG_SERVER"
+    defer kill -CONT "$PLUG_SERVER"
+    wait_status relay reasserting 8 || return 1
+    kill -CONT "$PLUG_SERVER"
+    wait_status relay connected 5 || return 1
+    expect_field relay reconnects 1 || return 1
+    expect_ok "ping through the tunnel again" c ping -c 1 -W 2 198.19.20.1 || return 1
+    expect_ok "stop" cn "$V" stop relay && plugin_nothing_left
+  }
+  lab_check "plugin: its server silenced, the plugin says reasserting; back, connected again (a reconnect)" test_plugin_reasserting
+
+  test_plugin_package_dir() {
+    export VPNCTL_PROVIDERS_DIR=$T/pkg
+    defer unset VPNCTL_PROVIDERS_DIR
+    plugin_manifest "$T/pkg" relay.json "$PLUG_ID" "$PLUG_BIN/udp-relay" && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "start from the package dir" cn "$V" start relay --timeout 10 || return 1
+    expect_ok "stop" cn "$V" stop relay && plugin_nothing_left
+  }
+  lab_check "plugin: a manifest in the package dir (VPNCTL_PROVIDERS_DIR) starts too" test_plugin_package_dir
+
+  test_plugin_mismatch() {
+    plug_setup && plugin_profile relay org.vpnctl.example.udp-relai || return 1
+    expect_run "start with an identifier nothing has" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "no provider plugin 'org.vpnctl.example.udp-relai' is installed" "$OUT" || return 1
+    expect_contains "the installed identifiers" "installed: $PLUG_ID ($VPNCTL_CONFIG_DIR/providers/relay.json)" "$OUT" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: an identifier mismatch exits 10 and lists the installed identifiers" test_plugin_mismatch
+
+  test_plugin_missing() {
+    export VPNCTL_PROVIDERS_DIR=$T/pkg
+    defer unset VPNCTL_PROVIDERS_DIR
+    plugin_profile relay "$PLUG_ID" || return 1
+    expect_run "start with no plugin installed" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "no provider plugin '$PLUG_ID' is installed" "$OUT" || return 1
+    expect_contains "the hint" "no provider plugins are installed" "$OUT" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: none installed exits 10 naming the identifier" test_plugin_missing
+
+  test_plugin_world_writable() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    install -m 0757 "$PLUG_EXAMPLE" "$T/relay-loose" || return 1
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" relay.json "$PLUG_ID" "$T/relay-loose"
+    expect_run "start with a world-writable executable" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "provider plugin '$PLUG_ID' may not run: $T/relay-loose: is writable by group or others (mode 757)" "$OUT" || return 1
+    expect_ok "providers" cn "$V" providers || return 1
+    expect_contains "providers says why" "refused: $T/relay-loose: is writable by group or others" "$OUT" || return 1
+    chmod 0755 "$T/relay-loose"; chmod 0666 "$VPNCTL_CONFIG_DIR/providers/relay.json"
+    expect_run "start with a world-writable manifest" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "may not run: $VPNCTL_CONFIG_DIR/providers/relay.json: is writable by group or others (mode 666)" "$OUT" || return 1
+    chmod 0644 "$VPNCTL_CONFIG_DIR/providers/relay.json"
+    ln -sf "$T/relay-loose" "$T/relay-link"
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" relay.json "$PLUG_ID" "$T/relay-link"
+    expect_run "start with a symlinked executable" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "$T/relay-link: is a symlink" "$OUT" || return 1
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" relay.json "$PLUG_ID" "$PLUG_BIN/udp-relay" '["app-proxy"]'
+    expect_run "start without the capability" 10 cn "$V" start relay || return 1
+    expect_contains "the message" "does not declare the capability 'packet-tunnel'" "$OUT" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: world-writable executable or manifest, a symlink, no capability: exit 10 naming the identifier and the file" test_plugin_world_writable
+
+  test_plugin_crash() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "start" cn "$V" start relay --timeout 10 || return 1
+    local pid; pid=$(record relay providerPid)
+    # SIGKILL: a Swift program's own crash handler would catch SIGSEGV sent by kill(1)
+    # (no fault to return to) and carry on.
+    kill -KILL "$pid"
+    wait_status relay disconnected 5 || return 1
+    expect_field relay stopReason providerFailed && expect_field relay lastDisconnectError.name pluginFailed || return 1
+    expect_contains "the reason" "plugin '$PLUG_ID' (pid $pid)" "$(field relay lastDisconnectError.message)" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: a crash (SIGKILL) ends the tunnel: disconnected, providerFailed/pluginFailed naming it, nothing left" test_plugin_crash
+
+  test_plugin_supervisor_killed() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    expect_ok "start" cn "$V" start relay --timeout 10 || return 1
+    kill_supervisor relay plugin || return 1
+    expect_ok "stop after the kill" cn "$V" stop relay && plugin_nothing_left
+  }
+  lab_check "plugin: killed with its supervisor (the parent-death signal survives the change of user)" test_plugin_supervisor_killed
+
+  test_plugin_bad_token() {
+    plug_setup && plugin_profile relay "$PLUG_ID" || return 1
+    printf 'wrong\n' | cn "$V" secret set relay relay-token >/dev/null || return 1
+    expect_run "start with a wrong token" 4 cn "$V" start relay --timeout 10 || return 1
+    expect_contains "the reason" "authenticationFailed: the server refused the token" "$OUT" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: cancelTunnelWithError(authenticationFailed) gives exit 4 with that name" test_plugin_bad_token
+
+  test_plugin_unknown_secret() {
+    plug_setup && plugin_profile relay "$PLUG_ID" '{"tokenKey": "password"}' || return 1
+    expect_run "start asking for a secret the profile has not" 4 cn "$V" start relay --timeout 10 || return 1
+    expect_contains "the reason" "the profile has no secret 'password' (its secrets: token)" "$OUT" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: a secret the profile does not have is refused to the plugin, which gives up: exit 4 naming it" test_plugin_unknown_secret
+
+  # plug_script NAME: a plugin in $PLUG_BIN from stdin (root's, 0755).
+  plug_script() { cat > "$PLUG_BIN/$1" && chmod 0755 "$PLUG_BIN/$1"; }
+
+  test_plugin_garbage() {
+    plug_setup && plugin_profile junk org.vpnctl.test.junk || return 1
+    plug_script junk.sh <<'SH'
+#!/bin/sh
+printf 'this is not JSON\n' >&4
+exec sleep 20
+SH
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" junk.json org.vpnctl.test.junk "$PLUG_BIN/junk.sh"
+    expect_run "start of a plugin that sends garbage" 4 cn "$V" start junk --timeout 10 || return 1
+    expect_contains "the reason" "pluginFailed: plugin 'org.vpnctl.test.junk' sent a line that is not JSON" "$OUT" || return 1
+    expect_field junk stopReason providerFailed || return 1
+    plug_script long.sh <<'SH'
+#!/bin/sh
+head -c 70000 /dev/zero | tr '\0' x >&4
+exec sleep 20
+SH
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" junk.json org.vpnctl.test.junk "$PLUG_BIN/long.sh"
+    expect_run "start of a plugin that sends an endless line" 4 cn "$V" start junk --timeout 10 || return 1
+    expect_contains "the reason" "sent a line longer than 65536 bytes" "$OUT" || return 1
+    plug_script mute.sh <<'SH'
+#!/bin/sh
+exec sleep 20
+SH
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" junk.json org.vpnctl.test.junk "$PLUG_BIN/mute.sh"
+    expect_ok "start --no-wait of a plugin that never answers" cn "$V" start junk --no-wait --timeout 2 || return 1
+    local pid; pid=$(record junk providerPid)
+    expect_eq "the descriptors it got (0-4 only)" "0 1 2 3 4" "$(ls "/proc/$pid/fd" | sort -n | xargs)" || return 1
+    wait_status junk disconnected 6 || return 1
+    expect_contains "the reason" "plugin 'org.vpnctl.test.junk' did not report connected within 2 s" "$(field junk lastDisconnectError.message)" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: garbage, an over-long line, silence (fds 0-4 only): pluginFailed naming the plugin, nothing left" test_plugin_garbage
+
+  test_plugin_python() {
+    plug_setup && plugin_profile py org.vpnctl.test.python || return 1
+    plug_script py-plugin <<'PY'
+#!/usr/bin/python3
+# The protocol is the contract: a plugin without the SDK.
+import json, os, sys
+ctl = os.fdopen(4, "r+b", buffering=0)
+def say(m): ctl.write((json.dumps(m) + "\n").encode())
+for line in ctl:
+    m = json.loads(line)
+    if m["type"] == "start":
+        say({"type": "secret", "id": 1, "name": "token"})
+    elif m["type"] == "secret":
+        say({"type": "setTunnelNetworkSettings", "id": 2, "addresses": ["198.19.30.2/32"], "routes": ["198.19.30.0/24"],
+             "mtu": 1300, "dns": ["198.19.30.53"]})
+    elif m["type"] == "setTunnelNetworkSettings" and m["ok"]:
+        say({"type": "status", "status": "connected"})
+    elif m["type"] == "stop":
+        print("python plugin: stop, reason " + m["reason"], file=sys.stderr, flush=True)
+        break
+PY
+    plugin_manifest "$VPNCTL_CONFIG_DIR/providers" py.json org.vpnctl.test.python "$PLUG_BIN/py-plugin"
+    expect_ok "start of a Python plugin" cn "$V" start py --timeout 10 || return 1
+    local ifn; ifn=$(field py interface)
+    expect_match "its route" "198.19.30.0/24 dev $ifn" "$(c ip route show)" || return 1
+    expect_ok "status --json" cn "$V" status py --json && expect_contains "its DNS in status" '"dns":["198.19.30.53"]' "$OUT" || return 1
+    expect_ok "stop" cn "$V" stop py || return 1
+    expect_contains "the stop reason it saw" "python plugin: stop, reason userInitiated" "$(cat "$VPNCTL_RUN_DIR"/logs/*.log)" || return 1
+    plugin_nothing_left
+  }
+  lab_check "plugin: a plugin in Python (no SDK) connects, gets its settings applied, sees the stop reason" test_plugin_python
+fi
+
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR
+plugin_down
 lab_down
 trap - EXIT
 # Teardown leaves nothing: no namespace, socket, process or file of this lab.
@@ -848,6 +1079,8 @@ for sock in "${lab_socks[@]}"; do [ -e "$sock" ] && left+=" socket $sock"; done
 [ -n "$links" ] && left+=" link(s) in this namespace:$(echo $links)"
 [ -n "$procs" ] && left+=" process(es): $procs"
 [ -e "$lab_dir" ] && left+=" directory $lab_dir"
+id "$PLUG_USER" >/dev/null 2>&1 && left+=" user $PLUG_USER"
+[ -n "$PLUG_BIN" ] && [ -e "$PLUG_BIN" ] && left+=" directory $PLUG_BIN"
 [ -z "$left" ] && pass "lab teardown leaves no namespace, link, socket, process or file" || fail "lab teardown left:$left"
 echo "# lab tests that ran: $TEST_N (each on its own store), plus the teardown check"
 summary lab

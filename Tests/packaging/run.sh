@@ -57,6 +57,7 @@ test_package_fields() {
   for f in "-rwxr-xr-x root/root ./usr/bin/vpnctl" \
            "-rw-r--r-- root/root ./usr/share/man/man1/vpnctl.1.gz" \
            "-rw-r--r-- root/root ./usr/share/man/man5/vpnctl-profile.5.gz" \
+           "-rw-r--r-- root/root ./usr/share/man/man7/vpnctl-provider.7.gz" \
            "-rw-r--r-- root/root ./usr/share/bash-completion/completions/vpnctl" \
            "-rw-r--r-- root/root ./usr/share/zsh/vendor-completions/_vpnctl" \
            "-rw-r--r-- root/root ./usr/share/fish/vendor_completions.d/vpnctl.fish" \
@@ -102,7 +103,7 @@ test_install_use_purge() {
   cmp -s "$R/usr/share/bash-completion/completions/vpnctl" "$WORK/completions/vpnctl.bash" || { echo "  installed bash script differs"; return 1; }
   # Each installed page renders without a warning at 80 columns.
   local page warn
-  for page in "$R/usr/share/man/man1/vpnctl.1.gz" "$R/usr/share/man/man5/vpnctl-profile.5.gz"; do
+  for page in "$R/usr/share/man/man1/vpnctl.1.gz" "$R/usr/share/man/man5/vpnctl-profile.5.gz" "$R/usr/share/man/man7/vpnctl-provider.7.gz"; do
     if command -v man >/dev/null; then
       warn=$(MANWIDTH=80 man -l "$page" 2>&1 >/dev/null)
       [ -z "$warn" ] || { echo "  man -l $(basename "$page"): $warn"; return 1; }

@@ -36,6 +36,14 @@ int vpn_spawn(const char *path, char *const argv[], char *const envp[],
 int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
                    const int *pass_fds, int n_pass_fds, int out_fd, int death_signal);
 
+/// Like vpn_spawn_tied, for a provider that runs as another user: after the
+/// fds are in place the child sets its groups to `gid` alone, its gid and
+/// its uid (real, effective and saved), sets no_new_privs, changes to "/",
+/// and only then arms the parent-death signal (a credential change clears
+/// it). `uid` < 0 changes nothing. Returns the pid, or -errno.
+int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
+                      const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid);
+
 
 /// Blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and returns a signalfd that
 /// reports them (non-blocking, close-on-exec), or -errno.

@@ -6,7 +6,11 @@ extension ProviderConfiguration: ConfigurationModel {
     public func problems(_ v: ProfileValidator) -> [String] {
         let pr = self
         var p: [String] = []
-        if pr.providerIdentifier.isEmpty { p.append("protocol.providerIdentifier: missing") }
+        if pr.providerIdentifier.isEmpty {
+            p.append("protocol.providerIdentifier: missing")
+        } else if !PluginManifest.isValidIdentifier(pr.providerIdentifier) {
+            p.append("protocol.providerIdentifier: '\(pr.providerIdentifier.prefix(80))' is not an identifier (letters, digits, '.', '-', '_')")
+        }
         for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
             p += v.secretRef("protocol.secrets.\(key)", name, required: true, what: "")
         }
@@ -16,6 +20,7 @@ extension ProviderConfiguration: ConfigurationModel {
     public func described(secret: (String?) -> String) -> ConfigurationRows {
         var r = ConfigurationRows()
         r.add("provider", providerIdentifier)
+        if let serverAddress { r.add("server", serverAddress) }
         for (k, v) in providerConfiguration.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", v) }
         for (k, v) in secrets.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", secret(v)) }
         return r

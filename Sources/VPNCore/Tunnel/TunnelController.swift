@@ -145,6 +145,7 @@ public struct TunnelController {
         let exe = executable
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         env["LANG"] = "C"
+        if let plugins = getenv("VPNCTL_PROVIDERS_DIR") { env["VPNCTL_PROVIDERS_DIR"] = String(cString: plugins) }
         do {
             let bell = try Doorbell.pair()
             defer { close(bell.ringer) }

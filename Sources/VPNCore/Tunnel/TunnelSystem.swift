@@ -17,6 +17,11 @@ public protocol TunnelSystem: AnyObject {
     func removeUAPI(_ name: String)
     func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t
     func stopProvider(_ pid: pid_t)
+    /// A provider that runs as `user` (a plugin), tied to this process like the others.
+    func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                       as user: UserIdentity) throws -> pid_t
+    /// A pair of connected stream sockets (close-on-exec).
+    func socketPair() throws -> (Int32, Int32)
     func ifindex(_ name: String) throws -> Int32
     func addAddress(_ cidr: String, ifindex: Int32) throws
     func deleteAddress(_ cidr: String, ifindex: Int32) throws
@@ -40,6 +45,14 @@ public protocol TunnelSystem: AnyObject {
     /// Sends `signal` to a child and waits up to `timeoutMs` before SIGKILL.
     func terminate(_ pid: pid_t, signal: Int32, timeoutMs: Int)
     func startTime(of pid: pid_t) -> UInt64?
+}
+
+extension TunnelSystem {
+    public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                              as user: UserIdentity) throws -> pid_t {
+        throw SystemError("run \(path) as", path: user.name, errno: Errno(ENOSYS))
+    }
+    public func socketPair() throws -> (Int32, Int32) { try UnixSocket.pair() }
 }
 
 public final class KernelTunnelSystem: TunnelSystem {
@@ -82,6 +95,11 @@ public final class KernelTunnelSystem: TunnelSystem {
 
     public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t {
         try Processes.spawnTied(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD)
+    }
+
+    public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                              as user: UserIdentity) throws -> pid_t {
+        try Processes.spawnTied(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD, as: user)
     }
 
     public func stopProvider(_ pid: pid_t) {
