@@ -16,6 +16,10 @@ import Testing
         #expect(try parse(String(r.serialized.dropLast())) == r)
         let can = AgentRequest(verb: .can, profile: "lab", canAction: .stop)
         #expect(try parse(String(can.serialized.dropLast())) == can)
+        // The client's terminal width travels, so that status fits it; a silly one does not.
+        let wide = AgentRequest(verb: .status, stdoutIsTerminal: true, terminalColumns: 132)
+        #expect(try parse(String(wide.serialized.dropLast())).terminalColumns == 132)
+        #expect(try parse(#"{"verb":"status","columns":99999999}"#).terminalColumns == nil)
     }
 
     @Test func whatTheBodySaysAboutItsSenderIsIgnored() throws {

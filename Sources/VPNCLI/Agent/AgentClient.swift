@@ -60,7 +60,8 @@ enum AgentClient {
         return AgentRequest(verb: verb, profile: profile, canAction: canAction,
                             flags: args.flags.filter { allowedFlags.contains($0) }, values: values,
                             stdoutIsTerminal: context.stdoutIsTerminal, stderrIsTerminal: context.stderrIsTerminal,
-                            colorAllowed: (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb")
+                            colorAllowed: (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb",
+                            terminalColumns: context.terminalWidth)
     }
 
     /// Sends the request and prints the reply's frames as they come.

@@ -141,10 +141,12 @@ enum AgentExecution {
     static func makeContext(_ request: AgentRequest, path: String?, stdout: TextSink, stderr: TextSink) -> Context {
         var environment = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"]
         if !request.colorAllowed { environment["NO_COLOR"] = "1" }
-        return Context(environment: environment, stdout: stdout, stderr: stderr,
-                       readStdin: { _ in [] }, stdinIsTerminal: false,
-                       stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,
-                       runEditor: { _, _, _ in throw VPNError(.usage, "no editor runs through the agent") },
-                       readSecretFromTerminal: { _ in [] })
+        var context = Context(environment: environment, stdout: stdout, stderr: stderr,
+                              readStdin: { _ in [] }, stdinIsTerminal: false,
+                              stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,
+                              runEditor: { _, _, _ in throw VPNError(.usage, "no editor runs through the agent") },
+                              readSecretFromTerminal: { _ in [] })
+        context.terminalWidth = request.stdoutIsTerminal ? request.terminalColumns : nil
+        return context
     }
 }

@@ -73,9 +73,11 @@ public struct AgentRequest: Equatable, Sendable {
     public var stdoutIsTerminal: Bool
     public var stderrIsTerminal: Bool
     public var colorAllowed: Bool
+    /// The width of the client's terminal, so that `status` fits it.
+    public var terminalColumns: Int?
 
     public init(verb: Verb, profile: String? = nil, canAction: PolicyAction? = nil, flags: [String] = [], values: [String: String] = [:],
-                stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false, colorAllowed: Bool = true) {
+                stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false, colorAllowed: Bool = true, terminalColumns: Int? = nil) {
         self.verb = verb
         self.profile = profile
         self.canAction = canAction
@@ -84,6 +86,7 @@ public struct AgentRequest: Equatable, Sendable {
         self.stdoutIsTerminal = stdoutIsTerminal
         self.stderrIsTerminal = stderrIsTerminal
         self.colorAllowed = colorAllowed
+        self.terminalColumns = terminalColumns.flatMap { (1...10_000).contains($0) ? $0 : nil }
     }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }
@@ -97,6 +100,7 @@ public struct AgentRequest: Equatable, Sendable {
         members.append(("values", .object(JSONObject(values.keys.sorted().map { (key: $0, value: JSONValue.string(values[$0]!)) }))))
         members.append(("terminal", .array([.bool(stdoutIsTerminal), .bool(stderrIsTerminal)])))
         members.append(("color", .bool(colorAllowed)))
+        if let terminalColumns { members.append(("columns", .number(String(terminalColumns)))) }
         let object = JSONObject(members)
         return JSONValue.object(object).serialized + "\n"
     }
@@ -142,7 +146,7 @@ public struct AgentRequest: Equatable, Sendable {
             let terminal = try r.optional("terminal")?.array().map { try $0.bool() } ?? []
             return AgentRequest(verb: verb, profile: profile, canAction: canAction, flags: Array(Set(flags)), values: values,
                                 stdoutIsTerminal: terminal.first ?? false, stderrIsTerminal: terminal.dropFirst().first ?? false,
-                                colorAllowed: try r.bool("color") ?? true)
+                                colorAllowed: try r.bool("color") ?? true, terminalColumns: try r.int("columns"))
         } catch let e as AgentProtocolError {
             throw e
         } catch {
