@@ -59,6 +59,12 @@ final class FakeVerifySystem: VerifySystem {
         let r = try VerifyUseCase(system: fake).verify(status(.connected), probe: probe, timeoutSeconds: 1)
         #expect(r.verdict == .configuredOnly && r.verdict.exitCode == .notConnected)
         #expect(r.checks[1] == VerifyCheck(name: "route", ok: false, detail: "198.19.0.1 leaves through eth0, not utun0"))
+        // For a user of the agent, no root probe goes anywhere but through their tunnel.
+        let calls = fake.calls.count
+        let user = try VerifyUseCase(system: fake).verify(status(.connected), probe: probe, timeoutSeconds: 1, probeOffTunnel: false)
+        #expect(user.verdict == .configuredOnly)
+        #expect(user.checks.last == VerifyCheck(name: "probe", ok: false, detail: "not run: the route does not use the tunnel"))
+        #expect(!fake.calls[calls...].contains { $0.hasPrefix("probe") })
         fake.routeIndex = nil
         let none = try VerifyUseCase(system: fake).verify(status(.connected), probe: probe, timeoutSeconds: 1)
         #expect(none.checks[1].detail == "198.19.0.1 leaves through nowhere, not utun0")

@@ -85,7 +85,11 @@ public struct VerifyUseCase {
         self.system = system
     }
 
-    public func verify(_ status: DerivedStatus, probe: ProbeTarget, timeoutSeconds: Int) throws -> VerifyReport {
+    /// `probeOffTunnel`: whether to probe when the route does not use the
+    /// tunnel (to show the probe works, just not through it). The agent
+    /// says no for its users: a root probe to where a user chooses, off
+    /// their tunnel, would be a connection they could not make themselves.
+    public func verify(_ status: DerivedStatus, probe: ProbeTarget, timeoutSeconds: Int, probeOffTunnel: Bool = true) throws -> VerifyReport {
         var checks: [VerifyCheck] = []
         guard status.status == .connected || status.status == .reasserting, let name = status.interface,
               let link = try system.link(named: name), link.index == status.record?.ifindex else {
@@ -104,6 +108,10 @@ public struct VerifyUseCase {
         let routeOK = route?.outputInterfaceIndex == link.index
         checks.append(VerifyCheck(name: "route", ok: routeOK, detail: "\(address) leaves through \(via)\(routeOK ? "" : ", not \(name)")"))
 
+        if !routeOK && !probeOffTunnel {
+            checks.append(VerifyCheck(name: "probe", ok: false, detail: "not run: the route does not use the tunnel"))
+            return VerifyReport(verdict: .configuredOnly, checks: checks)
+        }
         let result = system.probe(probe, address: address, timeoutMs: Int32(timeoutSeconds * 1000))
         checks.append(VerifyCheck(name: "probe", ok: result.ok, detail: result.detail))
         let verdict: VerifyVerdict = !routeOK ? .configuredOnly : (result.ok ? .pathProven : .probeFailed)
