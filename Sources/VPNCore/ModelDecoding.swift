@@ -21,11 +21,23 @@ extension Profile {
         `protocol` = try ProtocolConfiguration(json: r.required("protocol"))
         onDemand = try r.optional("onDemand").map(OnDemand.init(json:)) ?? OnDemand()
         policy = try r.optional("policy").map(Policy.init(json:)) ?? Policy()
+        dnsSettings = try r.optional("dnsSettings").map(DNSSettings.init(json:))
+        includeAllNetworks = try r.bool("includeAllNetworks") ?? false
+        excludeLocalNetworks = try r.bool("excludeLocalNetworks") ?? false
+        enforceRoutes = try r.bool("enforceRoutes") ?? false
     }
 
     /// Parses one profile's JSON text (as `vpnctl edit` writes it).
     public static func parse(_ bytes: [UInt8]) throws -> Profile {
         try Profile(json: JSONReader(try JSONSyntax.parse(bytes)))
+    }
+}
+
+extension DNSSettings {
+    init(json r: JSONReader) throws {
+        servers = try r.strings("servers")
+        searchDomains = try r.strings("searchDomains")
+        matchDomains = try r.strings("matchDomains")
     }
 }
 
@@ -200,7 +212,29 @@ extension RuntimeRecord {
         settings = try r.optional("settings").map(AppliedSettings.init(json:))
         rxBytesAtConnect = try r.optional("rxBytesAtConnect")?.uint64()
         txBytesAtConnect = try r.optional("txBytesAtConnect")?.uint64()
+        resolver = try r.optional("resolver").map(ResolverRecord.init(json:))
+        killSwitch = try r.optional("killSwitch").map(KillSwitchRecord.init(json:))
         updatedAt = try r.date("updatedAt") ?? Date(timeIntervalSince1970: 0)
+    }
+}
+
+extension ResolverRecord {
+    init(json r: JSONReader) throws {
+        backend = try r.string("backend") ?? ""
+        servers = try r.strings("servers")
+        searchDomains = try r.strings("searchDomains")
+        matchDomains = try r.strings("matchDomains")
+        interface = try r.string("interface")
+        path = try r.string("path")
+        netns = try r.string("netns")
+        note = try r.string("note")
+    }
+}
+
+extension KillSwitchRecord {
+    init(json r: JSONReader) throws {
+        table = try r.string("table") ?? ""
+        netns = try r.string("netns")
     }
 }
 

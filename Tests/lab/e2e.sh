@@ -17,6 +17,7 @@ source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/recovery.sh"
 source "$HERE/flap.sh"
+source "$HERE/dns.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
@@ -797,6 +798,9 @@ if [ $ovpn_ready = yes ]; then
   lab_check "openvpn not installed: exit 10 naming the package" test_ovpn_missing
 fi
 
+# ---- DNS and the kill switch (Tests/lab/dns.sh) ---------------------------------
+dns_tests
+
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR
 lab_down
@@ -804,7 +808,7 @@ trap - EXIT
 # Teardown leaves nothing: no namespace, socket, process or file of this lab.
 # (Listings are read first: under pipefail, grep -q ending early can fail the pipe.)
 left="" netns=$(ip netns list | cut -d' ' -f1) links=$(ip -o link show | cut -d: -f2 | grep -F "$LAB") procs=$(ps -eo pid=,args= | grep -F "$lab_dir" | grep -v grep)
-for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace $ns"; done
+for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace $ns"; [ -e "/etc/netns/$ns" ] && left+=" /etc/netns/$ns"; done
 for sock in "${lab_socks[@]}"; do [ -e "$sock" ] && left+=" socket $sock"; done
 [ -n "$links" ] && left+=" link(s) in this namespace:$(echo $links)"
 [ -n "$procs" ] && left+=" process(es): $procs"

@@ -49,6 +49,17 @@ enum ShowCommand {
         ]
         let rows = p.protocol.model.described(secret: secret)
         out += rows.fields.map { ($0.label, $0.value) }
+        if let d = p.dnsSettings {
+            if !d.servers.isEmpty { out.append(("dns servers", d.servers.joined(separator: ", "))) }
+            if !d.searchDomains.isEmpty { out.append(("search domains", d.searchDomains.joined(separator: ", "))) }
+            if !d.matchDomains.isEmpty { out.append(("match domains", d.matchDomains.joined(separator: ", ") + " (split DNS)")) }
+        }
+        if p.includeAllNetworks {
+            out.append(("kill switch", "includeAllNetworks" + (p.excludeLocalNetworks ? ", excludeLocalNetworks" : "")
+                        + (p.enforceRoutes ? ", enforceRoutes" : "")))
+        } else if p.enforceRoutes {
+            out.append(("kill switch", "enforceRoutes"))
+        }
         out.append(("on demand", p.onDemand.enabled ? "on (\(p.onDemand.rules.count) rules)" : "off"))
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
             out.append(("allowed", (p.policy.users.map { "user \($0)" } + p.policy.groups.map { "group \($0)" }).joined(separator: ", ")))

@@ -36,12 +36,18 @@ enum StatusCommand {
             inv.output.note("no profiles; add one with: vpnctl import FILE")
             return .ok
         }
-        let showDNS = statuses.contains { !$0.dns.isEmpty }
+        let showDNS = statuses.contains { !$0.dns.isEmpty || $0.resolver != nil }
         inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
             [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
-                + (showDNS ? [d.dns.isEmpty ? "-" : d.dns.joined(separator: ",")] : [])
+                + (showDNS ? [d.resolverText ?? (d.dns.isEmpty ? "-" : d.dns.joined(separator: ","))] : [])
                 + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
         })
+        // The kill switch, said in words where it matters.
+        for d in statuses {
+            guard let k = d.killSwitch else { continue }
+            inv.output.line("\(d.name): \(k.text)" + (k == .blocking ? " (vpnctl stop \(d.name) lets traffic out again)" : ""))
+        }
+        for d in statuses { if let note = d.resolver?.note { inv.output.line("\(d.name): DNS: \(note)") } }
         return .ok
     }
 

@@ -46,6 +46,8 @@ public final class SettingsApplier {
     /// What is applied now (read by the record), shared with the undo steps.
     public private(set) var applied = AppliedSettings()
     var ours = Set<String>()
+    /// Where the DNS goes (nil: recorded only).
+    public var dns: TunnelDNS?
 
     public init(interface: String, ifindex: Int32, system: TunnelSystem, undo: UndoStack, log: @escaping (String) -> Void) {
         self.interface = interface
@@ -89,6 +91,16 @@ public final class SettingsApplier {
         try system.setUp(interface)
         log("[#] link \(interface) up")
         applied.dns = settings.dns
+        try applyDNS(settings)
+    }
+
+    /// The tunnel's DNS on the system resolver, taken back by the undo step.
+    func applyDNS(_ settings: TunnelNetworkSettings) throws {
+        guard let dns else { return }
+        let had = dns.record != nil
+        if try dns.apply(settings.dns, interface: interface), !had {
+            undo.push("restore DNS") { dns.remove() }
+        }
     }
 
     /// Excluded routes first (so that nothing meant to stay out is ever
