@@ -64,7 +64,8 @@ enum StopCommand {
             var results: [DerivedStatus] = []
             for p in manager.profiles {
                 let d = try inv.controller.derive(p)
-                guard d.isActive || d.record?.status != .disconnected && d.record != nil else { continue }
+                // A kill switch left blocking by a failed tunnel is stopped too.
+                guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
                 if !inv.options.json { inv.output.line("stopped '\(p.name)'") }
             }

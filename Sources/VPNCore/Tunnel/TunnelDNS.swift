@@ -97,8 +97,7 @@ public enum ResolvConf {
         } else {
             out += c.servers.prefix(maximumServers).map { "nameserver \($0)" }
         }
-        let search = c.searchDomains + c.matchDomains.filter { !c.searchDomains.contains($0) }
-        if !search.isEmpty { out.append("search " + search.joined(separator: " ")) }
+        if !c.searchDomains.isEmpty { out.append("search " + c.searchDomains.joined(separator: " ")) }
         out += lines.filter { words($0).first == "options" }
         return out.joined(separator: "\n") + "\n"
     }
