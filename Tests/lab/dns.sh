@@ -194,6 +194,11 @@ test_killswitch() {
   leak_send
   expect_eq "packets outside the tunnel with the tunnel down" 0 "$(leak_capture_count down)" || { cat "$T/down.txt"; return 1; }
   expect_run "the underlay with the tunnel down" nonzero c ping -n -c 1 -W 1 198.18.0.1 || return 1
+  # A start takes the blocking table over (replaced in one transaction, never lifted).
+  expect_ok "start again" cn "$V" start office || return 1
+  expect_eq "killSwitch after the restart" on "$(field office killSwitch)" || return 1
+  expect_ok "verify after the restart" cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
+  expect_run "the underlay after the restart" nonzero c ping -n -c 1 -W 1 198.18.0.1 || return 1
   # Only stop takes it away.
   expect_ok "stop" cn "$V" stop office || return 1
   expect_run "the table after stop" nonzero c nft list table inet "$table" || return 1

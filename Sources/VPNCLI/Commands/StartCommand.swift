@@ -7,6 +7,11 @@ enum StartCommand {
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
         Starting a connected profile is exit 0 with a note.
+        The tunnel's DNS goes to the resolver of this network namespace
+        (systemd-resolved, resolvconf or /etc/resolv.conf in place) until it stops.
+        With includeAllNetworks in the profile, an nftables kill switch goes in
+        before the provider starts and blocks everything outside the tunnel; it
+        stays if the tunnel fails, until 'vpnctl stop'.
         """,
         options: [OptionSpec("wait", help: "Wait until connected (the default)."),
                   OptionSpec("no-wait", help: "Return as soon as the start request is accepted."),
@@ -37,7 +42,8 @@ enum StopCommand {
         discussion: """
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
-        behind is cleaned up.
+        behind is cleaned up (its DNS restored from the backup it recorded). Stop is
+        what removes a kill switch, also one a failed tunnel left blocking.
         """,
         options: [OptionSpec("all", help: "Stop every running profile."),
                   OptionSpec("no-wait", help: "Return as soon as the stop request is sent."),

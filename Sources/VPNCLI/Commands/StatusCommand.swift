@@ -13,6 +13,8 @@ enum StatusCommand {
         record that says connected while its supervisor is dead reads disconnected,
         with its error. --watch is event-driven (inotify and pidfds): it also reports
         transitions it did not cause, such as a stop from another shell or a crash.
+        The DNS column is the DNS in effect and its backend; a profile with a kill
+        switch gets a line saying whether it is on or blocking (tunnel down).
         """,
         options: [OptionSpec("watch", help: "Print every transition as it happens (millisecond timestamps)."),
                   OptionSpec("count", value: "n", help: "With --watch: exit after n transitions.")],

@@ -80,6 +80,9 @@ public final class Supervisor {
         var record = RuntimeRecord(id: id, name: id.lowercasedString, status: .disconnected)
         record.supervisorPid = getpid()
         record.supervisorStartTime = Processes.startTime(of: getpid())
+        // A kill switch a failed run left blocking stays named in the record
+        // until this run replaces it (or `stop` removes it).
+        if let old = try? runtime.read(id), let ks = old.killSwitch { record.killSwitch = ks }
         let store = PreferencesStore(directory: options.configDirectory)
         let loop = EventLoop()
         let output = providerOutput()
