@@ -263,3 +263,82 @@ final class RecordingFirewall: FirewallPort {
         #expect(again == p)
     }
 }
+
+@Suite struct DNSQueryTests {
+    @Test func theQueryIsOneQuestionWithRecursionDesired() {
+        #expect(DNSQuery.message(id: 0x1234, name: "a.corp.example") ==
+                [0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0x61, 4] + Array("corp".utf8) + [7] + Array("example".utf8)
+                + [0, 0, 1, 0, 1])
+        #expect(DNSQuery.message(id: 1, name: "a..b") == nil)
+        #expect(DNSQuery.message(id: 1, name: String(repeating: "x", count: 64)) == nil)
+    }
+
+    @Test func answersAreReadWithCompressedNames() {
+        let q = DNSQuery.message(id: 7, name: "corp.example")!
+        let question = Array(q[12...])
+        let answer: [UInt8] = [0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 198, 19, 0, 1]
+        let ok: [UInt8] = [0, 7, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0] + question + answer
+        #expect(DNSQuery.parse(ok, id: 7) == .addresses(["198.19.0.1"]))
+        #expect(DNSQuery.parse(ok, id: 8) == .malformed, "another query's answer")
+        let nx: [UInt8] = [0, 7, 0x81, 0x83, 0, 1, 0, 0, 0, 0, 0, 0] + question
+        #expect(DNSQuery.parse(nx, id: 7) == .failed(rcode: 3))
+        #expect(DNSQuery.parse(Array(ok.prefix(ok.count - 2)), id: 7) == .malformed, "cut short")
+    }
+}
+
+final class DNSVerifySystem: VerifySystem {
+    var routes: [String: Int32] = [:]
+    var asked: [String] = []
+    var answer = (ok: true, detail: "intranet.corp.example is 198.19.0.1")
+    func link(named name: String) throws -> (index: Int32, isUp: Bool)? { name == "utun0" ? (7, true) : nil }
+    func linkName(index: Int32) -> String? { index == 7 ? "utun0" : "eth0" }
+    func route(to address: IPAddress) throws -> RouteDecision? {
+        RouteDecision(outputInterfaceIndex: routes[address.description] ?? 7, gateway: nil)
+    }
+    func resolve(_ host: String) -> IPAddress? { nil }
+    func probe(_ target: ProbeTarget, address: IPAddress, timeoutMs: Int32) -> (ok: Bool, detail: String) { (true, "ok") }
+    func dnsQuery(_ server: IPAddress, name: String, timeoutMs: Int32) -> (ok: Bool, detail: String) {
+        asked.append("\(server) \(name)")
+        return answer
+    }
+}
+
+@Suite struct VerifyDNSTests {
+    func status(dns: [String]?) -> DerivedStatus {
+        var r = RuntimeRecord(id: UUID(), name: "office", status: .connected)
+        r.interface = "utun0"
+        r.ifindex = 7
+        if let dns {
+            var res = ResolverRecord(backend: "resolv.conf")
+            res.servers = dns
+            r.resolver = res
+        }
+        return DerivedStatus(id: r.id, name: "office", status: .connected, interface: "utun0", supervisorAlive: true, record: r)
+    }
+    let probe = ProbeTarget(host: "198.19.0.1", port: 80, path: "/")
+
+    @Test func theTunnelsServerThroughTheTunnelAnswers() throws {
+        let fake = DNSVerifySystem()
+        let r = try VerifyUseCase(system: fake).verify(status(dns: ["198.19.0.53"]), probe: probe, timeoutSeconds: 2, dnsName: "intranet.corp.example")
+        #expect(r.verdict == .pathProven)
+        #expect(r.checks.map(\.name) == ["interface", "route", "probe", "dns route", "dns"])
+        #expect(fake.asked == ["198.19.0.53 intranet.corp.example"])
+    }
+
+    @Test func aServerOutsideTheTunnelIsConfiguredOnlyAndIsNotAsked() throws {
+        let fake = DNSVerifySystem()
+        fake.routes["198.19.0.53"] = 2
+        let r = try VerifyUseCase(system: fake).verify(status(dns: ["198.19.0.53"]), probe: probe, timeoutSeconds: 2, dnsName: "x.example")
+        #expect(r.verdict == .configuredOnly)
+        #expect(r.checks.last?.detail.contains("leaves through eth0, not utun0") == true)
+        #expect(fake.asked.isEmpty)
+    }
+
+    @Test func noAnswerIsAFailedProbeAndNoDNSIsConfiguredOnly() throws {
+        let fake = DNSVerifySystem()
+        fake.answer = (false, "198.19.0.53 answered x.example with NXDOMAIN")
+        #expect(try VerifyUseCase(system: fake).verify(status(dns: ["198.19.0.53"]), probe: probe, timeoutSeconds: 2, dnsName: "x.example").verdict == .probeFailed)
+        #expect(try VerifyUseCase(system: fake).verify(status(dns: nil), probe: probe, timeoutSeconds: 2, dnsName: "x.example").verdict == .configuredOnly)
+        #expect(try VerifyUseCase(system: fake).verify(status(dns: nil), probe: probe, timeoutSeconds: 2).verdict == .pathProven, "without --dns: as before")
+    }
+}

@@ -123,6 +123,55 @@ test_dns_openvpn_push() {
   nothing_left
 }
 
+# dns_server_up: a DNS server at 198.19.0.53 in the server namespace, reachable
+# only through the tunnel: names under corp.example are 198.19.0.1, the rest NXDOMAIN.
+dns_server_up() {
+  need s ip addr add 198.19.0.53/32 dev "${LAB}w" || return 1
+  defer s ip addr del 198.19.0.53/32 dev "${LAB}w"
+  cat > "$T/dns.py" <<'PY'
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.19.0.53", 53))
+print("ready", flush=True)
+while True:
+    q, peer = s.recvfrom(512)
+    i, labels = 12, []
+    while q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]
+    question = q[12:i + 5]
+    name = ".".join(labels)
+    if name.endswith("corp.example"):
+        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + bytes([198, 19, 0, 1])
+        s.sendto(q[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00" + question + a, peer)
+    else:
+        s.sendto(q[:2] + b"\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
+PY
+  ip netns exec "$NS_S" python3 "$T/dns.py" > "$T/dns.log" 2>&1 &
+  local pid=$!; LAB_PIDS+=($pid)
+  defer stop_pid "$pid"
+  wait_for "the lab's DNS server on 198.19.0.53" 5 grep -q ready "$T/dns.log"
+}
+
+test_dns_verify() {
+  dns_guard || return 1
+  dns_server_up || return 1
+  dns_profile dnsoffice office "198.19.0.53"
+  use dnsoffice office || return 1
+  expect_ok "start" cn "$V" start dnsoffice || return 1
+  expect_ok "verify --dns" cn "$V" verify dnsoffice --probe http://198.19.0.1:8080/ --dns intranet.corp.example || return 1
+  expect_contains "verify --dns" "intranet.corp.example is 198.19.0.1 (answered by 198.19.0.53" "$OUT" || return 1
+  expect_contains "verify --dns" "leaves through utun" "$OUT" || return 1
+  # The same name through the system resolver, which is now the tunnel's (getent reads the rewritten file).
+  expect_ok "getent through the rewritten resolv.conf" c getent hosts intranet.corp.example || return 1
+  expect_run "verify --dns, a name the server does not know" 4 cn "$V" verify dnsoffice --probe http://198.19.0.1:8080/ --dns nothere.example || return 1
+  expect_contains "the reason" "NXDOMAIN" "$OUT" || return 1
+  expect_ok "stop" cn "$V" stop dnsoffice || return 1
+  expect_run "getent after stop" nonzero c getent hosts intranet.corp.example || return 1
+  expect_ok "start a profile without DNS" cn "$V" start office || return 1
+  expect_run "verify --dns without the tunnel's DNS" 12 cn "$V" verify office --probe http://198.19.0.1:8080/ --dns intranet.corp.example || return 1
+  expect_ok "stop" cn "$V" stop office
+}
+
 # ---- kill switch ----
 
 # leak_capture_start NAME: tcpdump in the server namespace on the underlay,
@@ -237,6 +286,7 @@ dns_tests() {
   lab_check "dns: split DNS (match domains) recorded, with a note on the resolv.conf backend" test_dns_split
   lab_check "dns: two tunnels: the most recent wins, stopping it brings back the other's" test_dns_two_tunnels
   lab_check "dns: openvpn's pushed DNS applied; restored when openvpn dies" test_dns_openvpn_push
+  lab_check "dns: verify --dns proves a name resolves through the tunnel's server (and getent agrees); NXDOMAIN is exit 4" test_dns_verify
   if ! command -v nft >/dev/null || ! command -v tcpdump >/dev/null; then
     skip "kill switch tests: nft or tcpdump is not installed (make deps installs them)"
     return 0

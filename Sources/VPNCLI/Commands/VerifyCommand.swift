@@ -14,8 +14,11 @@ enum VerifyCommand {
         connect (HOST:PORT) or an HTTP GET (URL) to the probe succeeds.
         Exit 0: path proven. Exit 12: configured only (the route or the probe does
         not go through the tunnel, or the tunnel is not connected). Exit 4: the probe failed.
+        With --dns NAME also (4) the tunnel's DNS server in effect is routed through
+        the tunnel and (5) it answers NAME (a query sent to that server alone).
         """,
         options: [OptionSpec("probe", value: "url|host:port", help: "A resource reachable only through the tunnel."),
+                  OptionSpec("dns", value: "name", help: "Also prove that NAME resolves through the tunnel's DNS server."),
                   OptionSpec("timeout", value: "seconds", help: "Probe timeout (default 5).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
@@ -53,7 +56,7 @@ enum VerifyCommand {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let status = try inv.controller.derive(profile)
-        let report = try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout)
+        let report = try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"))
         let checks = report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
         if inv.options.json {
             inv.output.emit(Result(profile: profile.name, probe: probeText, verdict: report.verdict.rawValue, checks: checks))
