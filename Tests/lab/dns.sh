@@ -230,6 +230,10 @@ test_killswitch() {
   expect_ok "the table" c nft list table inet "$table" || return 1
   expect_eq "killSwitch" on "$(field office killSwitch)" || return 1
   expect_ok "verify through the tunnel" cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
+  # status reads nftables, not only the record: a table someone deleted is reported.
+  c nft delete table inet "$table"
+  expect_eq "killSwitch with its table deleted" missing "$(field office killSwitch)" || return 1
+  expect_ok "stop" cn "$V" stop office && expect_ok "start again" cn "$V" start office || return 1
   leak_capture_start up || return 1
   leak_send
   expect_eq "packets outside the tunnel while up" 0 "$(leak_capture_count up)" || { cat "$T/up.txt"; return 1; }

@@ -47,7 +47,8 @@ enum StatusCommand {
         // The kill switch, said in words where it matters.
         for d in statuses {
             guard let k = d.killSwitch else { continue }
-            inv.output.line("\(d.name): \(k.text)" + (k == .blocking ? " (vpnctl stop \(d.name) lets traffic out again)" : ""))
+            inv.output.line("\(d.name): \(k.text)" + (k == .blocking ? " (vpnctl stop \(d.name) lets traffic out again)"
+                                                     : k == .missing ? " (vpnctl stop, then start \(d.name), puts it back)" : ""))
         }
         for d in statuses { if let note = d.resolver?.note { inv.output.line("\(d.name): DNS: \(note)") } }
         return .ok

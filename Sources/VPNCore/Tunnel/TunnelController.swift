@@ -29,12 +29,23 @@ public struct DerivedStatus: Equatable, Sendable {
     /// while it is down (fail closed, until `stop`).
     public var killSwitch: KillSwitchState? {
         guard record?.killSwitch != nil else { return nil }
+        if killSwitchTablePresent == false { return .missing }
         return isActive ? .on : .blocking
     }
 
+    /// Whether the kill switch's table was found in nftables (nil: not
+    /// looked for, as in the waits; `status` looks).
+    public var killSwitchTablePresent: Bool? = nil
+
     public enum KillSwitchState: String, Sendable {
-        case on, blocking
-        public var text: String { self == .on ? "on" : "blocking: kill switch active, tunnel down" }
+        case on, blocking, missing
+        public var text: String {
+            switch self {
+            case .on: return "on"
+            case .blocking: return "blocking: kill switch active, tunnel down"
+            case .missing: return "MISSING: the kill switch's nftables table is gone (a firewall reload?); nothing is blocked"
+            }
+        }
     }
 
     public init(id: UUID, name: String, status: VPNStatus, interface: String? = nil, connectedSince: Date? = nil,
