@@ -108,12 +108,18 @@ final class RecordingFirewall: FirewallPort {
     @Test func excludeLocalNetworksAsksTheSystemWithoutTheTunnel() throws {
         let fw = RecordingFirewall()
         var asked: [String?] = []
+        var nets = ["198.18.0.0/24"]
         let ks = KillSwitch(profile: profile(excludeLocal: true), firewall: fw, log: { _ in },
-                            localNetworks: { asked.append($0); return ["198.18.0.0/24"] })
+                            localNetworks: { asked.append($0); return nets })
         try ks.install()
         ks.update(interface: "utun2", routes: [])
         #expect(asked == [nil, "utun2"])
         #expect(fw.scripts[1].contains("ip daddr 198.18.0.0/24 accept"))
+        ks.refreshLocalNetworks()
+        #expect(fw.scripts.count == 2, "the same networks: no new transaction")
+        nets = ["192.168.1.0/24"]
+        ks.refreshLocalNetworks()
+        #expect(fw.scripts.count == 3 && fw.scripts[2].contains("ip daddr 192.168.1.0/24 accept"), "a new network: the table follows")
     }
 
     @Test func theProvidersOwnMarkReplacesTheDefault() throws {

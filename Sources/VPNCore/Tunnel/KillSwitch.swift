@@ -226,6 +226,19 @@ public final class KillSwitch {
         }
     }
 
+    /// The local subnets may have changed (a new network): the table follows.
+    public func refreshLocalNetworks() {
+        guard installed, excludeLocal else { return }
+        let now = localNetworks(rules.tunnelInterface)
+        guard now != rules.localSubnets else { return }
+        do {
+            try apply()
+            log("[#] nft: table inet \(rules.table) keeps local networks \(now.joined(separator: ", ")) reachable")
+        } catch {
+            log("[!] the kill switch could not follow the local networks (they stay blocked): \(error)")
+        }
+    }
+
     func apply() throws {
         rules.localSubnets = excludeLocal ? localNetworks(rules.tunnelInterface) : []
         try firewall.run(rules.render())

@@ -131,7 +131,7 @@ public final class Supervisor {
         }
         let tunnel = provider.makeTunnel(in: context)
         watch(signals, tunnel, loop)
-        let monitor = watchNetwork(tunnel, loop)
+        let monitor = watchNetwork(tunnel, loop) { context.killSwitch?.refreshLocalNetworks() }
         if let output { watchOutput(output, loop) }
         tunnel.start()
         loop.run()
@@ -191,7 +191,7 @@ public final class Supervisor {
     }
 
     /// Links, addresses and routes: a deleted utun, a changed path.
-    func watchNetwork(_ tunnel: any ProviderTunnel, _ loop: EventLoop) -> NetlinkMonitor? {
+    func watchNetwork(_ tunnel: any ProviderTunnel, _ loop: EventLoop, also: @escaping () -> Void = {}) -> NetlinkMonitor? {
         let monitor: NetlinkMonitor
         do { monitor = try NetlinkMonitor() } catch {
             log("[!] \(error); network changes are noticed only by the provider's own checks")
@@ -200,6 +200,7 @@ public final class Supervisor {
         loop.watch(monitor.fd) {
             monitor.drain()
             tunnel.networkChanged()
+            also()
         }
         return monitor
     }
