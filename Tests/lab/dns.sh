@@ -284,6 +284,18 @@ test_killswitch_local() {
   [ "$(nft_tables)" = 0 ] || { echo "  a vpnctl table is left"; return 1; }
 }
 
+test_killswitch_second() {
+  use office second || return 1
+  edit_profile office 'p["includeAllNetworks"]=True' && edit_profile second 'p["includeAllNetworks"]=True' || return 1
+  expect_ok "start office" cn "$V" start office || return 1
+  expect_run "start a second kill switch" 1 cn "$V" start second || return 1
+  expect_contains "the reason" "profile 'office' has a kill switch in place" "$OUT" || return 1
+  expect_field second status disconnected || return 1
+  expect_ok "stop office" cn "$V" stop office && expect_ok "start second" cn "$V" start second || return 1
+  expect_ok "stop second" cn "$V" stop second || return 1
+  [ "$(nft_tables)" = 0 ] || { echo "  a vpnctl table is left"; return 1; }
+}
+
 dns_tests() {
   lab_check "dns: applied to the namespace's resolv.conf while up, restored byte for byte by stop" test_dns_applied_restored
   lab_check "dns: supervisor SIGKILLed: the next stop (and the next start) restores resolv.conf" test_dns_supervisor_killed
@@ -299,6 +311,7 @@ dns_tests() {
   lab_check "kill switch: tunnel traffic passes, nothing else leaves; provider killed: still blocked; stop removes it" test_killswitch
   lab_check "kill switch: supervisor SIGKILLed: still blocked until stop" test_killswitch_supervisor_killed
   lab_check "kill switch with excludeLocalNetworks: the local subnet stays reachable" test_killswitch_local
+  lab_check "kill switch: a second profile's is refused while one is in place (they would block each other)" test_killswitch_second
   [ "$ovpn_ready" = yes ] && lab_check "kill switch with openvpn (its sockets marked): tunnel passes, underlay blocked, also after openvpn died; stop removes it" test_killswitch_openvpn
   return 0
 }

@@ -88,7 +88,7 @@ public enum ResolvConf {
     /// its search domains, and the original's `options` lines. Match domains
     /// cannot be expressed: every name goes to the tunnel's servers.
     public static func render(_ c: TunnelDNSConfig, profile: String, original: String) -> String {
-        let lines = original.split(separator: "\n", omittingEmptySubsequences: true).map { $0.trimmedWhitespace }
+        let lines = original.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).map { $0.trimmedWhitespace }
         func words(_ l: String) -> [String] { l.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) }
         let originalServers = lines.filter { words($0).first == "nameserver" }
         var out = ["# written by vpnctl for the tunnel '\(profile.escapingControls(keepLineBreaks: false))'; the original comes back when it stops"]

@@ -108,6 +108,7 @@ public struct TunnelUseCases {
     public func start(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver(),
                       cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
         try preflight(profile)
+        try refuseSecondKillSwitch(profile)
         try controller.runtime.prepare()
         // Starts of one profile take turns until one is accepted; a start
         // that finds the tunnel on its way up waits for the same outcome.
@@ -144,6 +145,20 @@ public struct TunnelUseCases {
         }
         if !wait { return .accepted(accepted) }
         return try waitForOutcome(profile, supervisor: pid, doorbell: doorbell, timeout: timeout, observer: observer)
+    }
+
+    /// Two kill switches in one namespace would each drop the other's
+    /// tunnel (a packet must pass every table), as NetworkExtension runs one
+    /// includeAllNetworks tunnel at a time: the second is refused, naming the first.
+    func refuseSecondKillSwitch(_ profile: Profile) throws {
+        guard KillSwitch.wanted(by: profile) else { return }
+        let here = NetworkNamespace.current()
+        for other in try store.load() where other.id != profile.id {
+            guard let ks = try controller.runtime.read(other.id)?.killSwitch, ks.netns == here else { continue }
+            throw VPNError(.failure, "profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); "
+                           + "two would block each other's tunnels",
+                           hint: "stop it first: vpnctl stop \(other.name)")
+        }
     }
 
     func waitForOutcome(_ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
