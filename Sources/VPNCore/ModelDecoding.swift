@@ -172,6 +172,8 @@ extension AppliedSettings {
         excludedRoutes = try r.strings("excludedRoutes")
         mtu = try r.int("mtu")
         dns = try r.strings("dns")
+        enforcedTable = try r.optional("enforcedTable").map { UInt32(truncatingIfNeeded: try $0.uint64()) }
+        enforcedRoutes = try r.strings("enforcedRoutes")
     }
 }
 

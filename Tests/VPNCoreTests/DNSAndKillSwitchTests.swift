@@ -348,3 +348,34 @@ final class DNSVerifySystem: VerifySystem {
         #expect(try VerifyUseCase(system: fake).verify(status(dns: nil), probe: probe, timeoutSeconds: 2).verdict == .pathProven, "without --dns: as before")
     }
 }
+
+@Suite struct EnforceRoutesTests {
+    @Test func theTunnelsRoutesGoIntoTheirOwnTableWithARuleAndComeOutAgain() throws {
+        let system = FakeTunnelSystem()
+        let undo = UndoStack(log: { _ in })
+        let applier = SettingsApplier(interface: "utun0", ifindex: 2, system: system, undo: undo, log: { _ in })
+        applier.enforcedTable = SettingsApplier.enforcedTable(ifindex: 2)
+        #expect(applier.enforcedTable == 0x766e_0002)
+        var s = TunnelNetworkSettings()
+        s.routes = ["0.0.0.0/1", "128.0.0.0/1"]
+        s.excludedRoutes = [.init(prefix: "198.18.0.1/32", ifindex: 3, gateway: "198.18.0.254")]
+        try applier.applyRoutes(s)
+        #expect(system.calls == [
+            "addRoute 198.18.0.1/32 dev 3 via 198.18.0.254", "addRoute 0.0.0.0/1 dev 2", "addRoute 128.0.0.0/1 dev 2",
+            // the same again in the tunnel's own table, then the rules to it
+            "addRoute 198.18.0.1/32 dev 3 via 198.18.0.254",
+            "addRoute 0.0.0.0/1 dev 2", "rule add to 0.0.0.0/1 table 1986920450 pref 5208",
+            "addRoute 128.0.0.0/1 dev 2", "rule add to 128.0.0.0/1 table 1986920450 pref 5208",
+        ])
+        #expect(applier.applied.enforcedRoutes == ["0.0.0.0/1", "128.0.0.0/1"])
+        // A push without one of them withdraws its rule; the rest unwinds newest first.
+        s.routes = ["0.0.0.0/1"]
+        system.calls = []
+        try applier.apply(s)
+        #expect(system.calls.contains("rule del to 128.0.0.0/1 table 1986920450 pref 5208"))
+        system.calls = []
+        undo.unwind()
+        #expect(system.calls.filter { $0.hasPrefix("rule") } == ["rule del to 0.0.0.0/1 table 1986920450 pref 5208"])
+        #expect(applier.applied.enforcedTable == nil && applier.applied.enforcedRoutes.isEmpty)
+    }
+}

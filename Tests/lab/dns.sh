@@ -296,6 +296,28 @@ test_killswitch_second() {
   [ "$(nft_tables)" = 0 ] || { echo "  a vpnctl table is left"; return 1; }
 }
 
+test_enforce_routes() {
+  use office || return 1
+  # A more specific underlay route to the tunnel's resource: without
+  # enforceRoutes it wins, and the resource answers outside the tunnel.
+  need c ip route add 198.19.0.1/32 via 198.18.0.1 dev "${LAB}c0" || return 1
+  defer c ip route del 198.19.0.1/32 via 198.18.0.1 dev "${LAB}c0"
+  expect_ok "start" cn "$V" start office || return 1
+  expect_run "verify without enforceRoutes" 12 cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
+  expect_contains "verify" "leaves through ${LAB}c0" "$OUT" || return 1
+  expect_ok "stop" cn "$V" stop office || return 1
+  edit_profile office 'p["enforceRoutes"]=True' || return 1
+  expect_ok "start with enforceRoutes" cn "$V" start office || return 1
+  expect_ok "verify with enforceRoutes" cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
+  expect_contains "the rule" "198.19.0.0/24 lookup" "$(c ip rule show)" || return 1
+  # The supervisor killed: its rule stays until stop cleans up.
+  kill_supervisor office wireguard-go || return 1
+  expect_ok "stop after the kill" cn "$V" stop office || return 1
+  expect_not_contains "rules after stop" "198.19.0.0/24" "$(c ip rule show)" || return 1
+  expect_eq "vpnctl tables left" 0 "$(nft_tables)" || return 1
+  nothing_left
+}
+
 dns_tests() {
   lab_check "dns: applied to the namespace's resolv.conf while up, restored byte for byte by stop" test_dns_applied_restored
   lab_check "dns: supervisor SIGKILLed: the next stop (and the next start) restores resolv.conf" test_dns_supervisor_killed
@@ -312,6 +334,7 @@ dns_tests() {
   lab_check "kill switch: supervisor SIGKILLed: still blocked until stop" test_killswitch_supervisor_killed
   lab_check "kill switch with excludeLocalNetworks: the local subnet stays reachable" test_killswitch_local
   lab_check "kill switch: a second profile's is refused while one is in place (they would block each other)" test_killswitch_second
+  lab_check "enforceRoutes: the tunnel's route wins over a more specific underlay route (rule + table); stop removes the rule, also after a supervisor kill" test_enforce_routes
   [ "$ovpn_ready" = yes ] && lab_check "kill switch with openvpn (its sockets marked): tunnel passes, underlay blocked, also after openvpn died; stop removes it" test_killswitch_openvpn
   return 0
 }

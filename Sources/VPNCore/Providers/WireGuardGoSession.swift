@@ -30,7 +30,7 @@ final class WireGuardGoSession: ProviderTunnel {
             return context.finish(error: ConnectionError(.pluginFailed, "\(program) is not installed"), reason: .providerFailed)
         }
         let tunnel = WireGuardTunnel(profileID: context.id, config: config, system: context.system, log: context.log)
-        tunnel.dns = context.dns
+        tunnel.configureApplier = context.configure
         do {
             if let killSwitch = context.killSwitch {
                 // wireguard-go marks its sockets (SO_MARK): the profile's fwmark, or the kill switch's.

@@ -29,8 +29,8 @@ public final class WireGuardTunnel {
     public private(set) var providerPid: pid_t = 0
     public private(set) var peers: [Peer] = []
     public private(set) var settings = AppliedSettings()
-    /// The system resolver's side of the tunnel's DNS.
-    public var dns: TunnelDNS?
+    /// Sets up the settings applier as the profile asks (DNS, enforceRoutes).
+    public var configureApplier: (SettingsApplier) -> Void = { _ in }
     /// The socket mark the kill switch lets out, when the profile sets no fwmark.
     public var killSwitchMark: UInt32?
 
@@ -143,7 +143,7 @@ public final class WireGuardTunnel {
 
         ifindex = try system.ifindex(name)
         let applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: log)
-        applier.dns = dns
+        configureApplier(applier)
         var wanted = TunnelNetworkSettings()
         wanted.addresses = config.addresses.compactMap { CIDR($0)?.description }
         wanted.mtu = config.mtu ?? 1420

@@ -63,6 +63,10 @@ public struct AppliedSettings: Encodable, Equatable, Sendable {
     public var excludedRoutes: [String] = []
     public var mtu: Int? = nil
     public var dns: [String] = []
+    /// enforceRoutes: the routing table that holds the tunnel's routes, and
+    /// the prefixes that have a rule to it.
+    public var enforcedTable: UInt32? = nil
+    public var enforcedRoutes: [String] = []
     public init() {}
 }
 

@@ -56,6 +56,13 @@ public final class TunnelContext {
 
     public func log(_ line: String) { logLine(line) }
 
+    /// What every provider's settings applier gets from the profile: where
+    /// the DNS goes, and enforceRoutes' table.
+    public func configure(_ applier: SettingsApplier) {
+        applier.dns = dns
+        if profile.enforceRoutes { applier.enforcedTable = SettingsApplier.enforcedTable(ifindex: applier.ifindex) }
+    }
+
     public var status: VPNStatus { record.status }
 
     /// Milliseconds since the supervisor started the tunnel.

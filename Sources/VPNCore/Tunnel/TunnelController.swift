@@ -144,6 +144,15 @@ public struct TunnelController {
             for host in r.settings?.excludedRoutes ?? [] {
                 if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
             }
+            // enforceRoutes: the rules, and the excluded routes' copies in its table.
+            if let t = r.settings?.enforcedTable {
+                for prefix in r.settings?.enforcedRoutes ?? [] {
+                    if (try? nl.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)) != nil {
+                        done.append("deleted rule to \(prefix) table \(t)")
+                    }
+                }
+                for host in r.settings?.excludedRoutes ?? [] { _ = try? nl.changeRoute(host, ifindex: 0, table: t, add: false) }
+            }
         }
         done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
         if let resolver = r.resolver {
