@@ -133,12 +133,23 @@ final class RecordingFirewall: FirewallPort {
 
     @Test func removalFromAnotherNamespaceIsRefused() {
         var ran = false
-        let (done, removed) = KillSwitch.remove(KillSwitchRecord(table: "vpnctl_x", netns: "net:[1]")) {
+        let id = UUID()
+        let (done, removed) = KillSwitch.remove(KillSwitchRecord(table: KillSwitchRules.tableName(id), netns: "net:[1]"), id: id) {
             ran = true
             return RecordingFirewall()
         }
         #expect(!removed && !ran)
         #expect(done.contains("network namespace net:[1]"))
+    }
+
+    @Test func aRecordNamingAnotherTableIsNotObeyed() {
+        var ran = false
+        let (done, removed) = KillSwitch.remove(KillSwitchRecord(table: "filter\nflush ruleset", netns: nil), id: UUID()) {
+            ran = true
+            return RecordingFirewall()
+        }
+        #expect(!removed && !ran)
+        #expect(done.contains("not this profile's"))
     }
 }
 

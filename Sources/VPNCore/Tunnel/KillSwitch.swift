@@ -252,7 +252,12 @@ public final class KillSwitch {
 
     /// Removes the table `r` names, in this namespace only. Returns what was
     /// done, in words, and whether the table is gone.
-    public static func remove(_ r: KillSwitchRecord, firewall: () throws -> FirewallPort) -> (done: String, removed: Bool) {
+    public static func remove(_ r: KillSwitchRecord, id: UUID, firewall: () throws -> FirewallPort) -> (done: String, removed: Bool) {
+        // Only the profile's own table, by the name vpnctl gives it: a record
+        // never names another table (or smuggles a command into the script).
+        guard r.table == KillSwitchRules.tableName(id) else {
+            return ("kill switch record names table '\(r.table.escapingControls(keepLineBreaks: false))', not this profile's; left alone", false)
+        }
         let here = NetworkNamespace.current()
         if let there = r.netns, there != here {
             return ("kill switch left in place: its table is in network namespace \(there), this is \(here ?? "?"); stop the profile there", false)

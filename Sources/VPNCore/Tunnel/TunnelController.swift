@@ -178,7 +178,7 @@ public struct TunnelController {
     @discardableResult
     public func removeKillSwitch(_ profile: Profile, searchPath: String?) -> [String] {
         guard let r = try? runtime.read(profile.id), let ks = r.killSwitch, !TunnelController.isSupervisor(r) else { return [] }
-        let (done, removed) = KillSwitch.remove(ks) {
+        let (done, removed) = KillSwitch.remove(ks, id: r.id) {
             try NftFirewall(searchPath: searchPath, scratch: "\(runtime.directory)/\(r.id.lowercasedString).nft")
         }
         if removed {

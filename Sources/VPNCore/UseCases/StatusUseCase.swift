@@ -17,7 +17,7 @@ public struct StatusUseCase {
         try profiles.map { p in
             var d = try controller.derive(p)
             // A kill switch is what nftables holds, not what the record says.
-            if let ks = d.record?.killSwitch, ks.netns == NetworkNamespace.current(),
+            if let ks = d.record?.killSwitch, ks.netns == NetworkNamespace.current(), ks.table == KillSwitchRules.tableName(p.id),
                let nft = try? NftFirewall(searchPath: nil, scratch: "") {
                 d.killSwitchTablePresent = nft.tableExists(ks.table)
             }
