@@ -343,7 +343,7 @@ dns_tests() {
   lab_check "kill switch with excludeLocalNetworks: the local subnet stays reachable" test_killswitch_local
   lab_check "kill switch: a second profile's is refused while one is in place (they would block each other)" test_killswitch_second
   lab_check "enforceRoutes: the tunnel's route wins over a more specific underlay route (rule + table); stop removes the rule, also after a supervisor kill" test_enforce_routes
-  [ "$ovpn_ready" = yes ] && lab_check "kill switch with openvpn (its sockets marked): tunnel passes, underlay blocked, also after openvpn died; stop removes it" test_killswitch_openvpn
+  [ "$ovpn_ready" = yes ] && lab_check "kill switch with openvpn (its sockets marked): tunnel passes, underlay blocked, also after openvpn died; disable removes it" test_killswitch_openvpn
   return 0
 }
 
@@ -359,8 +359,10 @@ test_killswitch_openvpn() {
   wait_status work disconnected 5 || return 1
   expect_ok "the table after openvpn died" c nft list table inet "$table" || return 1
   expect_run "the underlay after openvpn died" nonzero c ping -n -c 1 -W 1 198.18.0.1 || return 1
-  expect_ok "stop" cn "$V" stop work || return 1
-  expect_run "the table after stop" nonzero c nft list table inet "$table" || return 1
-  expect_ok "the underlay after stop" c ping -n -c 1 -W 2 198.18.0.1 || return 1
+  # disable lifts a blocking kill switch too (stop is shown with WireGuard).
+  expect_ok "disable" cn "$V" disable work || return 1
+  expect_run "the table after disable" nonzero c nft list table inet "$table" || return 1
+  expect_ok "the underlay after disable" c ping -n -c 1 -W 2 198.18.0.1 || return 1
+  expect_eq "killSwitch after disable" "" "$(field work killSwitch)" || return 1
   nothing_left
 }
