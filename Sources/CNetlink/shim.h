@@ -9,4 +9,5 @@
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/rtnl.h>
+#include <netlink/route/rule.h>
 #endif

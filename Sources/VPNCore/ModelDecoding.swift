@@ -21,6 +21,10 @@ extension Profile {
         `protocol` = try ProtocolConfiguration(json: r.required("protocol"))
         onDemand = try r.optional("onDemand").map(OnDemand.init(json:)) ?? OnDemand()
         policy = try r.optional("policy").map(Policy.init(json:)) ?? Policy()
+        dnsSettings = try r.optional("dnsSettings").map(DNSSettings.init(json:))
+        includeAllNetworks = try r.bool("includeAllNetworks") ?? false
+        excludeLocalNetworks = try r.bool("excludeLocalNetworks") ?? false
+        enforceRoutes = try r.bool("enforceRoutes") ?? false
     }
 
     /// Parses one profile's JSON text (as `vpnctl edit` writes it).
@@ -34,6 +38,14 @@ extension Profile {
         let tracker = KeyTracker()
         let profile = try Profile(json: JSONReader(try JSONSyntax.parse(bytes), tracker: tracker))
         return (profile, tracker.unknownKeys())
+    }
+}
+
+extension DNSSettings {
+    init(json r: JSONReader) throws {
+        servers = try r.strings("servers")
+        searchDomains = try r.strings("searchDomains")
+        matchDomains = try r.strings("matchDomains")
     }
 }
 
@@ -175,6 +187,8 @@ extension AppliedSettings {
         excludedRoutes = try r.strings("excludedRoutes")
         mtu = try r.int("mtu")
         dns = try r.strings("dns")
+        enforcedTable = try r.optional("enforcedTable").map { UInt32(truncatingIfNeeded: try $0.uint64()) }
+        enforcedRoutes = try r.strings("enforcedRoutes")
     }
 }
 
@@ -215,7 +229,29 @@ extension RuntimeRecord {
         settings = try r.optional("settings").map(AppliedSettings.init(json:))
         rxBytesAtConnect = try r.optional("rxBytesAtConnect")?.uint64()
         txBytesAtConnect = try r.optional("txBytesAtConnect")?.uint64()
+        resolver = try r.optional("resolver").map(ResolverRecord.init(json:))
+        killSwitch = try r.optional("killSwitch").map(KillSwitchRecord.init(json:))
         updatedAt = try r.date("updatedAt") ?? Date(timeIntervalSince1970: 0)
+    }
+}
+
+extension ResolverRecord {
+    init(json r: JSONReader) throws {
+        backend = try r.string("backend") ?? ""
+        servers = try r.strings("servers")
+        searchDomains = try r.strings("searchDomains")
+        matchDomains = try r.strings("matchDomains")
+        interface = try r.string("interface")
+        path = try r.string("path")
+        netns = try r.string("netns")
+        note = try r.string("note")
+    }
+}
+
+extension KillSwitchRecord {
+    init(json r: JSONReader) throws {
+        table = try r.string("table") ?? ""
+        netns = try r.string("netns")
     }
 }
 

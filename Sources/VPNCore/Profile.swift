@@ -13,6 +13,17 @@ public struct Profile: Encodable, Equatable, Sendable {
     public var `protocol`: ProtocolConfiguration
     public var onDemand: OnDemand
     public var policy: Policy
+    /// DNS for the tunnel's lifetime (NEDNSSettings), beside what the
+    /// provider brings (WireGuard's dns, OpenVPN's pushed dhcp-options).
+    public var dnsSettings: DNSSettings? = nil
+    /// NEVPNProtocol's kill switch: everything through the tunnel or nothing
+    /// (an nftables table of vpnctl's own), fail closed.
+    public var includeAllNetworks = false
+    /// With includeAllNetworks: the local subnets stay reachable outside the tunnel.
+    public var excludeLocalNetworks = false
+    /// Traffic to the tunnel's routes never leaves by another interface, even
+    /// where the underlay has a more specific route.
+    public var enforceRoutes = false
 
     public init(id: UUID = UUID(), name: String, enabled: Bool = true, revision: Int = 0,
                 protocol: ProtocolConfiguration, onDemand: OnDemand = OnDemand(), policy: Policy = Policy()) {
@@ -26,7 +37,8 @@ public struct Profile: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, enabled, revision, `protocol`, onDemand, policy
+        case id, name, enabled, revision, `protocol`, onDemand, policy, dnsSettings, includeAllNetworks, excludeLocalNetworks,
+             enforceRoutes
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -38,6 +50,11 @@ public struct Profile: Encodable, Equatable, Sendable {
         try c.encode(`protocol`, forKey: .protocol)
         try c.encode(onDemand, forKey: .onDemand)
         try c.encode(policy, forKey: .policy)
+        // Written only when set, so that profiles without them read as before.
+        try c.encodeIfPresent(dnsSettings, forKey: .dnsSettings)
+        if includeAllNetworks { try c.encode(true, forKey: .includeAllNetworks) }
+        if excludeLocalNetworks { try c.encode(true, forKey: .excludeLocalNetworks) }
+        if enforceRoutes { try c.encode(true, forKey: .enforceRoutes) }
     }
 
     /// The secret names this profile refers to, with the field that refers to each.
@@ -125,4 +142,22 @@ public enum PolicyAction: String, CaseIterable, Codable, Sendable {
         default: return rawValue
         }
     }
+}
+
+/// The tunnel's DNS (NEDNSSettings): servers, search domains, and match
+/// domains (split DNS: only names under them go to the tunnel's servers).
+public struct DNSSettings: Encodable, Equatable, Sendable {
+    public var servers: [String]
+    public var searchDomains: [String]
+    public var matchDomains: [String]
+
+    public init(servers: [String] = [], searchDomains: [String] = [], matchDomains: [String] = []) {
+        self.servers = servers
+        self.searchDomains = searchDomains
+        self.matchDomains = matchDomains
+    }
+
+    enum CodingKeys: String, CodingKey { case servers, searchDomains, matchDomains }
+
+    public var isEmpty: Bool { servers.isEmpty && searchDomains.isEmpty && matchDomains.isEmpty }
 }

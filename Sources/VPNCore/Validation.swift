@@ -17,6 +17,26 @@ public struct ProfileValidator {
         p += profile.protocol.model.problems(self)
         p += onDemand(profile.onDemand)
         p += policy(profile.policy)
+        p += networkPolicy(profile)
+        return p
+    }
+
+    /// dnsSettings and the kill-switch flags.
+    func networkPolicy(_ profile: Profile) -> [String] {
+        var p: [String] = []
+        if let d = profile.dnsSettings {
+            for s in d.servers where IPAddress(s) == nil {
+                p.append("dnsSettings.servers: '\(OpenVPNDirectives.shown(s))' is not an IP address")
+            }
+            for (field, list) in [("searchDomains", d.searchDomains), ("matchDomains", d.matchDomains)] {
+                for n in list where !isDomainName(n) {
+                    p.append("dnsSettings.\(field): '\(OpenVPNDirectives.shown(n))' is not a domain name")
+                }
+            }
+        }
+        if profile.excludeLocalNetworks && !profile.includeAllNetworks {
+            p.append("excludeLocalNetworks: only has a meaning with includeAllNetworks (set both, or neither)")
+        }
         return p
     }
 

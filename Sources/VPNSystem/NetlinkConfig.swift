@@ -159,6 +159,29 @@ extension NetlinkRouteSocket {
 }
 
 extension NetlinkRouteSocket {
+    /// A policy-routing rule `to <destination> lookup <table> priority <priority>`
+    /// (what `ip rule add to ... table ... pref ...` makes). A rule that is
+    /// there already (add) or gone already (delete) is not an error. The
+    /// corresponding libnl calls are rtnl_rule_add() and rtnl_rule_delete().
+    public func changeRule(to destination: String, table: UInt32, priority: UInt32, add: Bool) throws {
+        let dst = try parseAddress(destination)
+        defer { nl_addr_put(dst) }
+        guard let rule = rtnl_rule_alloc() else { throw NetlinkError("allocate rule", code: NLE_NOMEM) }
+        defer { rtnl_rule_put(rule) }
+        rtnl_rule_set_family(rule, nl_addr_get_family(dst))
+        var r = rtnl_rule_set_dst(rule, dst)
+        if r < 0 { throw NetlinkError("set rule destination \(destination)", code: r) }
+        rtnl_rule_set_table(rule, table)
+        rtnl_rule_set_prio(rule, priority)
+        rtnl_rule_set_action(rule, UInt8(FR_ACT_TO_TBL))
+        r = add ? rtnl_rule_add(handle, rule, NLM_F_EXCL) : rtnl_rule_delete(handle, rule, 0)
+        if r < 0 && !(add && r == -NLE_EXIST) && !(!add && (r == -NLE_OBJ_NOTFOUND || r == -NLE_NOADDR)) {
+            throw NetlinkError("\(add ? "add" : "delete") rule to \(destination) table \(table)", code: r)
+        }
+    }
+}
+
+extension NetlinkRouteSocket {
     /// One link's counters (IFLA_STATS64, which the kernel fills from
     /// dev_get_stats(), the same source as /proc/net/dev), folded as
     /// /proc/net/dev prints them: rx drops include missed packets. The corresponding

@@ -61,6 +61,9 @@ final class FakeTunnelSystem: TunnelSystem {
     }
     func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws { calls.append("deleteRoute \(prefix)") }
     func deleteLink(_ name: String) throws { calls.append("deleteLink \(name)") }
+    func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws {
+        try record("rule \(add ? "add" : "del") to \(prefix) table \(table) pref \(priority)")
+    }
     func uapi(_ name: String, _ request: String) throws -> String {
         let first = request.split(separator: "\n").first.map(String.init) ?? ""
         try record("uapi \(first)\(request.contains("persistent_keepalive_interval=") && !request.contains("private_key") ? " keepalive" : "")")

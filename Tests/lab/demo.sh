@@ -97,6 +97,34 @@ else
   echo
   echo "== OpenVPN part skipped: openvpn or openssl is not installed (make deps installs both)"
 fi
+if command -v nft >/dev/null; then
+  echo
+  echo "== DNS and the kill switch: the client namespace has its own resolv.conf ($NS_C's /etc/netns file)"
+  sed "s|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|" "$LAB_DIR/office.conf" > "$LAB_DIR/guarded.conf"
+  printf '#!/bin/sh\nexec python3 -c "import json,sys; f=sys.argv[1]; p=json.load(open(f)); p[\\"includeAllNetworks\\"]=True; json.dump(p, open(f, \\"w\\"), indent=2)" "$1"\n' > "$LAB_DIR/editor"
+  chmod 700 "$LAB_DIR/editor"
+  run vpnctl import "$LAB_DIR/guarded.conf"
+  step "EDITOR=... vpnctl edit guarded   # sets \"includeAllNetworks\": true"
+  c env EDITOR="$LAB_DIR/editor" "$V" edit guarded
+  run vpnctl show guarded
+  step "cat /etc/resolv.conf"; c cat /etc/resolv.conf
+  run vpnctl start guarded --verbose
+  step "cat /etc/resolv.conf"; c cat /etc/resolv.conf
+  run vpnctl status
+  run vpnctl verify guarded --probe http://198.19.0.1:8080/
+  step "ping -c 1 -W 1 198.18.0.1   # the underlay, outside the tunnel"; c ping -n -c 1 -W 1 198.18.0.1 2>&1 | grep -E "transmitted|not permitted"
+  step "kill -KILL <wireguard-go>   # the tunnel dies"
+  kill -KILL "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$(c "$V" status guarded --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["id"])').json")"
+  sleep 1
+  run vpnctl status guarded
+  step "ping -c 1 -W 1 198.18.0.1   # still blocked: fail closed"; c ping -n -c 1 -W 1 198.18.0.1 2>&1 | grep -E "transmitted|not permitted"
+  run vpnctl stop guarded
+  step "ping -c 1 -W 1 198.18.0.1   # the kill switch is gone"; c ping -n -c 1 -W 1 198.18.0.1 2>&1 | grep -E "transmitted|not permitted"
+  step "cat /etc/resolv.conf"; c cat /etc/resolv.conf
+else
+  echo
+  echo "== DNS and kill switch part skipped: nft is not installed (make deps installs nftables)"
+fi
 why=$(plugin_cannot_run "$V")
 if [ -z "$why" ]; then
   echo

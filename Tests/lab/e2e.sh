@@ -21,6 +21,8 @@ source "$HERE/agent.sh"
 
 source "$HERE/plugin.sh"
 
+source "$HERE/dns.sh"
+
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
   skip "every lab test: $why"
@@ -1066,6 +1068,9 @@ PY
   lab_check "plugin: a plugin in Python (no SDK) connects, gets its settings applied, sees the stop reason" test_plugin_python
 fi
 
+# ---- DNS and the kill switch (Tests/lab/dns.sh) ---------------------------------
+dns_tests
+
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR
 plugin_down
@@ -1074,7 +1079,7 @@ trap - EXIT
 # Teardown leaves nothing: no namespace, socket, process or file of this lab.
 # (Listings are read first: under pipefail, grep -q ending early can fail the pipe.)
 left="" netns=$(ip netns list | cut -d' ' -f1) links=$(ip -o link show | cut -d: -f2 | grep -F "$LAB") procs=$(ps -eo pid=,args= | grep -F "$lab_dir" | grep -v grep)
-for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace $ns"; done
+for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace $ns"; [ -e "/etc/netns/$ns" ] && left+=" /etc/netns/$ns"; done
 for sock in "${lab_socks[@]}"; do [ -e "$sock" ] && left+=" socket $sock"; done
 [ -n "$links" ] && left+=" link(s) in this namespace:$(echo $links)"
 [ -n "$procs" ] && left+=" process(es): $procs"

@@ -26,15 +26,22 @@ need() { "$@" || { echo "  lab set-up failed at: $*"; return 1; }; }
 s() { ip netns exec "$NS_S" "$@"; }
 
 # lab_netns_add NAME: a namespace of this lab (lo up), deleted by lab_down
-# even when the test that made it does not get to delete it.
+# even when the test that made it does not get to delete it. It gets a
+# resolv.conf of its own (/etc/netns/NAME/resolv.conf, which `ip netns exec`
+# bind-mounts over /etc/resolv.conf): DNS that vpnctl applies in the lab
+# lands there, never in this machine's resolver.
 lab_netns_add() {
+  [ -e "/etc/netns/$1" ] && { echo "  lab set-up failed: /etc/netns/$1 exists already (not this lab's)"; return 1; }
   need ip netns add "$1" || return 1
   LAB_NETNS+=("$1")
+  [ -d /etc/netns ] || LAB_MADE_ETC_NETNS=yes
+  need mkdir -p "/etc/netns/$1" || return 1
+  printf '# vpnctl lab %s\nnameserver 127.0.0.1\noptions timeout:1\n' "$1" > "/etc/netns/$1/resolv.conf" || return 1
   need ip -n "$1" link set lo up
 }
 
 # lab_netns_del NAME: deletes a namespace this lab made (a test's own teardown).
-lab_netns_del() { ip netns del "$1" 2>/dev/null; return 0; }
+lab_netns_del() { ip netns del "$1" 2>/dev/null; rm -rf "/etc/netns/$1"; return 0; }
 
 # Prints why the lab cannot run here, or nothing.
 lab_cannot_run() {
@@ -158,7 +165,8 @@ lab_down() {
   # CONT first: a test that failed mid-fault may leave a server stopped.
   for pid in "${LAB_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done
   for pid in "${LAB_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-  for ns in "${LAB_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  for ns in "${LAB_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; rm -rf "/etc/netns/$ns"; done
+  [ -n "${LAB_MADE_ETC_NETNS:-}" ] && rmdir /etc/netns 2>/dev/null
   rm -f "${LAB_SOCKS[@]}"
   rm -rf "$LAB_DIR"
   LAB_PIDS=() LAB_NETNS=() LAB_SOCKS=()

@@ -35,6 +35,10 @@ enum EnableCommand {
             profile.enabled = enabled
             profile = try manager.save(profile)
         }
+        // Disabling lifts a kill switch that a failed tunnel left blocking.
+        if !enabled, !(try inv.controller.derive(profile)).isActive {
+            for line in inv.controller.removeKillSwitch(profile, searchPath: inv.context.environment["PATH"]) { inv.output.note(line) }
+        }
         if inv.options.json {
             inv.output.emit(Result(name: profile.name, id: profile.id.lowercasedString, enabled: enabled,
                                    revision: profile.revision, changed: changed))

@@ -33,8 +33,14 @@ enum RemoveCommand {
             }
             inv.output.note("stopped '\(profile.name)' before removing it")
         } else {
-            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            var cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            cleaned += controller.removeKillSwitch(profile, searchPath: inv.context.environment["PATH"])
             if !cleaned.isEmpty { inv.output.note("cleaned up after '\(profile.name)': \(cleaned.joined(separator: ", "))") }
+            // A kill switch that could not be removed would be left with nothing to name it.
+            if let ks = try controller.runtime.read(profile.id)?.killSwitch {
+                throw VPNError(.failure, "'\(profile.name)' still has its kill switch (nftables table inet \(ks.table)); it was not removed",
+                               hint: "stop it with 'vpnctl stop \(profile.name)' in the network namespace it runs in")
+            }
         }
         try manager.remove(profile)
         try controller.runtime.remove(profile.id)

@@ -65,6 +65,17 @@ enum ShowCommand {
             out.append((field.label, field.value))
             if field.label == "private key", let publicKey { out.append(("public key", publicKey + " (give this to the server)")) }
         }
+        if let d = p.dnsSettings {
+            if !d.servers.isEmpty { out.append(("dns servers", d.servers.joined(separator: ", "))) }
+            if !d.searchDomains.isEmpty { out.append(("search domains", d.searchDomains.joined(separator: ", "))) }
+            if !d.matchDomains.isEmpty { out.append(("match domains", d.matchDomains.joined(separator: ", ") + " (split DNS)")) }
+        }
+        if p.includeAllNetworks {
+            out.append(("kill switch", "includeAllNetworks" + (p.excludeLocalNetworks ? ", excludeLocalNetworks" : "")
+                        + (p.enforceRoutes ? ", enforceRoutes" : "")))
+        } else if p.enforceRoutes {
+            out.append(("kill switch", "enforceRoutes"))
+        }
         out.append(("on demand", p.onDemand.enabled ? "on (\(p.onDemand.rules.count) rules)" : "off"))
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
             out.append(("allowed", (p.policy.users.map { "user \($0)" } + p.policy.groups.map { "group \($0)" }).joined(separator: ", ")))

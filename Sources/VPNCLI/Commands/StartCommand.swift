@@ -7,6 +7,11 @@ enum StartCommand {
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
         Starting a connected profile is exit 0 with a note.
+        The tunnel's DNS goes to the resolver of this network namespace
+        (systemd-resolved, resolvconf or /etc/resolv.conf in place) until it stops.
+        With includeAllNetworks in the profile, an nftables kill switch goes in
+        before the provider starts and blocks everything outside the tunnel; it
+        stays if the tunnel fails, until 'vpnctl stop'.
         """,
         examples: [
             "vpnctl start office --wait",
@@ -42,7 +47,8 @@ enum StopCommand {
         discussion: """
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
-        behind is cleaned up.
+        behind is cleaned up (its DNS restored from the backup it recorded). Stop is
+        what removes a kill switch, also one a failed tunnel left blocking.
         """,
         examples: [
             "vpnctl stop office",
@@ -73,7 +79,8 @@ enum StopCommand {
             var results: [DerivedStatus] = []
             for p in manager.profiles {
                 let d = try inv.controller.derive(p)
-                guard d.isActive || d.record?.status != .disconnected && d.record != nil else { continue }
+                // A kill switch left blocking by a failed tunnel is stopped too.
+                guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
                 if !inv.options.json { inv.output.line("stopped '\(p.name)'") }
             }

@@ -13,6 +13,8 @@ enum StatusCommand {
         record that says connected while its supervisor is dead reads disconnected,
         with its error. --watch is event-driven (inotify and pidfds): it also reports
         transitions it did not cause, such as a stop from another shell or a crash.
+        The DNS column is the DNS in effect and its backend; a profile with a kill
+        switch gets a line saying whether it is on or blocking (tunnel down).
         """,
         examples: [
             "vpnctl status",
@@ -46,12 +48,19 @@ enum StatusCommand {
             printForPeople(inv, statuses, profiles)
             return .ok
         }
-        let showDNS = statuses.contains { !$0.dns.isEmpty }
+        let showDNS = statuses.contains { !$0.dns.isEmpty || $0.resolver != nil }
         inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
             [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
-                + (showDNS ? [d.dns.isEmpty ? "-" : d.dns.joined(separator: ",")] : [])
+                + (showDNS ? [d.resolverText ?? (d.dns.isEmpty ? "-" : d.dns.joined(separator: ","))] : [])
                 + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
         })
+        // The kill switch, said in words where it matters.
+        for d in statuses {
+            guard let k = d.killSwitch else { continue }
+            inv.output.line("\(d.name): \(k.text)" + (k == .blocking ? " (vpnctl stop \(d.name) lets traffic out again)"
+                                                     : k == .missing ? " (vpnctl stop, then start \(d.name), puts it back)" : ""))
+        }
+        for d in statuses { if let note = d.resolver?.note { inv.output.line("\(d.name): DNS: \(note)") } }
         return .ok
     }
 

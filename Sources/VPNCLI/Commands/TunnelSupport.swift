@@ -10,7 +10,7 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns
+        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch
     }
 
     func encode(to encoder: Encoder) throws {
@@ -24,6 +24,8 @@ struct StatusJSON: Encodable {
         if let e = status.lastDisconnectError { try c.encode(e, forKey: .lastDisconnectError) } else { try c.encodeNil(forKey: .lastDisconnectError) }
         if let r = status.stopReason { try c.encode(r.rawValue, forKey: .stopReason) } else { try c.encodeNil(forKey: .stopReason) }
         try c.encode(status.dns, forKey: .dns)
+        if let r = status.resolver { try c.encode(ResolverJSON(r), forKey: .resolver) } else { try c.encodeNil(forKey: .resolver) }
+        if let k = status.killSwitch { try c.encode(k.rawValue, forKey: .killSwitch) } else { try c.encodeNil(forKey: .killSwitch) }
     }
 }
 
@@ -41,7 +43,49 @@ extension StatusJSON {
             "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
             "stopReason": .optional(status.stopReason?.rawValue),
             "dns": .array(status.dns.map { .string($0) }),
+            "resolver": status.resolverJSON,
+            "killSwitch": status.killSwitchJSON,
         ])
+    }
+}
+
+/// `resolver` in status JSON, with the same members as `resolverJSON`.
+struct ResolverJSON: Encodable {
+    let r: ResolverRecord
+    init(_ r: ResolverRecord) { self.r = r }
+    enum Keys: String, CodingKey { case backend, servers, searchDomains, matchDomains, interface, path, note }
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(r.backend, forKey: .backend)
+        try c.encode(r.servers, forKey: .servers)
+        try c.encode(r.searchDomains, forKey: .searchDomains)
+        try c.encode(r.matchDomains, forKey: .matchDomains)
+        if let v = r.interface { try c.encode(v, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
+        if let v = r.path { try c.encode(v, forKey: .path) } else { try c.encodeNil(forKey: .path) }
+        if let v = r.note { try c.encode(v, forKey: .note) } else { try c.encodeNil(forKey: .note) }
+    }
+}
+
+extension DerivedStatus {
+    /// The DNS in effect on the system resolver (null when none).
+    var resolverJSON: JSONValue {
+        guard let r = resolver else { return .null }
+        return .object(["backend": .string(r.backend), "servers": .array(r.servers.map { .string($0) }),
+                        "searchDomains": .array(r.searchDomains.map { .string($0) }),
+                        "matchDomains": .array(r.matchDomains.map { .string($0) }),
+                        "interface": .optional(r.interface), "path": .optional(r.path), "note": .optional(r.note)])
+    }
+
+    /// "on", "blocking" or null.
+    var killSwitchJSON: JSONValue { .optional(killSwitch?.rawValue) }
+
+    /// One line for people: "198.19.8.1 (resolv.conf)".
+    var resolverText: String? {
+        guard let r = resolver else { return nil }
+        var parts = r.servers
+        parts += r.searchDomains.map { "search \($0)" }
+        parts += r.matchDomains.map { "~\($0)" }
+        return parts.joined(separator: " ") + " (\(r.backend))"
     }
 }
 

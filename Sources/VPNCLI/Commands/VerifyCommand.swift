@@ -14,12 +14,15 @@ enum VerifyCommand {
         connect (HOST:PORT) or an HTTP GET (URL) to the probe succeeds.
         Exit 0: path proven. Exit 12: configured only (the route or the probe does
         not go through the tunnel, or the tunnel is not connected). Exit 4: the probe failed.
+        With --dns NAME also (4) the tunnel's DNS server in effect is routed through
+        the tunnel and (5) it answers NAME (a query sent to that server alone).
         """,
         examples: [
             "vpnctl verify office",
             "vpnctl verify office --probe http://198.19.0.1:8080/",
         ],
         options: [OptionSpec("probe", value: "url|host:port", help: "A resource reachable only through the tunnel."),
+                  OptionSpec("dns", value: "name", help: "Also prove that NAME resolves through the tunnel's DNS server."),
                   OptionSpec("timeout", value: "seconds", help: "Probe timeout (default 5).")],
         positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
         run: run)
@@ -58,7 +61,8 @@ enum VerifyCommand {
         let profile = try manager.profile(named: inv.args.positionals[0])
         let status = try inv.controller.derive(profile)
         let report = try Spinner(for: inv, when: true).during("verifying '\(profile.name)' with \(probeText)") {
-            try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, probeOffTunnel: inv.context.agentCaller.map { $0.1.isAdmin($0.0) } ?? true)
+            try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"),
+                                       probeOffTunnel: inv.context.agentCaller.map { $0.1.isAdmin($0.0) } ?? true)
         }
         let checks = report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
         if inv.options.json {

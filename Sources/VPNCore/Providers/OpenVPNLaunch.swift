@@ -16,6 +16,8 @@ public struct OpenVPNLaunch: Sendable {
     public var tlsCryptPath: String?
     public var tlsAuthPath: String?
     public var tlsCryptV2Path: String?
+    /// SO_MARK on openvpn's sockets (`mark`): what the kill switch lets out.
+    public var mark: UInt32?
 
     public init(interface: String, managementSocket: String, caPath: String) {
         self.interface = interface
@@ -28,7 +30,7 @@ public struct OpenVPNLaunch: Sendable {
     public static let ownDirectives: Set<String> = [
         "client", "dev", "dev-type", "disable-dco", "ifconfig-noexec", "route-noexec", "script-security", "management",
         "management-client", "management-hold", "management-up-down", "management-query-passwords", "auth-retry", "verb",
-        "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass", "suppress-timestamps",
+        "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass", "suppress-timestamps", "mark",
     ]
 
     /// The config file for one run. Every option is checked again here (the
@@ -60,6 +62,7 @@ public struct OpenVPNLaunch: Sendable {
         if let p = tlsAuthPath { lines.append("tls-auth \(q(p))") }
         if let p = tlsCryptV2Path { lines.append("tls-crypt-v2 \(q(p))") }
         if c.username != nil { lines.append("auth-user-pass") }
+        if let mark { lines.append("mark \(mark)") }
         for (i, option) in c.options.enumerated() {
             if let problem = OpenVPNDirectives.problem(in: option) {
                 throw VPNError(.configurationInvalid, "protocol.options[\(i)]: \(problem)", remedy: .edit(profile: nil))

@@ -91,6 +91,7 @@ final class OpenVPNTunnel: ProviderTunnel {
         try system.markLink(name, InterfaceMark.of(context.id))
         let index = try system.ifindex(name)
         applier = SettingsApplier(interface: name, ifindex: index, system: system, undo: undo, log: context.log)
+        applier.map(context.configure)
         context.update {
             $0.interface = name
             $0.ifindex = index
@@ -110,6 +111,7 @@ final class OpenVPNTunnel: ProviderTunnel {
         let caPath = runtime.providerFile(id, .caBundle)
         try writeRunFile(bundle, caPath, "CA bundle")
         var launch = OpenVPNLaunch(interface: interface, managementSocket: sockPath, caPath: caPath)
+        launch.mark = context.killSwitch?.mark
         if let cert = config.certificate {
             launch.certificatePath = runtime.providerFile(id, .certificate)
             try writeRunFile(Array(cert.utf8), launch.certificatePath!, "certificate file")

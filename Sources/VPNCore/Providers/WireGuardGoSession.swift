@@ -30,7 +30,16 @@ final class WireGuardGoSession: ProviderTunnel {
             return context.finish(error: ConnectionError(.pluginFailed, "\(program) is not installed"), reason: .providerFailed)
         }
         let tunnel = WireGuardTunnel(profileID: context.id, config: config, system: context.system, log: context.log)
+        tunnel.configureApplier = context.configure
         do {
+            if let killSwitch = context.killSwitch {
+                // wireguard-go marks its sockets (SO_MARK): the profile's fwmark, or the kill switch's.
+                if let own = config.fwmark.flatMap(Fwmark.init)?.value, own != 0 {
+                    try killSwitch.useMark(own)
+                } else {
+                    tunnel.killSwitchMark = killSwitch.mark
+                }
+            }
             let secrets = context.store.secrets
             let privateKey = String(decoding: try secrets.read(context.id, name: config.privateKeySecret ?? ""), as: UTF8.self)
             var psks: [String: String] = [:]

@@ -29,6 +29,10 @@ public final class WireGuardTunnel {
     public private(set) var providerPid: pid_t = 0
     public private(set) var peers: [Peer] = []
     public private(set) var settings = AppliedSettings()
+    /// Sets up the settings applier as the profile asks (DNS, enforceRoutes).
+    public var configureApplier: (SettingsApplier) -> Void = { _ in }
+    /// The socket mark the kill switch lets out, when the profile sets no fwmark.
+    public var killSwitchMark: UInt32?
 
     public init(profileID: UUID, config: WireGuardConfiguration, system: TunnelSystem, log: @escaping (String) -> Void) {
         self.profileID = profileID
@@ -139,6 +143,7 @@ public final class WireGuardTunnel {
 
         ifindex = try system.ifindex(name)
         let applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: log)
+        configureApplier(applier)
         var wanted = TunnelNetworkSettings()
         wanted.addresses = config.addresses.compactMap { CIDR($0)?.description }
         wanted.mtu = config.mtu ?? 1420
@@ -148,7 +153,7 @@ public final class WireGuardTunnel {
 
         let request = WireGuardUAPI.setRequest(
             privateKeyHex: privateHex, listenPort: config.listenPort,
-            fwmark: fwmark?.value,
+            fwmark: fwmark?.value ?? killSwitchMark,
             peers: zip(config.peers, peers).map { p, resolved in
                 WireGuardUAPI.PeerConfig(publicKeyHex: resolved.publicKeyHex,
                                          presharedKeyHex: p.presharedKeySecret.flatMap { presharedKeys[$0] }.flatMap(WireGuardKey.hex),

@@ -63,6 +63,10 @@ public struct AppliedSettings: Encodable, Equatable, Sendable {
     public var excludedRoutes: [String] = []
     public var mtu: Int? = nil
     public var dns: [String] = []
+    /// enforceRoutes: the routing table that holds the tunnel's routes, and
+    /// the prefixes that have a rule to it.
+    public var enforcedTable: UInt32? = nil
+    public var enforcedRoutes: [String] = []
     public init() {}
 }
 
@@ -90,6 +94,12 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
     /// Interface counters when the session connected, for "bytes this session".
     public var rxBytesAtConnect: UInt64?
     public var txBytesAtConnect: UInt64?
+    /// The DNS given to the system resolver, and how: what a stop (or the
+    /// clean-up after a dead supervisor) takes back.
+    public var resolver: ResolverRecord?
+    /// The kill switch's nftables table while it is in place (it outlives a
+    /// failed tunnel: fail closed until `stop`).
+    public var killSwitch: KillSwitchRecord?
     public var updatedAt: Date
 
     public init(id: UUID, name: String, status: VPNStatus) {
@@ -118,13 +128,45 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
         try c.encodeIfPresent(settings, forKey: .settings)
         try c.encodeIfPresent(rxBytesAtConnect, forKey: .rxBytesAtConnect)
         try c.encodeIfPresent(txBytesAtConnect, forKey: .txBytesAtConnect)
+        try c.encodeIfPresent(resolver, forKey: .resolver)
+        try c.encodeIfPresent(killSwitch, forKey: .killSwitch)
         try c.encode(updatedAt, forKey: .updatedAt)
     }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
              interface, ifindex, connectedSince, reconnects, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
-             txBytesAtConnect, updatedAt
+             txBytesAtConnect, resolver, killSwitch, updatedAt
+    }
+}
+
+/// DNS handed to the system resolver for one tunnel.
+public struct ResolverRecord: Encodable, Equatable, Sendable {
+    /// "systemd-resolved", "resolvconf" or "resolv.conf".
+    public var backend: String
+    public var servers: [String] = []
+    public var searchDomains: [String] = []
+    public var matchDomains: [String] = []
+    /// The link (resolved) or the record name (resolvconf) it is filed under.
+    public var interface: String?
+    /// The file rewritten in place (the resolv.conf backend).
+    public var path: String?
+    /// The network namespace it was applied in; only there can it be undone.
+    public var netns: String?
+    /// What the backend could not do (split DNS on a plain resolv.conf).
+    public var note: String?
+
+    public init(backend: String) { self.backend = backend }
+}
+
+/// The kill switch's table, in the namespace it was put in.
+public struct KillSwitchRecord: Encodable, Equatable, Sendable {
+    /// `inet <table>`, owned by vpnctl, one per profile.
+    public var table: String
+    public var netns: String?
+    public init(table: String, netns: String?) {
+        self.table = table
+        self.netns = netns
     }
 }
 

@@ -46,6 +46,18 @@ public final class SettingsApplier {
     /// What is applied now (read by the record), shared with the undo steps.
     public private(set) var applied = AppliedSettings()
     var ours = Set<String>()
+    var enforcedExcluded = Set<String>()
+    /// Where the DNS goes (nil: recorded only).
+    public var dns: TunnelDNS?
+    /// enforceRoutes: the tunnel's routes also go into this table, with a
+    /// rule to it for each, ahead of the main table, so that they win over
+    /// more specific routes of the underlay (nil: routes in `table` only).
+    public var enforcedTable: UInt32?
+    /// The rules' priority: ahead of main (32766), behind local (0).
+    public static let enforcedRulePriority: UInt32 = 5208
+
+    /// The table enforceRoutes uses for a tunnel on `ifindex`.
+    public static func enforcedTable(ifindex: Int32) -> UInt32 { 0x766e_0000 | UInt32(UInt16(truncatingIfNeeded: ifindex)) }
 
     public init(interface: String, ifindex: Int32, system: TunnelSystem, undo: UndoStack, log: @escaping (String) -> Void) {
         self.interface = interface
@@ -61,6 +73,37 @@ public final class SettingsApplier {
         withdraw(keeping: settings)
         try applyInterface(settings)
         try applyRoutes(settings)
+    }
+
+    /// enforceRoutes: each excluded route, then each of the tunnel's, in the
+    /// enforced table, and a rule sending the tunnel's prefixes there.
+    func enforceRoutes(_ settings: TunnelNetworkSettings) throws {
+        guard let t = enforcedTable else { return }
+        if applied.enforcedTable == nil {
+            applied.enforcedTable = t
+            undo.push("forget table \(t)") { [self] in applied.enforcedTable = nil }
+        }
+        for x in settings.excludedRoutes where !enforcedExcluded.contains(x.prefix) {
+            try system.addRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: t)
+            enforcedExcluded.insert(x.prefix)
+            undo.push("delete route \(x.prefix) table \(t)") { [self] in
+                try system.deleteRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: t)
+            }
+        }
+        for prefix in settings.routes + kernelRoutes(settings).sorted() where !applied.enforcedRoutes.contains(prefix) {
+            do {
+                try system.addRoute(prefix, ifindex: ifindex, gateway: nil, table: t)
+            } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {}
+            try system.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: true)
+            applied.enforcedRoutes.append(prefix)
+            log("[#] rule to \(prefix) table \(t) (enforceRoutes: the tunnel's route wins)")
+            undo.push("delete rule to \(prefix)") { [self] in
+                guard applied.enforcedRoutes.contains(prefix) else { return }
+                applied.enforcedRoutes.removeAll { $0 == prefix }
+                try system.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)
+                log("[#] rule to \(prefix) table \(t) deleted")
+            }
+        }
     }
 
     /// Addresses, MTU and link up: what must come before the provider is
@@ -89,6 +132,16 @@ public final class SettingsApplier {
         try system.setUp(interface)
         log("[#] link \(interface) up")
         applied.dns = settings.dns
+        try applyDNS(settings)
+    }
+
+    /// The tunnel's DNS on the system resolver, taken back by the undo step.
+    func applyDNS(_ settings: TunnelNetworkSettings) throws {
+        guard let dns else { return }
+        let had = dns.record != nil
+        if try dns.apply(settings.dns, interface: interface), !had {
+            undo.push("restore DNS") { dns.remove() }
+        }
     }
 
     /// Excluded routes first (so that nothing meant to stay out is ever
@@ -124,6 +177,7 @@ public final class SettingsApplier {
                 log("[#] route \(prefix) deleted")
             }
         }
+        try enforceRoutes(settings)
     }
 
     /// Adds a route through the tunnel; false when the kernel already has it
@@ -160,6 +214,16 @@ public final class SettingsApplier {
                 log("[!] route \(r), no longer pushed, was not there to delete: \(error)")
             }
             log("[#] route \(r) withdrawn")
+        }
+        if let t = applied.enforcedTable {
+            let keep = Set(settings.routes).union(kernelRoutes(settings))
+            for r in applied.enforcedRoutes where !keep.contains(r) {
+                applied.enforcedRoutes.removeAll { $0 == r }
+                do { try system.changeRule(to: r, table: t, priority: SettingsApplier.enforcedRulePriority, add: false) } catch {
+                    log("[!] rule to \(r), no longer pushed, was not there to delete: \(error)")
+                }
+                try? system.deleteRoute(r, ifindex: ifindex, gateway: nil, table: t)
+            }
         }
         for a in applied.addresses where !settings.addresses.contains(a) {
             applied.addresses.removeAll { $0 == a }

@@ -37,15 +37,21 @@ public final class Supervisor {
     let logFile: BoundedLog
     let makeSystem: () throws -> TunnelSystem
     let reapChildren: () -> [(pid: pid_t, status: ExitStatus)]
+    /// The system resolver and nftables: real in the product, nil (DNS only
+    /// recorded, no kill switch possible) unless a test gives its own.
+    let systemResolver: Bool
+    let makeFirewall: ((String) throws -> FirewallPort)?
 
     public convenience init(id: UUID, options: Options) {
-        self.init(id: id, options: options, logFD: 2, system: { try KernelTunnelSystem() }, reap: ChildReaper.reapAll)
+        self.init(id: id, options: options, logFD: 2, system: { try KernelTunnelSystem() }, reap: ChildReaper.reapAll,
+                  systemResolver: true, firewall: { try NftFirewall(searchPath: options.path, scratch: $0) })
     }
 
     /// For unit tests: a log of their own instead of stderr, a fake system,
     /// and a reaper that cannot take the test process's other children.
     init(id: UUID, options: Options, logFD: Int32, system: @escaping () throws -> TunnelSystem,
-         reap: @escaping () -> [(pid: pid_t, status: ExitStatus)]) {
+         reap: @escaping () -> [(pid: pid_t, status: ExitStatus)], systemResolver: Bool = false,
+         firewall: ((String) throws -> FirewallPort)? = nil) {
         self.id = id
         self.options = options
         runtime = RuntimeStore(directory: options.runDirectory)
@@ -53,6 +59,8 @@ public final class Supervisor {
         logFile = BoundedLog(path: runtime.logPath(id), fd: logFD)
         makeSystem = system
         reapChildren = reap
+        self.systemResolver = systemResolver
+        makeFirewall = firewall
     }
 
     func log(_ line: String) {
@@ -72,6 +80,9 @@ public final class Supervisor {
         var record = RuntimeRecord(id: id, name: id.lowercasedString, status: .disconnected)
         record.supervisorPid = getpid()
         record.supervisorStartTime = Processes.startTime(of: getpid())
+        // A kill switch a failed run left blocking stays named in the record
+        // until this run replaces it (or `stop` removes it).
+        if let old = try? runtime.read(id), let ks = old.killSwitch { record.killSwitch = ks }
         let store = PreferencesStore(directory: options.configDirectory)
         let loop = EventLoop()
         let output = providerOutput()
@@ -99,15 +110,51 @@ public final class Supervisor {
             context.finish(error: ConnectionError(.pluginDisabled, "\(error)"), reason: .configurationFailed)
             return 1
         }
+        if systemResolver {
+            context.dns = TunnelDNS(id: id, name: profile.name, profile: profile.dnsSettings, runDirectory: options.runDirectory,
+                                    searchPath: options.path, log: log) { [context] r in context.persist { $0.resolver = r } }
+        }
+        // The kill switch goes in before the provider starts.
+        if KillSwitch.wanted(by: profile) {
+            do {
+                guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") }
+                let killSwitch = KillSwitch(profile: profile, firewall: try makeFirewall("\(options.runDirectory)/\(id.lowercasedString).nft"), log: log)
+                try killSwitch.install()
+                context.killSwitch = killSwitch
+                context.persist { $0.killSwitch = killSwitch.record }
+            } catch {
+                let e = error as? VPNError
+                context.finish(error: ConnectionError(.configurationFailed, "cannot put the kill switch in place: \(e?.message ?? "\(error)")"
+                                                      + (e?.hint.map { " (\($0))" } ?? "")), reason: .configurationFailed)
+                return 1
+            }
+        }
         let tunnel = provider.makeTunnel(in: context)
         watch(signals, tunnel, loop)
-        let monitor = watchNetwork(tunnel, loop)
+        let monitor = watchNetwork(tunnel, loop) { context.killSwitch?.refreshLocalNetworks() }
         if let output { watchOutput(output, loop) }
         tunnel.start()
         loop.run()
         output?.drain()
         withExtendedLifetime(monitor) {}
+        endKillSwitch(context)
         return context.exitCode ?? 1
+    }
+
+    /// A stop the user asked for takes the kill switch away; a failure
+    /// leaves it blocking until `vpnctl stop` (fail closed).
+    func endKillSwitch(_ context: TunnelContext) {
+        guard let killSwitch = context.killSwitch, killSwitch.installed else { return }
+        guard context.record.stopReason == .userInitiated else {
+            log("[*] the kill switch stays (table inet \(killSwitch.rules.table)): traffic is blocked until 'vpnctl stop \(context.profile.name)'")
+            return
+        }
+        do {
+            try killSwitch.remove()
+            context.persist { $0.killSwitch = nil }
+        } catch {
+            log("[!] cannot remove the kill switch: \(error); 'vpnctl stop' tries again")
+        }
     }
 
     /// A start refused before there is a tunnel: the record says why.
@@ -144,7 +191,7 @@ public final class Supervisor {
     }
 
     /// Links, addresses and routes: a deleted utun, a changed path.
-    func watchNetwork(_ tunnel: any ProviderTunnel, _ loop: EventLoop) -> NetlinkMonitor? {
+    func watchNetwork(_ tunnel: any ProviderTunnel, _ loop: EventLoop, also: @escaping () -> Void = {}) -> NetlinkMonitor? {
         let monitor: NetlinkMonitor
         do { monitor = try NetlinkMonitor() } catch {
             log("[!] \(error); network changes are noticed only by the provider's own checks")
@@ -153,6 +200,7 @@ public final class Supervisor {
         loop.watch(monitor.fd) {
             monitor.drain()
             tunnel.networkChanged()
+            also()
         }
         return monitor
     }

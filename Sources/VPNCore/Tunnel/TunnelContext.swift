@@ -30,6 +30,11 @@ public final class TunnelContext {
     public private(set) var exitCode: Int32?
     /// Called once the write end of the provider's output can be closed.
     var onProviderSpawned: () -> Void = {}
+    /// The tunnel's DNS on the system resolver (the settings applier applies it).
+    public var dns: TunnelDNS?
+    /// The kill switch, when the profile asks for one: it follows the
+    /// record's interface and routes.
+    public var killSwitch: KillSwitch?
 
     public init(profile: Profile, store: PreferencesStore, runtime: RuntimeStore, system: TunnelSystem, loop: EventLoop,
                 record: RuntimeRecord, startTimeoutMs: Int64, searchPath: String?, outputFD: Int32, doorbell: Int32 = -1,
@@ -51,6 +56,13 @@ public final class TunnelContext {
 
     public func log(_ line: String) { logLine(line) }
 
+    /// What every provider's settings applier gets from the profile: where
+    /// the DNS goes, and enforceRoutes' table.
+    public func configure(_ applier: SettingsApplier) {
+        applier.dns = dns
+        if profile.enforceRoutes { applier.enforcedTable = SettingsApplier.enforcedTable(ifindex: applier.ifindex) }
+    }
+
     public var status: VPNStatus { record.status }
 
     /// Milliseconds since the supervisor started the tunnel.
@@ -66,7 +78,17 @@ public final class TunnelContext {
 
     /// Changes the record (interface, settings) without a transition; written
     /// with the next transition.
-    public func update(_ change: (inout RuntimeRecord) -> Void) { change(&record) }
+    public func update(_ change: (inout RuntimeRecord) -> Void) {
+        change(&record)
+        killSwitch?.update(interface: record.interface, routes: record.settings?.routes ?? [])
+    }
+
+    /// Changes the record and writes it at once, without a transition: for
+    /// what a clean-up must find even if the supervisor dies the next moment.
+    public func persist(_ change: (inout RuntimeRecord) -> Void) {
+        update(change)
+        do { try runtime.write(record) } catch { log("[!] cannot write the runtime record: \(error)") }
+    }
 
     /// Connected after reasserting is a reconnect: a new session, with its own
     /// `connectedSince` and counters, counted in `reconnects` and noted in the

@@ -22,6 +22,32 @@ public struct DerivedStatus: Equatable, Sendable {
     /// applied to the system resolver); empty unless the tunnel is up.
     public var dns: [String] { isActive ? record?.settings?.dns ?? [] : [] }
 
+    /// The DNS in effect on the system resolver, and which backend holds it.
+    public var resolver: ResolverRecord? { isActive ? record?.resolver : nil }
+
+    /// The kill switch: nil (none), "on" while the tunnel runs, or blocking
+    /// while it is down (fail closed, until `stop`).
+    public var killSwitch: KillSwitchState? {
+        guard record?.killSwitch != nil else { return nil }
+        if killSwitchTablePresent == false { return .missing }
+        return isActive ? .on : .blocking
+    }
+
+    /// Whether the kill switch's table was found in nftables (nil: not
+    /// looked for, as in the waits; `status` looks).
+    public var killSwitchTablePresent: Bool? = nil
+
+    public enum KillSwitchState: String, Sendable {
+        case on, blocking, missing
+        public var text: String {
+            switch self {
+            case .on: return "on"
+            case .blocking: return "blocking: kill switch active, tunnel down"
+            case .missing: return "MISSING: the kill switch's nftables table is gone (a firewall reload?); nothing is blocked"
+            }
+        }
+    }
+
     public init(id: UUID, name: String, status: VPNStatus, interface: String? = nil, connectedSince: Date? = nil,
                 lastDisconnectError: ConnectionError? = nil, stopReason: StopReason? = nil, supervisorAlive: Bool,
                 record: RuntimeRecord? = nil) {
@@ -118,9 +144,22 @@ public struct TunnelController {
             for host in r.settings?.excludedRoutes ?? [] {
                 if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
             }
+            // enforceRoutes: the rules, and the excluded routes' copies in its table.
+            if let t = r.settings?.enforcedTable {
+                for prefix in r.settings?.enforcedRoutes ?? [] {
+                    if (try? nl.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)) != nil {
+                        done.append("deleted rule to \(prefix) table \(t)")
+                    }
+                }
+                for host in r.settings?.excludedRoutes ?? [] { _ = try? nl.changeRoute(host, ifindex: 0, table: t, add: false) }
+            }
         }
         done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
+        if let resolver = r.resolver {
+            done += TunnelDNS.undo(resolver, id: r.id, runDirectory: runtime.directory, searchPath: nil)
+        }
         var updated = r
+        updated.resolver = nil
         updated.status = .disconnected
         updated.connectedSince = nil
         updated.stopReason = .providerFailed
@@ -131,6 +170,23 @@ public struct TunnelController {
                                                  status: "disconnected", previous: r.status.name, interface: r.interface,
                                                  error: updated.lastDisconnectError), id: r.id)
         return done
+    }
+
+    /// Removes the kill switch a record names (a dead supervisor's, or one a
+    /// failed tunnel left blocking), in this network namespace only, and
+    /// writes the record without it. Returns what was done.
+    @discardableResult
+    public func removeKillSwitch(_ profile: Profile, searchPath: String?) -> [String] {
+        guard let r = try? runtime.read(profile.id), let ks = r.killSwitch, !TunnelController.isSupervisor(r) else { return [] }
+        let (done, removed) = KillSwitch.remove(ks, id: r.id) {
+            try NftFirewall(searchPath: searchPath, scratch: "\(runtime.directory)/\(r.id.lowercasedString).nft")
+        }
+        if removed {
+            var updated = r
+            updated.killSwitch = nil
+            try? runtime.write(updated)
+        }
+        return [done]
     }
 
     /// Spawns the detached supervisor for `profile`; returns its pid and the

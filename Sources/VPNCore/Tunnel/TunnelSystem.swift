@@ -45,6 +45,14 @@ public protocol TunnelSystem: AnyObject {
     /// Sends `signal` to a child and waits up to `timeoutMs` before SIGKILL.
     func terminate(_ pid: pid_t, signal: Int32, timeoutMs: Int)
     func startTime(of pid: pid_t) -> UInt64?
+    /// A policy-routing rule `to prefix lookup table` (enforceRoutes).
+    func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws
+}
+
+extension TunnelSystem {
+    public func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws {
+        throw SystemError("change a routing rule to", path: prefix, errno: Errno(EOPNOTSUPP))
+    }
 }
 
 extension TunnelSystem {
@@ -168,4 +176,8 @@ public final class KernelTunnelSystem: TunnelSystem {
     }
 
     public func startTime(of pid: pid_t) -> UInt64? { Processes.startTime(of: pid) }
+
+    public func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws {
+        try netlink.changeRule(to: prefix, table: table, priority: priority, add: add)
+    }
 }

@@ -14,7 +14,15 @@ public struct StatusUseCase {
     }
 
     public func statuses(of profiles: [Profile]) throws -> [DerivedStatus] {
-        try profiles.map { try controller.derive($0) }
+        try profiles.map { p in
+            var d = try controller.derive(p)
+            // A kill switch is what nftables holds, not what the record says.
+            if let ks = d.record?.killSwitch, ks.netns == NetworkNamespace.current(), ks.table == KillSwitchRules.tableName(p.id),
+               let nft = try? NftFirewall(searchPath: nil, scratch: "") {
+                d.killSwitchTablePresent = nft.tableExists(ks.table)
+            }
+            return d
+        }
     }
 
     /// A watch over the profiles `profiles` returns (read again on every

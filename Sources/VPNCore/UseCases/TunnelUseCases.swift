@@ -86,6 +86,10 @@ public struct TunnelUseCases {
         } catch let e as VPNError {
             throw e.prefixed("profile '\(profile.name)': ")
         }
+        if KillSwitch.wanted(by: profile), Processes.which("nft", path: path) == nil {
+            throw VPNError(.providerUnavailable, "nft is not installed (profile '\(profile.name)' has a kill switch: includeAllNetworks or enforceRoutes)",
+                           hint: "install it: apt-get install --no-install-recommends nftables")
+        }
         let needs = provider.requirements
         guard let program = Processes.which(needs.program, path: path) else {
             throw VPNError(.providerUnavailable, "\(needs.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
@@ -104,6 +108,7 @@ public struct TunnelUseCases {
     public func start(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver(),
                       cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
         try preflight(profile)
+        try refuseSecondKillSwitch(profile)
         try controller.runtime.prepare()
         // Starts of one profile take turns until one is accepted; a start
         // that finds the tunnel on its way up waits for the same outcome.
@@ -119,6 +124,9 @@ public struct TunnelUseCases {
             return try waitForOutcome(profile, supervisor: current.record?.supervisorPid, doorbell: nil, timeout: timeout, observer: observer)
         }
         cleanedUp(controller.cleanUpAfterDeadSupervisor(current))
+        // A kill switch left blocking is taken over by the new supervisor;
+        // one the profile no longer asks for goes.
+        if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
         let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path)
         defer { close(doorbell) }
         // The supervisor's first record means the request was accepted.
@@ -137,6 +145,20 @@ public struct TunnelUseCases {
         }
         if !wait { return .accepted(accepted) }
         return try waitForOutcome(profile, supervisor: pid, doorbell: doorbell, timeout: timeout, observer: observer)
+    }
+
+    /// Two kill switches in one namespace would each drop the other's
+    /// tunnel (a packet must pass every table), as NetworkExtension runs one
+    /// includeAllNetworks tunnel at a time: the second is refused, naming the first.
+    func refuseSecondKillSwitch(_ profile: Profile) throws {
+        guard KillSwitch.wanted(by: profile) else { return }
+        let here = NetworkNamespace.current()
+        for other in try store.load() where other.id != profile.id {
+            guard let ks = try controller.runtime.read(other.id)?.killSwitch, ks.netns == here else { continue }
+            throw VPNError(.failure, "profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); "
+                           + "two would block each other's tunnels",
+                           hint: "stop it first: vpnctl stop \(other.name)")
+        }
     }
 
     func waitForOutcome(_ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
@@ -174,7 +196,8 @@ public struct TunnelUseCases {
     public func stop(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver()) throws -> StopOutcome {
         let current = try controller.derive(profile)
         guard current.supervisorAlive, let pid = current.record?.supervisorPid else {
-            let cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            var cleaned = controller.cleanUpAfterDeadSupervisor(current)
+            cleaned += controller.removeKillSwitch(profile, searchPath: path)
             return .notRunning(try controller.derive(profile), cleanedUp: cleaned)
         }
         kill(pid, SIGTERM)
@@ -190,6 +213,11 @@ public struct TunnelUseCases {
         }
         guard let outcome else {
             throw VPNError(.timedOut, "'\(profile.name)' did not stop within \(timeout) s", hint: "try again, or see the supervisor log")
+        }
+        // The supervisor removes its kill switch on a stop; if it could not, this does.
+        if outcome.record?.killSwitch != nil {
+            controller.removeKillSwitch(profile, searchPath: path)
+            return .stopped(try controller.derive(profile))
         }
         return .stopped(outcome)
     }

@@ -73,6 +73,14 @@ public protocol VerifySystem {
     func route(to address: IPAddress) throws -> RouteDecision?
     func resolve(_ host: String) -> IPAddress?
     func probe(_ target: ProbeTarget, address: IPAddress, timeoutMs: Int32) -> (ok: Bool, detail: String)
+    /// Asks the DNS server `server` for `name`, and nobody else.
+    func dnsQuery(_ server: IPAddress, name: String, timeoutMs: Int32) -> (ok: Bool, detail: String)
+}
+
+extension VerifySystem {
+    public func dnsQuery(_ server: IPAddress, name: String, timeoutMs: Int32) -> (ok: Bool, detail: String) {
+        DNSQuery.ask(server, name: name, timeoutMs: timeoutMs)
+    }
 }
 
 /// `verify`: proves the path, not the label. (1) the tunnel's interface
@@ -85,11 +93,14 @@ public struct VerifyUseCase {
         self.system = system
     }
 
+    /// With `dnsName`, also (4) the tunnel's DNS server in effect is routed
+    /// through the tunnel and (5) it answers `dnsName`.
     /// `probeOffTunnel`: whether to probe when the route does not use the
     /// tunnel (to show the probe works, just not through it). The agent
     /// says no for its users: a root probe to where a user chooses, off
     /// their tunnel, would be a connection they could not make themselves.
-    public func verify(_ status: DerivedStatus, probe: ProbeTarget, timeoutSeconds: Int, probeOffTunnel: Bool = true) throws -> VerifyReport {
+    public func verify(_ status: DerivedStatus, probe: ProbeTarget, timeoutSeconds: Int, dnsName: String? = nil,
+                       probeOffTunnel: Bool = true) throws -> VerifyReport {
         var checks: [VerifyCheck] = []
         guard status.status == .connected || status.status == .reasserting, let name = status.interface,
               let link = try system.link(named: name), link.index == status.record?.ifindex else {
@@ -114,8 +125,30 @@ public struct VerifyUseCase {
         }
         let result = system.probe(probe, address: address, timeoutMs: Int32(timeoutSeconds * 1000))
         checks.append(VerifyCheck(name: "probe", ok: result.ok, detail: result.detail))
-        let verdict: VerifyVerdict = !routeOK ? .configuredOnly : (result.ok ? .pathProven : .probeFailed)
+        var verdict: VerifyVerdict = !routeOK ? .configuredOnly : (result.ok ? .pathProven : .probeFailed)
+        if let dnsName, verdict == .pathProven {
+            verdict = try verifyDNS(status, name: dnsName, link: link.index, interface: name, timeoutSeconds: timeoutSeconds, &checks)
+        }
         return VerifyReport(verdict: verdict, checks: checks)
+    }
+
+    /// The DNS in effect (the resolver record) is the tunnel's, reached through
+    /// the tunnel, and it answers.
+    func verifyDNS(_ status: DerivedStatus, name: String, link: Int32, interface: String, timeoutSeconds: Int,
+                   _ checks: inout [VerifyCheck]) throws -> VerifyVerdict {
+        guard let r = status.resolver, let server = r.servers.compactMap(IPAddress.init).first else {
+            checks.append(VerifyCheck(name: "dns", ok: false, detail: "no DNS server of the tunnel is in effect (the profile and the provider give none)"))
+            return .configuredOnly
+        }
+        let route = try system.route(to: server)
+        let via = route.flatMap { system.linkName(index: $0.outputInterfaceIndex) } ?? "nowhere"
+        let routeOK = route?.outputInterfaceIndex == link
+        checks.append(VerifyCheck(name: "dns route", ok: routeOK,
+                                  detail: "the tunnel's DNS server \(server) (\(r.backend)) leaves through \(via)\(routeOK ? "" : ", not \(interface)")"))
+        if !routeOK { return .configuredOnly }
+        let answer = system.dnsQuery(server, name: name, timeoutMs: Int32(timeoutSeconds * 1000))
+        checks.append(VerifyCheck(name: "dns", ok: answer.ok, detail: answer.detail))
+        return answer.ok ? .pathProven : .probeFailed
     }
 }
 
