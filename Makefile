@@ -9,6 +9,8 @@ SWIFT   ?= swift
 # what is missing, so it is fast when everything is present.
 BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
 TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl
+# IKEv2: charon, kernel-libipsec (extra), EAP-MSCHAPv2 (extauth), openssl and gcrypt, swanctl and pki for the lab.
+IKEV2_PACKAGES := strongswan-charon libcharon-extra-plugins libcharon-extauth-plugins libstrongswan-standard-plugins libstrongswan-extra-plugins strongswan-swanctl strongswan-pki
 DEMO_PACKAGES  :=
 EXTRA_PACKAGES ?=
 
@@ -23,7 +25,7 @@ all: build
 
 deps:
 	@missing=""; \
-	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
+	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(IKEV2_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \

@@ -152,7 +152,7 @@ func handshakeReply(rx: Int = 92, tx: Int = 148) -> String {
 
     @Test func aProfileNoProviderRunsIsNamed() throws {
         let f = try SupervisorFixture()
-        let profile = try f.store.save(Profile(name: "ike", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn.example.com"))))
+        let profile = try f.store.save(Profile(name: "ike", protocol: .provider(ProviderConfiguration(providerIdentifier: "com.example.vpn"))))
         let expected = try #require(errorText { _ = try ProviderRegistry.provider(for: profile) })
         let code = withSupervisorSignals { f.supervisor(profile.id).run() }
         #expect(code == 1)

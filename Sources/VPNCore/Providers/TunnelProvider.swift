@@ -94,7 +94,7 @@ extension TunnelProvider {
 
 /// The providers this vpnctl has, keyed by protocol and implementation.
 public enum ProviderRegistry {
-    public static let builtIn: [any TunnelProvider.Type] = [WireGuardGoProvider.self, OpenVPNProvider.self]
+    public static let builtIn: [any TunnelProvider.Type] = [WireGuardGoProvider.self, OpenVPNProvider.self, CharonProvider.self]
 
     /// The provider that starts `profile`, or `providerUnavailable` naming
     /// what this vpnctl can start.

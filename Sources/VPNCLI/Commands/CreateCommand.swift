@@ -1,0 +1,166 @@
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+/// `vpnctl create NAME ikev2 ...`: a profile without a file. Secret values
+/// come from standard input or a file, never from the command line.
+enum CreateCommand {
+    static let spec = CommandSpec(
+        name: "create", abstract: "Create a profile from options (IKEv2), without a file.",
+        discussion: """
+        vpnctl create office ikev2 --server vpn.example.com --remote-id vpn.example.com \\
+          --auth psk --local-id me@example.com < psk.txt
+        --auth psk reads the shared secret, --auth eap the password, from --secret-file
+        (or standard input; on a terminal vpnctl asks without echoing). --auth certificate
+        takes --cert and --key (PEM); the pair becomes the secret 'identity'. --ca installs
+        the CA certificate as a trust anchor (the config dir's trust/, named by its SHA-256):
+        the server's certificate must chain to it and carry the remote identifier.
+        Then 'vpnctl start NAME'; 'vpnctl edit NAME' changes proposals, DPD, MOBIKE, MTU.
+        """,
+        options: [OptionSpec("server", value: "host", help: "The server's name or address."),
+                  OptionSpec("remote-id", value: "id", help: "The server's IKE identity (its certificate's name)."),
+                  OptionSpec("local-id", value: "id", help: "This client's IKE identity."),
+                  OptionSpec("auth", value: "method", help: "psk, eap (EAP-MSCHAPv2) or certificate."),
+                  OptionSpec("username", value: "user", help: "The EAP username."),
+                  OptionSpec("ca", value: "file", kind: .file, help: "The CA certificate (PEM) the server's certificate must chain to."),
+                  OptionSpec("cert", value: "file", kind: .file, help: "The client certificate (PEM), with --auth certificate."),
+                  OptionSpec("key", value: "file", kind: .file, help: "The client's private key (PEM), with --auth certificate."),
+                  OptionSpec("secret-file", value: "file", kind: .file, help: "Read the shared secret or password from this file ('-': standard input).")],
+        positionals: [PositionalSpec("name", help: "The new profile's name."),
+                      PositionalSpec("protocol", help: "The protocol: ikev2.")],
+        run: run)
+
+    struct Result: Encodable {
+        var schemaVersion = 1
+        let id: String
+        let name: String
+        let `protocol`: String
+        let revision: Int
+        let secrets: [String]
+        let trustAnchors: [String]
+    }
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let name = inv.args.positionals[0], proto = inv.args.positionals[1]
+        if let problem = ProfileName.problems(name).first {
+            throw VPNError(.usage, "invalid profile name \(name.quotedForMessage): \(problem)")
+        }
+        guard proto == "ikev2" else {
+            throw VPNError(.usage, "create makes ikev2 profiles; \(proto.quotedForMessage) is not one",
+                           hint: "WireGuard and OpenVPN profiles come from their files: vpnctl import FILE")
+        }
+        var missing: [String] = []
+        let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
+        if server == nil { missing.append("--server <host>") }
+        if remoteID == nil { missing.append("--remote-id <id>") }
+        if auth == nil { missing.append("--auth psk|eap|certificate") }
+        if auth == "eap" && inv.args.value("username") == nil { missing.append("--username <user> (with --auth eap)") }
+        if auth == "certificate" {
+            if inv.args.value("cert") == nil { missing.append("--cert <file> (with --auth certificate)") }
+            if inv.args.value("key") == nil { missing.append("--key <file> (with --auth certificate)") }
+        }
+        if (auth == "eap" || auth == "certificate") && inv.args.value("ca") == nil {
+            missing.append("--ca <file> (the server's certificate is checked against it)")
+        }
+        if !missing.isEmpty {
+            throw VPNError(.usage, "create \(name) ikev2 needs \(missing.joined(separator: ", "))", hint: "see 'vpnctl help create'")
+        }
+        var c = IKEv2Configuration(serverAddress: server!, remoteIdentifier: remoteID, localIdentifier: inv.args.value("local-id"))
+        var secrets: [String: [UInt8]] = [:]
+        switch auth! {
+        case "psk":
+            c.authenticationMethod = .sharedSecret
+            c.sharedSecretSecret = "shared-secret"
+            secrets["shared-secret"] = try readSecret(inv, what: "the shared secret")
+        case "eap":
+            c.authenticationMethod = .none
+            c.username = inv.args.value("username")
+            c.passwordSecret = "password"
+            secrets["password"] = try readSecret(inv, what: "the EAP password")
+        case "certificate":
+            c.authenticationMethod = .certificate
+            c.identitySecret = "identity"
+            let cert = try readFile(inv.args.value("cert")!, "the client certificate")
+            let key = try readFile(inv.args.value("key")!, "the private key")
+            secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
+        default:
+            throw VPNError(.usage, "--auth \(auth!.quotedForMessage) is not psk, eap or certificate")
+        }
+        var anchors: [String: [UInt8]] = [:]
+        if let ca = inv.args.value("ca") {
+            let blocks = PEM.blocks(String(decoding: try readFile(ca, "the CA certificate"), as: UTF8.self)).filter { $0.label == "CERTIFICATE" }
+            guard blocks.count == 1, let der = blocks[0].der else {
+                throw VPNError(.configurationInvalid, "\(ca.abbreviated(200)) must hold exactly one PEM certificate (the CA's); it holds \(blocks.count)")
+            }
+            let fp = SHA256.hex(der)
+            c.caFingerprint = fp
+            anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
+        }
+        let profile = Profile(name: name, protocol: .ikev2(c))
+        let provider = try ProviderRegistry.provider(for: profile)
+        for (n, v) in secrets { try provider.checkSecret(name: n, value: v) }
+        let validator = ProfileValidator(secretExists: { secrets[$0] != nil })
+        let problems = validator.problems(in: profile)
+        if !problems.isEmpty {
+            throw VPNError.invalid("profile '\(name)' would be invalid (\(problems.count) problem\(problems.count == 1 ? "" : "s"))", problems: problems)
+        }
+        let store = inv.store
+        if try store.load().contains(where: { $0.name == name }) {
+            throw VPNError(.configurationInvalid, "a profile named '\(name)' already exists", hint: "choose another name, or remove the old one first")
+        }
+        var saved = profile
+        do {
+            for (n, v) in secrets.sorted(by: { $0.key < $1.key }) { try store.secrets.set(profile.id, name: n, value: v) }
+            let trust = TrustStore(configDirectory: inv.options.configDirectory)
+            for (fp, pem) in anchors { try trust.install(pem, fingerprint: fp) }
+            saved = try store.save(profile)
+        } catch {
+            try? store.secrets.removeAll(profile.id)
+            throw error
+        }
+        if inv.options.json {
+            inv.output.emit(Result(id: saved.id.lowercasedString, name: saved.name, protocol: "ikev2", revision: saved.revision,
+                                   secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted()))
+        } else {
+            inv.output.line("created '\(saved.name)' (ikev2, id \(saved.id.lowercasedString))")
+            if !secrets.isEmpty { inv.output.line("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))") }
+            for fp in anchors.keys.sorted() { inv.output.line("trust anchor: \(fp)") }
+        }
+        return .ok
+    }
+
+    static func readSecret(_ inv: Invocation, what: String) throws -> [UInt8] {
+        var value: [UInt8]
+        let file = inv.args.value("secret-file") ?? "-"
+        if file == "-" && inv.context.stdinIsTerminal {
+            value = inv.context.readSecretFromTerminal("\(what): ")
+        } else if file == "-" {
+            do { value = try inv.context.readStdin(SecretStore.maximumSize) } catch {
+                throw VPNError(.usage, "cannot read \(what) from standard input: \(error)")
+            }
+        } else {
+            value = try readFile(file, what)
+        }
+        if value.last == 0x0A { value.removeLast() }
+        if value.last == 0x0D { value.removeLast() }
+        if value.isEmpty {
+            throw VPNError(.usage, "no value for \(what) on \(file == "-" ? "standard input" : file.abbreviated(200))",
+                           hint: "pipe it in (vpnctl create ... < file) or name a file with --secret-file FILE")
+        }
+        return value
+    }
+
+    static func readFile(_ path: String, _ what: String) throws -> [UInt8] {
+        do {
+            guard let b = try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: SecretStore.maximumSize,
+                                                            acceptPipe: ImportCommand.isDescriptorPath(path)) else {
+                throw VPNError(.failure, "cannot read \(what) from \(path.abbreviated(200)): no such file")
+            }
+            return b
+        } catch let e as SystemError {
+            throw VPNError.from(e)
+        } catch let e as FileSystem.FileProblem {
+            throw VPNError(.failure, "cannot read \(what): \(e.description)")
+        }
+    }
+}

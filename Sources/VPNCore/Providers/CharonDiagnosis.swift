@@ -1,0 +1,83 @@
+/// What charon's log lines (vici `log` events) say about why a connection
+/// failed, as NEVPNConnectionError names, quoting charon. Fed every line;
+/// the first decisive line wins, later ones only add context.
+public struct CharonDiagnosis: Equatable, Sendable {
+    /// The failure the lines so far point to.
+    public private(set) var fatal: ConnectionError?
+    /// The last line that looked like a reason, for messages.
+    public private(set) var lastReason: String?
+    /// A request was retransmitted and not yet answered (DPD, rekey, MOBIKE).
+    public private(set) var retransmitting = false
+
+    public init() {}
+
+    public static let quoteLimit = 200
+
+    /// Observes one log message; returns true when the line is news for the
+    /// state machine (a retransmit started or ended).
+    @discardableResult
+    public mutating func observe(_ line: String) -> Bool {
+        let msg = String(line.prefix(1000))
+        let quoted = "charon: \(msg.prefix(Self.quoteLimit))"
+        func set(_ kind: ConnectionError.Kind, _ text: String) {
+            lastReason = msg
+            if fatal == nil { fatal = ConnectionError(kind, text) }
+        }
+        if msg.contains("received AUTHENTICATION_FAILED notify") {
+            set(.authenticationFailed, "the server refused this client's credentials (\(quoted))")
+        } else if msg.contains("EAP method") && msg.contains("failed") {
+            set(.authenticationFailed, "EAP authentication failed: wrong username or password? (\(quoted))")
+        } else if msg.contains("received NO_PROPOSAL_CHOSEN notify") || msg.contains("no acceptable proposal") || msg.contains("received TS_UNACCEPTABLE notify") {
+            set(.negotiationFailed, "the server accepts none of this profile's proposals (\(quoted))")
+        } else if let id = Self.identity(in: msg, after: "constraint check failed: identity '") {
+            set(.serverCertificateInvalid, "the server's certificate is not for the remote identifier '\(id)' (\(quoted))")
+        } else if let id = Self.identity(in: msg, after: "no trusted RSA public key found for '") ?? Self.identity(in: msg, after: "no trusted ECDSA public key found for '")
+                    ?? Self.identity(in: msg, after: "no trusted public key found for '") {
+            set(.serverCertificateInvalid, "no trusted certificate for the remote identifier '\(id)': the server's certificate does not chain to the trust anchor, or is for another identity (\(quoted))")
+        } else if msg.contains("not valid after") || msg.contains("has expired") || msg.contains("certificate expired") {
+            set(.serverCertificateExpired, "the server's certificate has expired (\(quoted))")
+        } else if msg.contains("not valid before") {
+            set(.serverCertificateNotYetValid, "the server's certificate is not valid yet (\(quoted))")
+        } else if msg.contains("unable to resolve") || msg.contains("resolving ") && msg.contains("failed") {
+            set(.serverAddressResolutionFailed, "the server's name does not resolve (\(quoted))")
+        } else if msg.contains("giving up after") && msg.contains("retransmits") {
+            set(.serverNotResponding, "the server did not answer (\(quoted))")
+        } else if msg.contains("peer not responding") || msg.contains("DPD") && msg.contains("failed") {
+            set(.serverDead, "the server stopped answering dead peer detection (\(quoted))")
+        } else if msg.hasPrefix("retransmit ") && msg.contains("of request") {
+            let was = retransmitting
+            retransmitting = true
+            lastReason = msg
+            return !was
+        } else if retransmitting && msg.contains("parsed") && msg.contains("response") {
+            retransmitting = false
+            return true
+        } else if msg.contains("received DELETE for IKE_SA") {
+            lastReason = msg
+        }
+        return false
+    }
+
+    /// After a connected tunnel went down: the error to report.
+    public func downError(connected: Bool) -> ConnectionError {
+        if let fatal {
+            // Retransmits exhausted on an established SA is a dead server.
+            if connected && fatal.kind == .serverNotResponding {
+                return ConnectionError(.serverDead, fatal.message.replacingAll("the server did not answer", with: "the server stopped answering"))
+            }
+            return fatal
+        }
+        if let r = lastReason, r.contains("received DELETE") {
+            return ConnectionError(.serverDisconnected, "the server closed the connection (charon: \(r.prefix(Self.quoteLimit)))")
+        }
+        return ConnectionError(connected ? .serverDisconnected : .negotiationFailed,
+                               "the IKE SA went down" + (lastReason.map { " (charon: \($0.prefix(Self.quoteLimit)))" } ?? ""))
+    }
+
+    static func identity(in msg: String, after marker: String) -> String? {
+        guard let r = msg.firstRange(of: marker) else { return nil }
+        let rest = msg[r.upperBound...]
+        guard let end = rest.firstIndex(of: "'") else { return String(rest.prefix(100)) }
+        return String(rest[..<end].prefix(100))
+    }
+}
