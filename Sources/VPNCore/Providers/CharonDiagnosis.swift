@@ -6,7 +6,8 @@ public struct CharonDiagnosis: Equatable, Sendable {
     public private(set) var fatal: ConnectionError?
     /// The last line that looked like a reason, for messages.
     public private(set) var lastReason: String?
-    /// A request was retransmitted and not yet answered (DPD, rekey, MOBIKE).
+    /// A request was retransmitted and not yet answered (DPD, rekey), or a
+    /// MOBIKE address change is under way.
     public private(set) var retransmitting = false
 
     public init() {}
@@ -25,7 +26,7 @@ public struct CharonDiagnosis: Equatable, Sendable {
         }
         if msg.contains("received AUTHENTICATION_FAILED notify") {
             set(.authenticationFailed, "the server refused this client's credentials (\(quoted))")
-        } else if msg.contains("EAP method") && msg.contains("failed") {
+        } else if msg.contains("EAP") && msg.contains("failed") {
             set(.authenticationFailed, "EAP authentication failed: wrong username or password? (\(quoted))")
         } else if msg.contains("received NO_PROPOSAL_CHOSEN notify") || msg.contains("no acceptable proposal") || msg.contains("received TS_UNACCEPTABLE notify") {
             set(.negotiationFailed, "the server accepts none of this profile's proposals (\(quoted))")
@@ -44,7 +45,7 @@ public struct CharonDiagnosis: Equatable, Sendable {
             set(.serverNotResponding, "the server did not answer (\(quoted))")
         } else if msg.contains("peer not responding") || msg.contains("DPD") && msg.contains("failed") {
             set(.serverDead, "the server stopped answering dead peer detection (\(quoted))")
-        } else if msg.hasPrefix("retransmit ") && msg.contains("of request") {
+        } else if msg.hasPrefix("retransmit ") && msg.contains("of request") || msg.contains("requesting address change using MOBIKE") {
             let was = retransmitting
             retransmitting = true
             lastReason = msg

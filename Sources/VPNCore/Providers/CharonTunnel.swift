@@ -18,6 +18,7 @@ final class CharonTunnel: ProviderTunnel {
     let undo: UndoStack
     var system: TunnelSystem { context.system }
     var directory = ""
+    var directoryFD: Int32 = -1
     var interface = ""
     var applier: SettingsApplier?
     var providerPid: pid_t = 0
@@ -32,7 +33,6 @@ final class CharonTunnel: ProviderTunnel {
     var credentials: [(command: String, message: VICI.Message)] = []
     var identityCertificates: [String] = []
     var tokens: [String: EventLoop.Token] = [:]
-    static let socketTimeoutMs: Int64 = 10_000
     static let exitTimeoutMs: Int64 = 5_000
     static let reasonWaitMs: Int64 = 200
     static let name = CharonLaunch.connectionName
@@ -76,10 +76,6 @@ final class CharonTunnel: ProviderTunnel {
         }
         context.transition(.connecting)
         tokens["socket"] = context.loop.after(50) { [weak self] in self?.connectVICI() }
-        tokens["socketTimeout"] = context.loop.after(Self.socketTimeoutMs) { [weak self] in
-            self?.fail(ConnectionError(.pluginFailed, "charon did not open its vici socket within \(Self.socketTimeoutMs / 1000) s (see \(self?.context.runtime.logPath(self!.context.id) ?? "the log"))"),
-                       .providerFailed)
-        }
         tokens["start"] = context.loop.after(context.startTimeoutMs) { [weak self] in self?.startTimedOut() }
     }
 
@@ -112,6 +108,10 @@ final class CharonTunnel: ProviderTunnel {
             for f in ["strongswan.conf", "charon.pid", "charon.vici"] { unlink("\(dir)/\(f)") }
             rmdir(dir)
         }
+        // The socket is reached through this fd: a deep run directory would
+        // make the path longer than sun_path (108 bytes).
+        directoryFD = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD < 0 { throw SystemError("open", path: dir, errno: .current) }
         let conf = CharonLaunch.strongswanConf(config, startTimeoutMs: context.startTimeoutMs)
         try AtomicFile.write(Array(conf.utf8), to: "\(dir)/strongswan.conf", mode: 0o600, durable: false)
     }
@@ -144,11 +144,10 @@ final class CharonTunnel: ProviderTunnel {
     func connectVICI() {
         tokens["socket"] = nil
         guard context.exitCode == nil, !stopping else { return }
-        guard let fd = try? UnixSocket.connect(to: "\(directory)/charon.vici") else {
+        guard let fd = try? UnixSocket.connect(to: "/proc/self/fd/\(directoryFD)/charon.vici") else {
             tokens["socket"] = context.loop.after(50) { [weak self] in self?.connectVICI() }
             return
         }
-        context.loop.cancel(tokens.removeValue(forKey: "socketTimeout"))
         vici = fd
         tokens["vici"] = context.loop.watch(fd) { [weak self] in self?.readVICI() }
         context.log("[#] vici \(directory)/charon.vici connected")
@@ -336,6 +335,10 @@ final class CharonTunnel: ProviderTunnel {
 
     func startTimedOut() {
         guard context.status == .connecting, !stopping else { return }
+        guard vici >= 0 else {
+            return fail(ConnectionError(.pluginFailed, "charon did not open its vici socket within \(context.startTimeoutMs / 1000) s (see \(context.runtime.logPath(context.id)))"),
+                        .providerFailed)
+        }
         fail(diagnosis.fatal ?? ConnectionError(.serverNotResponding, "no IKE_SA with \(config.serverAddress) within \(context.startTimeoutMs / 1000) s" + reasonSuffix),
              .connectionFailed)
     }
@@ -390,6 +393,7 @@ final class CharonTunnel: ProviderTunnel {
         tokens = [:]
         credentials = []
         if vici >= 0 { close(vici); vici = -1 }
+        if directoryFD >= 0 { close(directoryFD); directoryFD = -1 }
         undo.unwind()
         context.finish(error: error, reason: reason)
     }
