@@ -101,6 +101,7 @@ bench: build
 	bash Benchmarks/recovery.sh build/vpnctl
 	bash Benchmarks/profiles.sh build/vpnctl
 	bash Benchmarks/tunnels.sh build/vpnctl
+	bash Benchmarks/ikev2.sh build/vpnctl
 
 # Not in CI: SOAK_CYCLES (default 1000) start/stop cycles with fd and RSS
 # samples, concurrent status readers, and a check that nothing is left.

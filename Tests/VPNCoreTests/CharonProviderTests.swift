@@ -89,7 +89,8 @@ import Testing
         ("received NO_PROPOSAL_CHOSEN notify error", .negotiationFailed),
         ("constraint check failed: identity 'wrong.lab.test' required ", .serverCertificateInvalid),
         ("no trusted ECDSA public key found for 'wrong.lab.test'", .serverCertificateInvalid),
-        ("certificate was not valid after Nov 30 2026", .serverCertificateExpired),
+        ("subject certificate invalid (valid from Jan 01 00:00:00 2020 to Jan 02 00:00:00 2020)", .serverCertificateExpired),
+        ("subject certificate invalid (valid from Jan 01 00:00:00 2099 to Jan 02 00:00:00 2099)", .serverCertificateNotYetValid),
         ("unable to resolve nonexistent.invalid, initiate aborted", .serverAddressResolutionFailed),
         ("giving up after 4 retransmits", .serverNotResponding),
     ])
@@ -101,6 +102,12 @@ import Testing
         #expect(d.fatal?.message.contains("charon: \(line)") == true)
         d.observe("received AUTHENTICATION_FAILED notify error")
         #expect(d.fatal?.kind == kind, "the first decisive line wins")
+    }
+
+    @Test func validityTimesAreUTC() {
+        #expect(CharonDiagnosis.time("Jan 02 00:00:00 2020")?.timeIntervalSince1970 == 1_577_923_200)
+        #expect(CharonDiagnosis.time("Mar 01 12:30:05 2024")?.timeIntervalSince1970 == 1_709_296_205)
+        #expect(CharonDiagnosis.time("Foo 01 00:00:00 2020") == nil)
     }
 
     @Test func identityIsNamed() {

@@ -882,6 +882,14 @@ if [ $ike_ready = yes ]; then
   }
   lab_check "ikev2: responder down gives serverNotResponding within the timeout" test_ike_responder_down
 
+  test_ike_expired_certificate() {
+    ike_responder_stop && ike_responder_start expired || return 1
+    defer ike_responder_start server
+    defer ike_responder_stop
+    ike_start_fails eap vpn.lab.test "" 15 serverCertificateExpired "charon: subject certificate invalid (valid from"
+  }
+  lab_check "ikev2: an expired server certificate gives serverCertificateExpired, quoting charon" test_ike_expired_certificate
+
   test_ike_charon_killed() {
     expect_ok "create" ike_profile ike psk && expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
     kill -KILL "$(record ike providerPid)"

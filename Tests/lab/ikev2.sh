@@ -37,6 +37,11 @@ ike_pki_() {
     pki --pub --in "$d/$name.key" --type ecdsa | pki --issue --lifetime 2 --cacert "$d/ca.crt" --cakey "$d/ca.key" \
       --dn "CN=$id" --san "$id" --flag "$flag" --outform pem > "$d/$name.crt" || return 1
   done
+  # vpn.lab.test's key, in a certificate that expired long ago.
+  pki --pub --in "$d/server.key" --type ecdsa | pki --issue --cacert "$d/ca.crt" --cakey "$d/ca.key" \
+    --not-before "01.01.20 00:00:00" --not-after "02.01.20 00:00:00" \
+    --dn "CN=vpn.lab.test" --san vpn.lab.test --flag serverAuth --outform pem > "$d/expired.crt" || return 1
+  cp "$d/server.key" "$d/expired.key"
 }
 
 # ike_responder_conf CERT: the responder's swanctl.conf (absolute paths only).

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// What charon's log lines (vici `log` events) say about why a connection
 /// failed, as NEVPNConnectionError names, quoting charon. Fed every line;
 /// the first decisive line wins, later ones only add context.
@@ -17,7 +19,7 @@ public struct CharonDiagnosis: Equatable, Sendable {
     /// Observes one log message; returns true when the line is news for the
     /// state machine (a retransmit started or ended).
     @discardableResult
-    public mutating func observe(_ line: String) -> Bool {
+    public mutating func observe(_ line: String, now: Date = Date()) -> Bool {
         let msg = String(line.prefix(1000))
         let quoted = "charon: \(msg.prefix(Self.quoteLimit))"
         func set(_ kind: ConnectionError.Kind, _ text: String) {
@@ -35,10 +37,16 @@ public struct CharonDiagnosis: Equatable, Sendable {
         } else if let id = Self.identity(in: msg, after: "no trusted RSA public key found for '") ?? Self.identity(in: msg, after: "no trusted ECDSA public key found for '")
                     ?? Self.identity(in: msg, after: "no trusted public key found for '") {
             set(.serverCertificateInvalid, "no trusted certificate for the remote identifier '\(id)': the server's certificate does not chain to the trust anchor, or is for another identity (\(quoted))")
-        } else if msg.contains("not valid after") || msg.contains("has expired") || msg.contains("certificate expired") {
-            set(.serverCertificateExpired, "the server's certificate has expired (\(quoted))")
-        } else if msg.contains("not valid before") {
-            set(.serverCertificateNotYetValid, "the server's certificate is not valid yet (\(quoted))")
+        } else if msg.contains("certificate invalid (valid from ") {
+            // "subject certificate invalid (valid from Jan 01 00:00:00 2020 to Jan 02 00:00:00 2020)"
+            let (from, to) = Self.validity(msg)
+            if let to, to < now {
+                set(.serverCertificateExpired, "the server's certificate has expired (\(quoted))")
+            } else if let from, from > now {
+                set(.serverCertificateNotYetValid, "the server's certificate is not valid yet (\(quoted))")
+            } else {
+                set(.serverCertificateInvalid, "the server's certificate is outside its validity (\(quoted))")
+            }
         } else if msg.contains("unable to resolve") || msg.contains("resolving ") && msg.contains("failed") {
             set(.serverAddressResolutionFailed, "the server's name does not resolve (\(quoted))")
         } else if msg.contains("giving up after") && msg.contains("retransmits") {
@@ -73,6 +81,32 @@ public struct CharonDiagnosis: Equatable, Sendable {
         }
         return ConnectionError(connected ? .serverDisconnected : .negotiationFailed,
                                "the IKE SA went down" + (lastReason.map { " (charon: \($0.prefix(Self.quoteLimit)))" } ?? ""))
+    }
+
+    /// The two times of charon's "valid from %T to %T" (UTC, "Jan 02 00:00:00 2020").
+    static func validity(_ msg: String) -> (from: Date?, to: Date?) {
+        guard let r = msg.firstRange(of: "valid from ") else { return (nil, nil) }
+        let rest = msg[r.upperBound...].prefix(60)
+        let parts = rest.split(separator: " to ", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return (nil, nil) }
+        return (time(parts[0]), time(String(parts[1].prefix { $0 != ")" })))
+    }
+
+    static func time(_ text: String) -> Date? {
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let f = text.split(separator: " ")
+        guard f.count == 4, let m = months.firstIndex(of: String(f[0])), let d = Int(f[1]), let y = Int(f[3]),
+              (1...31).contains(d), (1970...9999).contains(y) else { return nil }
+        let hms = f[2].split(separator: ":").compactMap { Int($0) }
+        guard hms.count == 3 else { return nil }
+        // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+        let yy = m < 2 ? y - 1 : y
+        let era = yy / 400
+        let yoe = yy - era * 400
+        let doy = (153 * (m < 2 ? m + 10 : m - 2) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146097 + doe - 719468
+        return Date(timeIntervalSince1970: Double(days * 86400 + hms[0] * 3600 + hms[1] * 60 + hms[2]))
     }
 
     static func identity(in msg: String, after marker: String) -> String? {
