@@ -890,6 +890,14 @@ if [ $ike_ready = yes ]; then
   }
   lab_check "ikev2: an expired server certificate gives serverCertificateExpired, quoting charon" test_ike_expired_certificate
 
+  test_ike_unresolvable() {
+    printf 'x' | cn "$V" create ike ikev2 --server vpn.nonexistent.invalid --remote-id vpn.lab.test --auth psk >/dev/null || return 1
+    expect_run "start" 4 cn "$V" start ike --timeout 10 || { ike_log_tail; return 1; }
+    expect_contains "the reason" serverAddressResolutionFailed "$OUT" && expect_contains "the detail" "vpn.nonexistent.invalid" "$OUT" || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: a server name that does not resolve gives serverAddressResolutionFailed" test_ike_unresolvable
+
   test_ike_charon_killed() {
     expect_ok "create" ike_profile ike psk && expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
     kill -KILL "$(record ike providerPid)"
