@@ -53,7 +53,11 @@ extension IKEv2Configuration: ConfigurationModel {
         r.add("server", serverAddress)
         r.add("remote id", remoteIdentifier ?? "(none)")
         if let l = localIdentifier { r.add("local id", l) }
-        r.add("authentication", authenticationMethod.rawValue)
+        switch (authenticationMethod, username != nil) {
+        case (.none, true): r.add("authentication", "eap (EAP-MSCHAPv2)")
+        case (_, true): r.add("authentication", "\(authenticationMethod.rawValue), then eap (EAP-MSCHAPv2)")
+        default: r.add("authentication", authenticationMethod.rawValue)
+        }
         if sharedSecretSecret != nil { r.add("shared secret", secret(sharedSecretSecret)) }
         if let u = username { r.add("username", u) }
         if passwordSecret != nil { r.add("password", secret(passwordSecret)) }
