@@ -33,6 +33,8 @@ final class CharonTunnel: ProviderTunnel {
     var credentials: [(command: String, message: VICI.Message)] = []
     var identityCertificates: [String] = []
     var tokens: [String: EventLoop.Token] = [:]
+    /// charon's TUN, by its pid (tests give their own).
+    var findTun: (pid_t) -> String? = CharonLaunch.tunName(of:)
     static let exitTimeoutMs: Int64 = 5_000
     static let reasonWaitMs: Int64 = 200
     static let name = CharonLaunch.connectionName
@@ -171,7 +173,7 @@ final class CharonTunnel: ProviderTunnel {
     }
 
     func adoptInterface() throws {
-        guard let name = CharonLaunch.tunName(of: providerPid) else {
+        guard let name = findTun(providerPid) else {
             throw Failure(.pluginFailed, "charon holds no TUN device: its kernel-libipsec plugin did not load (see \(context.runtime.logPath(context.id)))",
                           .providerFailed)
         }
