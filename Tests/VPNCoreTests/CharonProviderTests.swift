@@ -23,9 +23,12 @@ import Testing
     /// The private strongswan.conf: explicit plugins, no routes table, its own
     /// vici socket inside its /run, no secret.
     @Test func privateConfigurationHoldsNoSecretAndOnlyItsPlugins() {
-        let conf = CharonLaunch.strongswanConf(psk(), startTimeoutMs: 15_000)
+        let conf = CharonLaunch.strongswanConf(psk(), startTimeoutMs: 15_000, resolvconf: false)
         #expect(conf.contains("load_modular = no\n"))
-        #expect(conf.contains("load = random nonce openssl pem pkcs1 pkcs8 x509 revocation constraints pubkey kdf kernel-libipsec kernel-netlink socket-default vici\n"))
+        #expect(conf.contains("load = random nonce openssl pem pkcs1 pkcs8 x509 revocation constraints pubkey kdf kernel-libipsec kernel-netlink socket-default vici resolve\n"))
+        #expect(conf.contains("file = /run/resolv.conf\n"))
+        #expect(!CharonLaunch.strongswanConf(psk(), startTimeoutMs: 15_000, resolvconf: true).contains(" resolve\n"),
+                "with a resolvconf, charon would hand it the DNS servers")
         #expect(conf.contains("socket = unix:///run/charon.vici\n"))
         #expect(conf.contains("routing_table = 0\n") && conf.contains("retransmit_tries = 4\n"))
         #expect(!conf.contains("include"))
@@ -71,6 +74,11 @@ import Testing
         #expect(creds[0].message["type"]?.text == "IKE" && creds[0].message["data"]?.text == "k")
         #expect(creds[1].message["type"]?.text == "EAP" && creds[1].message["owners"]?.texts == ["bob"])
         #expect(creds[2].message["type"]?.text == "any" && creds[2].message["data"]?.text == "KEY")
+    }
+
+    @Test func nameserversFromTheResolvePluginsFile() {
+        #expect(CharonLaunch.nameservers("nameserver 198.19.21.53   # by strongSwan\nnameserver 2001:db8::53 # by strongSwan\n# x\nnameserver junk\n")
+                == ["198.19.21.53", "2001:db8::53"])
     }
 
     @Test func identitySecretSplitsIntoCertificatesAndKey() {

@@ -806,6 +806,7 @@ if [ -n "$ike_why" ]; then
   skip "ikev2 tests: $ike_why"
 elif ike_up; then
   ike_ready=yes
+  IKE_RESOLV_SUM=$(sha256sum < /etc/resolv.conf)
 else
   fail "the IKEv2 lab did not come up (see above for the step that broke)"
 fi
@@ -840,6 +841,8 @@ if [ $ike_ready = yes ]; then
     expect_match "the interface in status" "^ipsec[0-9]+$" "$(field ike interface)" || return 1
     expect_contains "the virtual IP on charon's TUN" 'inet 198.19.20.' "$(c ip -4 -o addr show dev "$(field ike interface)")" || return 1
     expect_match "the route to the resource" "^198.19.21.0/24 dev ipsec" "$(c ip route show)" || return 1
+    expect_contains "the pushed DNS in status" '"dns":["198.19.21.53"]' "$(cn "$V" status ike --json)" || return 1
+    expect_eq "this machine's resolver file" "$IKE_RESOLV_SUM" "$(sha256sum < /etc/resolv.conf)" || return 1
     expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
     expect_contains "verify" "verdict: path proven" "$OUT" || return 1
     expect_ok "stats" cn "$V" stats "$(field ike interface)" || return 1

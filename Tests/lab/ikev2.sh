@@ -96,7 +96,8 @@ connections {
     children { net { local_ts = 198.19.21.0/24 } }
   }
 }
-pools { lab { addrs = 198.19.20.0/24 } }
+pools { lab { addrs = 198.19.20.0/24
+               dns = 198.19.21.53 } }
 secrets {
   ike-alice { id = alice@lab.test
               secret = "$IKE_PSK" }

@@ -28,7 +28,12 @@ public struct CharonProvider: TunnelProvider {
     }
 
     /// The plugins each profile needs, and the package each comes from.
-    public static func plugins(for c: IKEv2Configuration) -> [(name: String, package: String)] {
+    /// With a resolvconf installed, charon's resolve plugin would hand the
+    /// pushed DNS servers to it (and so to the machine's resolver); without
+    /// one it writes them to a file, here inside charon's private /run.
+    public static let resolvconfInstalled = access("/sbin/resolvconf", X_OK) == 0
+
+    public static func plugins(for c: IKEv2Configuration, resolvconf: Bool = resolvconfInstalled) -> [(name: String, package: String)] {
         var p: [(String, String)] = [
             ("random", "libstrongswan"), ("nonce", "libstrongswan"), ("openssl", "libstrongswan-standard-plugins"),
             ("pem", "libstrongswan"), ("pkcs1", "libstrongswan"), ("pkcs8", "libstrongswan"), ("x509", "libstrongswan"),
@@ -36,6 +41,7 @@ public struct CharonProvider: TunnelProvider {
             ("kdf", "libstrongswan"), ("kernel-libipsec", "libcharon-extra-plugins"), ("kernel-netlink", "strongswan-libcharon"),
             ("socket-default", "strongswan-libcharon"), ("vici", "strongswan-libcharon"),
         ]
+        if !resolvconf { p.append(("resolve", "libstrongswan")) }
         if c.username != nil {
             // MD4 and DES for MSCHAPv2: openssl's legacy provider, else gcrypt.
             p += [("eap-identity", "libcharon-extauth-plugins"), ("eap-mschapv2", "libcharon-extauth-plugins"),
@@ -54,7 +60,7 @@ public struct CharonProvider: TunnelProvider {
     static func checkInstalled(_ config: IKEv2Configuration, charon: String, plugins: String) throws {
         var missing: [(String, String)] = []
         if access(charon, X_OK) != 0 { missing.append(("charon (\(charon))", "strongswan-charon")) }
-        for (name, package) in Self.plugins(for: config) where name != "gcrypt" {
+        for (name, package) in Self.plugins(for: config) where name != "gcrypt" && name != "resolve" {
             if access("\(plugins)/libstrongswan-\(name).so", R_OK) != 0 { missing.append(("the \(name) plugin", package)) }
         }
         if Processes.which("unshare", path: nil) == nil { missing.append(("unshare", "util-linux")) }
@@ -92,7 +98,7 @@ public struct CharonProvider: TunnelProvider {
     public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] {
         let dir = CharonLaunch.privateDirectory(runtime, record.id)
         guard FileSystem.exists(dir) else { return [] }
-        for f in ["strongswan.conf", "charon.pid", "charon.vici"] { unlink("\(dir)/\(f)") }
+        for f in ["strongswan.conf", "charon.pid", "charon.vici", "resolv.conf"] { unlink("\(dir)/\(f)") }
         return rmdir(dir) == 0 ? ["removed \(dir)"] : []
     }
 }
@@ -122,8 +128,9 @@ public struct CharonLaunch {
         return max(tries, 1)
     }
 
-    public static func strongswanConf(_ c: IKEv2Configuration, startTimeoutMs: Int64) -> String {
-        let plugins = CharonProvider.plugins(for: c).map { $0.name }.joined(separator: " ")
+    public static func strongswanConf(_ c: IKEv2Configuration, startTimeoutMs: Int64,
+                                      resolvconf: Bool = CharonProvider.resolvconfInstalled) -> String {
+        let plugins = CharonProvider.plugins(for: c, resolvconf: resolvconf).map { $0.name }.joined(separator: " ")
         return """
         # written by vpnctl for one run; no secrets (they are loaded over vici)
         charon {
@@ -147,6 +154,10 @@ public struct CharonLaunch {
             }
             openssl {
               load_legacy = yes
+            }
+            # The DNS servers the server pushes, read back by vpnctl; never /etc/resolv.conf.
+            resolve {
+              file = \(insideDirectory)/resolv.conf
             }
           }
           syslog {
@@ -228,6 +239,15 @@ public struct CharonLaunch {
         let certs = blocks.filter { $0.label == "CERTIFICATE" }.compactMap { b in b.der.map { PEM.encode(label: "CERTIFICATE", der: $0) } }
         let key = blocks.first { $0.label.hasSuffix("PRIVATE KEY") }.flatMap { b in b.der.map { Array(PEM.encode(label: b.label, der: $0).utf8) } }
         return (certs, key)
+    }
+
+    /// The DNS servers in the resolve plugin's file ("nameserver 198.19.21.53   # by strongSwan").
+    public static func nameservers(_ text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver", IPAddress(String(words[1])) != nil else { return nil }
+            return String(words[1])
+        }
     }
 
     /// The TUN a process holds, from its fds' `iff:` lines in /proc.

@@ -107,7 +107,7 @@ final class CharonTunnel: ProviderTunnel {
         try FileSystem.ensurePrivateDirectory(dir)
         directory = dir
         undo.push("remove \(dir)") {
-            for f in ["strongswan.conf", "charon.pid", "charon.vici"] { unlink("\(dir)/\(f)") }
+            for f in ["strongswan.conf", "charon.pid", "charon.vici", "resolv.conf"] { unlink("\(dir)/\(f)") }
             rmdir(dir)
         }
         // The socket is reached through this fd: a deep run directory would
@@ -301,6 +301,10 @@ final class CharonTunnel: ProviderTunnel {
         settings.addresses = vips.map { $0.contains(":") ? "\($0)/128" : "\($0)/32" }
         settings.routes = remote.filter { CIDR($0) != nil }
         settings.mtu = config.mtu ?? 1400
+        // Recorded, as the pushed DNS of other providers is; not applied.
+        if let text = try? FileSystem.readFileIfPresent("\(directory)/resolv.conf") {
+            settings.dns = CharonLaunch.nameservers(String(decoding: text, as: UTF8.self))
+        }
         do {
             try applier?.apply(settings)
             context.update { [applier] in $0.settings = applier?.applied }
