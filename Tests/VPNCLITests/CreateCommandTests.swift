@@ -33,7 +33,9 @@ import Testing
         let h = Harness()
         let r = h.run("create", "c", "ikev2", "--server", "s", "--remote-id", "r", "--auth", "certificate")
         #expect(r.code == 2)
-        #expect(r.stderr.contains("--cert <file> (with --auth certificate), --key <file> (with --auth certificate), --ca <file>"))
+        #expect(r.stderr.contains("needs --cert <file> and --key <file>, or --identity <file.p12> (with --auth certificate), --ca <file>"))
+        #expect(h.run("create", "c", "ikev2", "--server", "s", "--remote-id", "r", "--auth", "certificate", "--cert", "x", "--ca", "y")
+                    .stderr.hasPrefix("vpnctl: create c ikev2 needs --key <file> (with --cert)\n"))
         h.stdin = []
         #expect(h.run("create", "p", "ikev2", "--server", "s", "--remote-id", "r", "--auth", "psk").stderr.contains("no value for the shared secret"))
     }

@@ -846,7 +846,7 @@ if [ $ike_ready = yes ]; then
     expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
     expect_contains "verify" "verdict: path proven" "$OUT" || return 1
     expect_ok "stats" cn "$V" stats "$(field ike interface)" || return 1
-    case $auth in psk) secret=$IKE_PSK ;; eap) secret=$IKE_EAP_PASSWORD ;; certificate) secret=$(sed -n 2p "$IKE_DIR/pki/carol.key") ;; esac
+    case $auth in psk) secret=$IKE_PSK ;; eap) secret=$IKE_EAP_PASSWORD ;; certificate|p12) secret=$(sed -n 2p "$IKE_DIR/pki/carol.key") ;; esac
     expect_absent "the $auth secret while connected" "$secret" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
     expect_eq "charon's argv" "" "$(ps -eo args= | grep -F -- "$secret" | grep -v grep)" || return 1
     expect_ok "stop" cn "$V" stop ike || return 1
@@ -857,6 +857,7 @@ if [ $ike_ready = yes ]; then
   lab_check "ikev2 psk: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle psk
   lab_check "ikev2 eap-mschapv2: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle eap
   lab_check "ikev2 certificate: create, start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle certificate
+  lab_check "ikev2 certificate from a .p12 (create --identity): start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle p12
 
   # ike_start_fails AUTH REMOTE_ID SECRET TIMEOUT ERROR DETAIL
   ike_start_fails() {

@@ -13,6 +13,7 @@
 IKE_DIR=$LAB_DIR/ike
 IKE_PSK="psk for alice $LAB"
 IKE_EAP_PASSWORD="bob's password $LAB"
+IKE_P12_PASSWORD="carol's p12 $LAB"
 
 ike_cannot_run() {
   [ -x /usr/lib/ipsec/charon ] || { echo "strongSwan's charon is not installed (make deps installs strongswan-charon and its plugins)"; return; }
@@ -42,6 +43,8 @@ ike_pki_() {
     --not-before "01.01.20 00:00:00" --not-after "02.01.20 00:00:00" \
     --dn "CN=vpn.lab.test" --san vpn.lab.test --flag serverAuth --outform pem > "$d/expired.crt" || return 1
   cp "$d/server.key" "$d/expired.key"
+  # carol's certificate and key as a .p12, as a provisioning service would hand them out.
+  openssl pkcs12 -export -in "$d/carol.crt" -inkey "$d/carol.key" -passout "pass:$IKE_P12_PASSWORD" -out "$d/carol.p12" || return 1
 }
 
 # ike_responder_conf CERT: the responder's swanctl.conf (absolute paths only).
@@ -163,5 +166,7 @@ ike_profile() {
            --auth eap --username bob --ca "$d/ca.crt" ;;
     certificate) c "$V" create "$name" ikev2 --server 198.18.0.1 --remote-id "$rid" --local-id carol@lab.test \
            --auth certificate --ca "$d/ca.crt" --cert "$d/carol.crt" --key "$d/carol.key" ;;
+    p12) printf '%s' "$IKE_P12_PASSWORD" | c "$V" create "$name" ikev2 --server 198.18.0.1 --remote-id "$rid" \
+           --local-id carol@lab.test --auth certificate --ca "$d/ca.crt" --identity "$d/carol.p12" ;;
   esac
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import VPNCore
 import VPNSystem
@@ -12,7 +15,8 @@ enum CreateCommand {
           --auth psk --local-id me@example.com < psk.txt
         --auth psk reads the shared secret, --auth eap the password, from --secret-file
         (or standard input; on a terminal vpnctl asks without echoing). --auth certificate
-        takes --cert and --key (PEM); the pair becomes the secret 'identity'. --ca installs
+        takes --cert and --key (PEM), or --identity FILE.p12 (its password from --secret-file
+        or standard input); the pair becomes the secret 'identity'. --ca installs
         the CA certificate as a trust anchor (the config dir's trust/, named by its SHA-256):
         the server's certificate must chain to it and carry the remote identifier.
         Then 'vpnctl start NAME'; 'vpnctl edit NAME' changes proposals, DPD, MOBIKE, MTU.
@@ -25,6 +29,7 @@ enum CreateCommand {
                   OptionSpec("ca", value: "file", kind: .file, help: "The CA certificate (PEM) the server's certificate must chain to."),
                   OptionSpec("cert", value: "file", kind: .file, help: "The client certificate (PEM), with --auth certificate."),
                   OptionSpec("key", value: "file", kind: .file, help: "The client's private key (PEM), with --auth certificate."),
+                  OptionSpec("identity", value: "file", kind: .file, help: "The client certificate and key as PKCS#12 (.p12; its password from --secret-file or stdin)."),
                   OptionSpec("secret-file", value: "file", kind: .file, help: "Read the shared secret or password from this file ('-': standard input).")],
         positionals: [PositionalSpec("name", help: "The new profile's name."),
                       PositionalSpec("protocol", help: "The protocol: ikev2.")],
@@ -55,9 +60,13 @@ enum CreateCommand {
         if remoteID == nil { missing.append("--remote-id <id>") }
         if auth == nil { missing.append("--auth psk|eap|certificate") }
         if auth == "eap" && inv.args.value("username") == nil { missing.append("--username <user> (with --auth eap)") }
-        if auth == "certificate" {
-            if inv.args.value("cert") == nil { missing.append("--cert <file> (with --auth certificate)") }
-            if inv.args.value("key") == nil { missing.append("--key <file> (with --auth certificate)") }
+        if auth == "certificate" && inv.args.value("identity") == nil {
+            switch (inv.args.value("cert"), inv.args.value("key")) {
+            case (nil, nil): missing.append("--cert <file> and --key <file>, or --identity <file.p12> (with --auth certificate)")
+            case (nil, _): missing.append("--cert <file> (with --key)")
+            case (_, nil): missing.append("--key <file> (with --cert)")
+            default: break
+            }
         }
         if (auth == "eap" || auth == "certificate") && inv.args.value("ca") == nil {
             missing.append("--ca <file> (the server's certificate is checked against it)")
@@ -80,9 +89,13 @@ enum CreateCommand {
         case "certificate":
             c.authenticationMethod = .certificate
             c.identitySecret = "identity"
-            let cert = try readFile(inv.args.value("cert")!, "the client certificate")
-            let key = try readFile(inv.args.value("key")!, "the private key")
-            secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
+            if let p12 = inv.args.value("identity") {
+                secrets["identity"] = try readPKCS12(p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
+            } else {
+                let cert = try readFile(inv.args.value("cert")!, "the client certificate")
+                let key = try readFile(inv.args.value("key")!, "the private key")
+                secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
+            }
         default:
             throw VPNError(.usage, "--auth \(auth!.quotedForMessage) is not psk, eap or certificate")
         }
@@ -148,6 +161,50 @@ enum CreateCommand {
                            hint: "pipe it in (vpnctl create ... < file) or name a file with --secret-file FILE")
         }
         return value
+    }
+
+    /// The client certificate and key of a .p12, as PEM, through
+    /// `openssl pkcs12` (the password goes to it on a pipe, fd 3, never argv).
+    static func readPKCS12(_ path: String, password: [UInt8]) throws -> [UInt8] {
+        guard let openssl = Processes.which("openssl", path: nil) else {
+            throw VPNError(.providerUnavailable, "reading a .p12 needs openssl",
+                           hint: "apt-get install --no-install-recommends openssl, or give --cert and --key (PEM)")
+        }
+        guard FileSystem.exists(path) else { throw VPNError(.failure, "cannot read \(path.abbreviated(200)): no such file") }
+        var out: [Int32] = [-1, -1], pw: [Int32] = [-1, -1]
+        func cloexecPipe(_ fds: inout [Int32]) -> Bool {
+            guard pipe(&fds) == 0 else { return false }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return true
+        }
+        guard cloexecPipe(&out) else { throw VPNError(.failure, "cannot make a pipe: \(Errno.current)") }
+        defer { if out[0] >= 0 { close(out[0]) } }
+        guard cloexecPipe(&pw) else { close(out[1]); throw VPNError(.failure, "cannot make a pipe: \(Errno.current)") }
+        let line = password + [0x0A]
+        let written = line.withUnsafeBytes { write(pw[1], $0.baseAddress, $0.count) }
+        close(pw[1])
+        let pid: pid_t
+        do {
+            pid = try Processes.spawn(openssl, [openssl, "pkcs12", "-in", path, "-nodes", "-clcerts", "-passin", "fd:3"],
+                                      environment: ["PATH": "/usr/bin:/bin"], passFDs: [pw[0]], outputFD: out[1])
+        } catch {
+            close(pw[0]); close(out[1])
+            throw VPNError(.failure, "cannot run openssl: \(error)")
+        }
+        close(pw[0]); close(out[1])
+        let output = (try? FileSystem.readAll(fd: out[0], path: "openssl's output", limit: SecretStore.maximumSize)) ?? []
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let text = String(decoding: output, as: UTF8.self)
+        let blocks = PEM.blocks(text)
+        let certs = blocks.filter { $0.label == "CERTIFICATE" }, keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
+        guard written == line.count, status == 0, certs.count >= 1, keys.count == 1 else {
+            let said = text.split(separator: "\n").first { !$0.hasPrefix("Bag") && !$0.hasPrefix(" ") && !$0.isEmpty }.map(String.init) ?? ""
+            throw VPNError(.configurationInvalid, "cannot read the certificate and key from \(path.abbreviated(200))"
+                           + (said.isEmpty ? "" : " (openssl: \(said.abbreviated(200)))"),
+                           hint: "check the .p12 password, or give --cert and --key (PEM)")
+        }
+        return Array((certs + keys).compactMap { b in b.der.map { PEM.encode(label: b.label, der: $0) } }.joined().utf8)
     }
 
     static func readFile(_ path: String, _ what: String) throws -> [UInt8] {
