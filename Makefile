@@ -9,6 +9,8 @@ SWIFT   ?= swift
 # what is missing, so it is fast when everything is present.
 BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
 TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl nftables tcpdump
+# IKEv2: charon, kernel-libipsec (extra), EAP-MSCHAPv2 (extauth), openssl and gcrypt, swanctl and pki for the lab.
+IKEV2_PACKAGES := strongswan-charon libcharon-extra-plugins libcharon-extauth-plugins libstrongswan-standard-plugins libstrongswan-extra-plugins strongswan-swanctl strongswan-pki
 DEMO_PACKAGES  :=
 EXTRA_PACKAGES ?=
 
@@ -23,7 +25,7 @@ all: build
 
 deps:
 	@missing=""; \
-	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
+	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(IKEV2_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -104,6 +106,7 @@ bench: build
 	bash Benchmarks/profiles.sh build/vpnctl
 	bash Benchmarks/tunnels.sh build/vpnctl
 	bash Benchmarks/agent.sh build/vpnctl
+	bash Benchmarks/ikev2.sh build/vpnctl
 
 # Not in CI: SOAK_CYCLES (default 1000) start/stop cycles with fd and RSS
 # samples, concurrent status readers, and a check that nothing is left.

@@ -14,7 +14,7 @@ public func exitProcess(_ code: Int32) -> Never {
 public enum VPNCLI {
     /// Every command, in the order `vpnctl help` lists them.
     public static var commands: [CommandSpec] {
-        [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
+        [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, CreateCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
          VerifyCommand.spec, StatsCommand.spec, ProvidersCommand.spec, CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]

@@ -151,6 +151,15 @@ extension IKEv2Configuration {
         passwordSecret = try r.string("passwordSecret")
         identitySecret = try r.string("identitySecret")
         caFingerprint = try r.string("caFingerprint")
+        ikeProposals = try r.optional("ikeProposals")?.stringArray()
+        childProposals = try r.optional("childProposals")?.stringArray()
+        deadPeerDetectionRate = try r.optional("deadPeerDetectionRate")?
+            .oneOf(DeadPeerDetectionRate.self, DeadPeerDetectionRate.allCases)
+        disableMOBIKE = try r.bool("disableMOBIKE")
+        enablePFS = try r.bool("enablePFS")
+        lifetimeMinutes = try r.int("lifetimeMinutes")
+        mtu = try r.int("mtu")
+        useServerVirtualIP = try r.bool("useServerVirtualIP")
     }
 }
 

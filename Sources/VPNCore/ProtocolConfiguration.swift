@@ -187,6 +187,32 @@ public struct IKEv2Configuration: Encodable, Equatable, Sendable {
     public var passwordSecret: String?
     public var identitySecret: String?
     public var caFingerprint: String?
+    /// IKE and child (ESP) proposals in strongSwan's syntax
+    /// ("aes256-sha256-modp2048"); nil: strongSwan's defaults.
+    public var ikeProposals: [String]?
+    public var childProposals: [String]?
+    /// NEVPNIKEv2DeadPeerDetectionRate: none, low (30 min), medium (10 min), high (1 min).
+    public var deadPeerDetectionRate: DeadPeerDetectionRate?
+    public var disableMOBIKE: Bool?
+    /// Perfect forward secrecy for the child SA (the IKE proposals' DH groups).
+    public var enablePFS: Bool?
+    public var lifetimeMinutes: Int?
+    public var mtu: Int?
+    /// Ask the server for a virtual IP (configuration attributes); default yes.
+    public var useServerVirtualIP: Bool?
+
+    public enum DeadPeerDetectionRate: String, Codable, CaseIterable, Sendable {
+        case none, low, medium, high
+        /// Apple's intervals.
+        public var seconds: Int {
+            switch self {
+            case .none: return 0
+            case .low: return 1800
+            case .medium: return 600
+            case .high: return 60
+            }
+        }
+    }
 
     public init(serverAddress: String, remoteIdentifier: String? = nil, localIdentifier: String? = nil,
                 authenticationMethod: AuthenticationMethod = .none, sharedSecretSecret: String? = nil,
@@ -205,7 +231,8 @@ public struct IKEv2Configuration: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case serverAddress, remoteIdentifier, localIdentifier, authenticationMethod, sharedSecretSecret,
-             username, passwordSecret, identitySecret, caFingerprint
+             username, passwordSecret, identitySecret, caFingerprint, ikeProposals, childProposals,
+             deadPeerDetectionRate, disableMOBIKE, enablePFS, lifetimeMinutes, mtu, useServerVirtualIP
     }
 
 }

@@ -10,11 +10,18 @@ import Testing
         let ovpn = try ProviderRegistry.provider(for: Profile(name: "o", protocol: .openvpn(OpenVPNConfiguration(
             remotes: [.init(host: "198.18.0.1")], caFingerprints: [String(repeating: "a", count: 64)]))))
         #expect(ovpn.requirements.program == "openvpn" && ovpn.requirements.trustAnchors == [String(repeating: "a", count: 64)])
-        let ike = Profile(name: "i", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn.example.com")))
-        let e = #expect(throws: VPNError.self) { try ProviderRegistry.provider(for: ike) }
+        let ike = try ProviderRegistry.provider(for: Profile(name: "i", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn.example.com"))))
+        #expect(type(of: ike).implementation == "strongswan")
+        #expect(ike.requirements.program == "/usr/lib/ipsec/charon" && ike.requirements.interface == .providerOwns)
+        let plugin = try ProviderRegistry.provider(for: Profile(name: "p", protocol: .provider(ProviderConfiguration(providerIdentifier: "com.example.vpn"))))
+        #expect(type(of: plugin).implementation == "plugin")
+        // A vpnctl without a provider for a protocol names the ones it has.
+        let e = #expect(throws: VPNError.self) {
+            try ProviderRegistry.provider(for: sampleProfile("office"), among: [OpenVPNProvider.self, CharonProvider.self])
+        }
         #expect(e?.code == .providerUnavailable)
-        #expect(e?.message == "no provider for ikev2 profiles in this vpnctl")
-        #expect(e?.hint == "this version starts: wireguard (wireguard-go), openvpn (openvpn), provider (plugin)")
+        #expect(e?.message == "no provider for wireguard profiles in this vpnctl")
+        #expect(e?.hint == "this version starts: openvpn (openvpn), ikev2 (strongswan)")
     }
 
     @Test func wireGuardRefusesAnExistingInterfaceAndBadKeys() throws {

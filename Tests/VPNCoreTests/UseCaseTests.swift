@@ -41,10 +41,8 @@ import VPNSystem
         var unprivileged = u
         unprivileged.canAdministerNetwork = { false }
         #expect(code { try unprivileged.preflight(p) } == .permissionDenied)
-        let ike = Profile(name: "i", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn.example.com", remoteIdentifier: "vpn",
-                                                                            authenticationMethod: .certificate, identitySecret: "id")))
-        try u.store.secrets.set(ike.id, name: "id", value: [1])
-        #expect(code { try u.preflight(ike) } == .providerUnavailable)
+        let plugin = Profile(name: "i", protocol: .provider(ProviderConfiguration(providerIdentifier: "com.example.vpn")))
+        #expect(code { try u.preflight(plugin) } == .providerUnavailable)
     }
 
     @Test func stopOfAProfileThatNeverRanIsNotRunning() throws {

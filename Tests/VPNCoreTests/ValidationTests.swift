@@ -136,7 +136,41 @@ import Testing
         #expect(validator.problems(in: user) == [
             "protocol.identitySecret: missing (certificate authentication needs a client identity)",
             "protocol.passwordSecret: missing (a username needs a password secret)",
+            "protocol.caFingerprint: missing (the server's certificate is checked against the remote identifier; that needs a trust anchor)",
         ])
+    }
+
+    /// Every missing or inconsistent piece of an IKEv2 profile at once, never one generic line.
+    @Test func ikev2NamesEveryProblemAtOnce() {
+        var c = IKEv2Configuration(serverAddress: "vpn", authenticationMethod: .none, username: "")
+        c.ikeProposals = ["aes256-sha256", "aes128gcm16-sha256-ecp256", "aes256-sha256-modp2048", "rot13-sha1-modp2048"]
+        c.childProposals = ["aes128gcm16", "aes256", "aes128-sha256-ecp256-noesn"]
+        c.enablePFS = true
+        c.mtu = 9000
+        #expect(validator.problems(in: Profile(name: "x", protocol: .ikev2(c))) == [
+            "protocol.remoteIdentifier: missing (the server's IKE identity)",
+            "protocol.username: empty",
+            "protocol.passwordSecret: missing (a username needs a password secret)",
+            "protocol.caFingerprint: missing (the server's certificate is checked against the remote identifier; that needs a trust anchor)",
+            "protocol.ikeProposals[0]: 'aes256-sha256': no key exchange group (modp2048, ecp256, curve25519, ...)",
+            "protocol.ikeProposals[1]: 'aes128gcm16-sha256-ecp256': the AEAD 'aes128gcm16' takes no integrity algorithm ('sha256')",
+            "protocol.ikeProposals[3]: 'rot13-sha1-modp2048': 'rot13' is not an algorithm strongSwan knows",
+            "protocol.childProposals[1]: 'aes256': no integrity algorithm for 'aes256'",
+            "protocol.childProposals[0]: 'aes128gcm16' has no key exchange group, and enablePFS needs one",
+            "protocol.mtu: 9000 is out of range (1280–1500)",
+        ])
+    }
+
+    @Test(arguments: [("aes256-sha256-modp2048", true, nil), ("aes128gcm16-prfsha256-ecp256", true, nil), ("default", true, nil),
+                      ("chacha20poly1305-prfsha256-curve25519", true, nil), ("aes128-aes256-sha256-sha384-modp3072-ecp256", true, nil),
+                      ("aes256gcm16-esn", false, nil), ("aes128-sha1", false, nil),
+                      ("aes256-sha256-esn", true, "'esn' is for child (ESP) proposals only"),
+                      ("aes256-prfsha256-sha256", false, "'prfsha256' is for IKE proposals only"),
+                      ("sha256-modp2048", true, "no encryption algorithm"),
+                      ("aes256--sha256", true, "an empty algorithm (two '-' in a row, or one at an end)"),
+                      ("aes128gcm16-aes256-modp2048", true, "mixes the AEAD 'aes128gcm16' with the classic 'aes256' (make two proposals)")])
+    func proposalsAsCharonTakesThem(proposal: String, ike: Bool, problem: String?) {
+        #expect(IKEv2Proposal.problem(proposal, ike: ike) == problem)
     }
 
     @Test func missingSecretsAreListedSeparately() {

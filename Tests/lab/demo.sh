@@ -9,6 +9,7 @@ source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/agent.sh"
 source "$HERE/plugin.sh"
+source "$HERE/ikev2.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
@@ -144,6 +145,22 @@ if [ -z "$why" ]; then
 else
   echo
   echo "== plugin part skipped: $why"
+fi
+ike_why=$(ike_cannot_run)
+if [ -z "$ike_why" ]; then
+  echo
+  echo "== IKEv2: a throwaway CA (strongSwan pki), a strongSwan responder on 198.18.0.1 (its own charon, vici socket and /run)"
+  ike_up || exit 1
+  step "vpnctl create road ikev2 --server 198.18.0.1 --remote-id vpn.lab.test --auth eap --username bob --ca ca.crt < password"
+  ike_profile road eap
+  run vpnctl show road
+  run vpnctl start road --wait --verbose
+  run vpnctl status road
+  run vpnctl verify road --probe http://198.19.21.1:8080/
+  run vpnctl stop road --verbose
+else
+  echo
+  echo "== IKEv2 part skipped: $ike_why"
 fi
 echo
 cat <<'NEXT'

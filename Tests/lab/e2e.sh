@@ -23,6 +23,8 @@ source "$HERE/plugin.sh"
 
 source "$HERE/dns.sh"
 
+source "$HERE/ikev2.sh"
+
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then
   skip "every lab test: $why"
@@ -1070,6 +1072,144 @@ fi
 
 # ---- DNS and the kill switch (Tests/lab/dns.sh) ---------------------------------
 dns_tests
+
+
+# ---- IKEv2 (strongSwan) ----------------------------------------------------------
+
+ike_ready=no
+ike_why=$(ike_cannot_run)
+if [ -n "$ike_why" ]; then
+  skip "ikev2 tests: $ike_why"
+elif ike_up; then
+  ike_ready=yes
+  IKE_RESOLV_SUM=$(sha256sum < /etc/resolv.conf)
+else
+  fail "the IKEv2 lab did not come up (see above for the step that broke)"
+fi
+
+if [ $ike_ready = yes ]; then
+  # Nothing of an IKEv2 tunnel is left: no ipsecN, no route to the resource,
+  # no charon of this run dir, no private directory, no supervisor.
+  ike_nothing_left() {
+    local out
+    out=$(c ip -o link show | grep -E ' ipsec[0-9]+[:@]') && { echo "  interface left: $out"; return 1; }
+    out=$(c ip route show | grep -E '198\.19\.2[01]\.') && { echo "  route left: $out"; return 1; }
+    out=$(c ip -o addr show | grep -E '198\.19\.20\.') && { echo "  address left: $out"; return 1; }
+    out=$(ps -eo pid=,args= | grep -F "$VPNCTL_RUN_DIR" | grep -v grep) && { echo "  process left: $out"; return 1; }
+    out=$(ls -d "$VPNCTL_RUN_DIR"/*.charon 2>/dev/null) && { echo "  private directory left: $out"; return 1; }
+    # charon's argv does not name the run dir: look for any charon in the client namespace.
+    out=$(ps -eo pid=,comm= | awk '$2=="charon" {print $1}' | while read -r p; do
+            [ "$(readlink /proc/$p/ns/net)" = "$(c readlink /proc/self/ns/net)" ] && echo "$p"; done)
+    [ -n "$out" ] && { echo "  a charon is left in the client namespace: $out"; return 1; }
+    out=$(c ip rule show | grep -v -E 'lookup (local|main|default)') && { echo "  policy rule left: $out"; return 1; }
+    nothing_left
+  }
+
+  ike_log_tail() { tail -n 15 "$VPNCTL_RUN_DIR"/logs/*.log | sed 's/^/  | /'; }
+
+  # test_ike_cycle AUTH: create, start, verify through the tunnel, stats and
+  # status name charon's TUN, no secret in any run file, stop, nothing left.
+  test_ike_cycle() {
+    local auth=$1 secret
+    expect_ok "create ($auth)" ike_profile ike "$auth" || return 1
+    expect_ok "start" cn "$V" start ike --timeout 15 || return 1
+    expect_field ike status connected || return 1
+    expect_match "the interface in status" "^ipsec[0-9]+$" "$(field ike interface)" || return 1
+    expect_contains "the virtual IP on charon's TUN" 'inet 198.19.20.' "$(c ip -4 -o addr show dev "$(field ike interface)")" || return 1
+    expect_match "the route to the resource" "^198.19.21.0/24 dev ipsec" "$(c ip route show)" || return 1
+    expect_contains "the pushed DNS in status" '"dns":["198.19.21.53"]' "$(cn "$V" status ike --json)" || return 1
+    expect_eq "this machine's resolver file" "$IKE_RESOLV_SUM" "$(sha256sum < /etc/resolv.conf)" || return 1
+    expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
+    expect_contains "verify" "verdict: path proven" "$OUT" || return 1
+    expect_ok "stats" cn "$V" stats "$(field ike interface)" || return 1
+    case $auth in psk) secret=$IKE_PSK ;; eap) secret=$IKE_EAP_PASSWORD ;; certificate|p12) secret=$(sed -n 2p "$IKE_DIR/pki/carol.key") ;; esac
+    expect_absent "the $auth secret while connected" "$secret" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
+    expect_eq "charon's argv" "" "$(ps -eo args= | grep -F -- "$secret" | grep -v grep)" || return 1
+    expect_ok "stop" cn "$V" stop ike || return 1
+    expect_field ike status disconnected && expect_field ike stopReason userInitiated || return 1
+    expect_absent "the $auth secret after stop" "$secret" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2 psk: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle psk
+  lab_check "ikev2 eap-mschapv2: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle eap
+  lab_check "ikev2 certificate: create, start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle certificate
+  lab_check "ikev2 certificate from a .p12 (create --identity): start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle p12
+
+  # ike_start_fails AUTH REMOTE_ID SECRET TIMEOUT ERROR DETAIL
+  ike_start_fails() {
+    expect_ok "create" ike_profile ike "$1" "$2" || return 1
+    if [ -n "$3" ]; then
+      printf '%s' "$3" | cn "$V" secret set ike "$( [ "$1" = psk ] && echo shared-secret || echo password)" >/dev/null || { echo "  secret set failed"; return 1; }
+    fi
+    local t0=$SECONDS
+    expect_run "start" 4 cn "$V" start ike --timeout "$4" || { ike_log_tail; return 1; }
+    expect_contains "the reason" "$5" "$OUT" && expect_contains "the detail" "$6" "$OUT" || return 1
+    [ $((SECONDS - t0)) -le $(($4 + 2)) ] || { echo "  start took $((SECONDS - t0)) s, timeout $4 s"; return 1; }
+    expect_field ike status disconnected || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: a wrong PSK gives exit 4 with authenticationFailed, quoting charon" \
+    ike_start_fails psk vpn.lab.test "not the psk" 15 authenticationFailed "charon: received AUTHENTICATION_FAILED"
+  lab_check "ikev2: a wrong EAP password gives exit 4 with authenticationFailed" \
+    ike_start_fails eap vpn.lab.test "not the password" 15 authenticationFailed "charon:"
+  lab_check "ikev2: a server certificate for another identity gives serverCertificateInvalid naming the id" \
+    ike_start_fails eap wrong.lab.test "" 15 serverCertificateInvalid "wrong.lab.test"
+
+  test_ike_responder_down() {
+    ike_responder_stop || return 1
+    defer ike_responder_start server
+    ike_start_fails psk vpn.lab.test "" 10 serverNotResponding "charon: giving up after"
+  }
+  lab_check "ikev2: responder down gives serverNotResponding within the timeout" test_ike_responder_down
+
+  test_ike_expired_certificate() {
+    ike_responder_stop && ike_responder_start expired || return 1
+    defer ike_responder_start server
+    defer ike_responder_stop
+    ike_start_fails eap vpn.lab.test "" 15 serverCertificateExpired "charon: subject certificate invalid (valid from"
+  }
+  lab_check "ikev2: an expired server certificate gives serverCertificateExpired, quoting charon" test_ike_expired_certificate
+
+  test_ike_unresolvable() {
+    printf 'x' | cn "$V" create ike ikev2 --server vpn.nonexistent.invalid --remote-id vpn.lab.test --auth psk >/dev/null || return 1
+    expect_run "start" 4 cn "$V" start ike --timeout 10 || { ike_log_tail; return 1; }
+    expect_contains "the reason" serverAddressResolutionFailed "$OUT" && expect_contains "the detail" "vpn.nonexistent.invalid" "$OUT" || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: a server name that does not resolve gives serverAddressResolutionFailed" test_ike_unresolvable
+
+  test_ike_charon_killed() {
+    expect_ok "create" ike_profile ike psk && expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
+    kill -KILL "$(record ike providerPid)"
+    wait_status ike disconnected 5 || return 1
+    expect_field ike stopReason providerFailed && expect_field ike lastDisconnectError.name pluginFailed || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: charon killed with SIGKILL: disconnected with providerFailed, nothing left" test_ike_charon_killed
+
+  test_ike_supervisor_killed() {
+    expect_ok "create" ike_profile ike psk && expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
+    kill_supervisor ike charon || return 1
+    expect_field ike status disconnected && expect_field ike stopReason providerFailed || return 1
+    expect_ok "stop after the kill" cn "$V" stop ike || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: supervisor killed: charon dies with it; stop removes what is left" test_ike_supervisor_killed
+
+  test_ike_and_wireguard() {
+    use office || return 1
+    expect_ok "create" ike_profile ike psk || return 1
+    expect_ok "start office" cn "$V" start office && expect_ok "start ike" cn "$V" start ike --timeout 15 || return 1
+    expect_ok "verify ike" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
+    expect_ok "verify office" cn "$V" verify office --probe http://198.19.0.1:8080/ || return 1
+    expect_ok "stop ike" cn "$V" stop ike || return 1
+    expect_field office status connected || return 1
+    expect_ok "office's path after ike stopped" cn "$V" verify office --probe 198.19.0.1:8080 || return 1
+    expect_ok "stop office" cn "$V" stop office || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2 and wireguard at once: stopping one leaves the other up" test_ike_and_wireguard
+fi
 
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
 lab_netns=("${LAB_NETNS[@]}") lab_socks=("${LAB_SOCKS[@]}") lab_dir=$LAB_DIR

@@ -24,6 +24,27 @@ extension IKEv2Configuration: ConfigurationModel {
         if let fp = i.caFingerprint, !TrustAnchor.isFingerprint(fp) {
             p.append("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)")
         }
+        // The server proves itself with a certificate unless both sides use
+        // the shared secret; checking its name (the remote identifier) needs an anchor.
+        if i.authenticationMethod != .sharedSecret && i.caFingerprint == nil {
+            p.append("protocol.caFingerprint: missing (the server's certificate is checked against the remote identifier; that needs a trust anchor)")
+        }
+        for (field, list, ike) in [("ikeProposals", i.ikeProposals, true), ("childProposals", i.childProposals, false)] {
+            guard let list else { continue }
+            if list.isEmpty { p.append("protocol.\(field): empty (leave it out for strongSwan's defaults)") }
+            for (n, proposal) in list.enumerated() {
+                if let why = IKEv2Proposal.problem(proposal, ike: ike) {
+                    p.append("protocol.\(field)[\(n)]: '\(proposal)': \(why)")
+                }
+            }
+        }
+        if i.enablePFS == true, let child = i.childProposals {
+            for (n, proposal) in child.enumerated() where IKEv2Proposal.problem(proposal, ike: false) == nil && !IKEv2Proposal.hasGroup(proposal) {
+                p.append("protocol.childProposals[\(n)]: '\(proposal)' has no key exchange group, and enablePFS needs one")
+            }
+        }
+        if let m = i.lifetimeMinutes, !(10...1440).contains(m) { p.append("protocol.lifetimeMinutes: \(m) is out of range (10–1440)") }
+        if let m = i.mtu, !(1280...1500).contains(m) { p.append("protocol.mtu: \(m) is out of range (1280–1500)") }
         return p
     }
 
@@ -32,11 +53,24 @@ extension IKEv2Configuration: ConfigurationModel {
         r.add("server", serverAddress)
         r.add("remote id", remoteIdentifier ?? "(none)")
         if let l = localIdentifier { r.add("local id", l) }
-        r.add("authentication", authenticationMethod.rawValue)
+        switch (authenticationMethod, username != nil) {
+        case (.none, true): r.add("authentication", "eap (EAP-MSCHAPv2)")
+        case (_, true): r.add("authentication", "\(authenticationMethod.rawValue), then eap (EAP-MSCHAPv2)")
+        default: r.add("authentication", authenticationMethod.rawValue)
+        }
         if sharedSecretSecret != nil { r.add("shared secret", secret(sharedSecretSecret)) }
         if let u = username { r.add("username", u) }
         if passwordSecret != nil { r.add("password", secret(passwordSecret)) }
         if identitySecret != nil { r.add("identity", secret(identitySecret)) }
+        if let ca = caFingerprint { r.add("trust anchor", ca) }
+        if let x = ikeProposals { r.add("ike proposals", x.joined(separator: ", ")) }
+        if let x = childProposals { r.add("child proposals", x.joined(separator: ", ")) }
+        if let x = deadPeerDetectionRate { r.add("dead peer detection", x.rawValue) }
+        if disableMOBIKE == true { r.add("mobike", "off") }
+        if enablePFS == true { r.add("pfs", "on") }
+        if let x = lifetimeMinutes { r.add("lifetime", "\(x) min") }
+        if let x = mtu { r.add("mtu", "\(x)") }
+        if useServerVirtualIP == false { r.add("virtual ip", "not requested") }
         return r
     }
 }

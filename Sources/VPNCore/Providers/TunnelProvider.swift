@@ -94,15 +94,15 @@ extension TunnelProvider {
 
 /// The providers this vpnctl has, keyed by protocol and implementation.
 public enum ProviderRegistry {
-    public static let builtIn: [any TunnelProvider.Type] = [WireGuardGoProvider.self, OpenVPNProvider.self, PluginProvider.self]
+    public static let builtIn: [any TunnelProvider.Type] = [WireGuardGoProvider.self, OpenVPNProvider.self, CharonProvider.self, PluginProvider.self]
 
     /// The provider that starts `profile`, or `providerUnavailable` naming
     /// what this vpnctl can start.
-    public static func provider(for profile: Profile) throws -> any TunnelProvider {
-        for type in builtIn where type.kind == profile.protocol.kind {
+    public static func provider(for profile: Profile, among providers: [any TunnelProvider.Type] = builtIn) throws -> any TunnelProvider {
+        for type in providers where type.kind == profile.protocol.kind {
             if let p = type.init(profile: profile) { return p }
         }
-        let known = builtIn.map { "\($0.kind.rawValue) (\($0.implementation))" }.joined(separator: ", ")
+        let known = providers.map { "\($0.kind.rawValue) (\($0.implementation))" }.joined(separator: ", ")
         throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
                        hint: "this version starts: \(known)")
     }
