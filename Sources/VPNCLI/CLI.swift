@@ -15,7 +15,7 @@ public enum VPNCLI {
     /// Every command, in the order `vpnctl help` lists them.
     public static var commands: [CommandSpec] {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, EditCommand.spec, RemoveCommand.spec,
-         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
+         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec, TrustCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
          VerifyCommand.spec, StatsCommand.spec, CompletionCommand.spec]
     }

@@ -21,11 +21,20 @@ extension Profile {
         `protocol` = try ProtocolConfiguration(json: r.required("protocol"))
         onDemand = try r.optional("onDemand").map(OnDemand.init(json:)) ?? OnDemand()
         policy = try r.optional("policy").map(Policy.init(json:)) ?? Policy()
+        origin = try r.optional("origin").map(ProfileOrigin.init(json:))
     }
 
     /// Parses one profile's JSON text (as `vpnctl edit` writes it).
     public static func parse(_ bytes: [UInt8]) throws -> Profile {
         try Profile(json: JSONReader(try JSONSyntax.parse(bytes)))
+    }
+}
+
+extension ProfileOrigin {
+    init(json r: JSONReader) throws {
+        guard let profile = try r.string("profileIdentifier") else { throw r.problem("profileIdentifier", "missing") }
+        guard let payload = try r.string("payloadIdentifier") else { throw r.problem("payloadIdentifier", "missing") }
+        self.init(profileIdentifier: profile, payloadIdentifier: payload)
     }
 }
 

@@ -13,6 +13,9 @@ public struct Profile: Encodable, Equatable, Sendable {
     public var `protocol`: ProtocolConfiguration
     public var onDemand: OnDemand
     public var policy: Policy
+    /// The configuration profile (.mobileconfig) payload this profile was
+    /// imported from, so that a re-import replaces it; nil for the others.
+    public var origin: ProfileOrigin? = nil
 
     public init(id: UUID = UUID(), name: String, enabled: Bool = true, revision: Int = 0,
                 protocol: ProtocolConfiguration, onDemand: OnDemand = OnDemand(), policy: Policy = Policy()) {
@@ -26,7 +29,7 @@ public struct Profile: Encodable, Equatable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, enabled, revision, `protocol`, onDemand, policy
+        case id, name, enabled, revision, `protocol`, onDemand, policy, origin
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -38,10 +41,25 @@ public struct Profile: Encodable, Equatable, Sendable {
         try c.encode(`protocol`, forKey: .protocol)
         try c.encode(onDemand, forKey: .onDemand)
         try c.encode(policy, forKey: .policy)
+        try c.encodeIfPresent(origin, forKey: .origin)
     }
 
     /// The secret names this profile refers to, with the field that refers to each.
     public var secretReferences: [(field: String, name: String)] { `protocol`.secretReferences }
+}
+
+/// Where an imported profile came from: a configuration profile's
+/// PayloadIdentifier and the VPN payload's within it.
+public struct ProfileOrigin: Encodable, Equatable, Sendable {
+    public var profileIdentifier: String
+    public var payloadIdentifier: String
+
+    public init(profileIdentifier: String, payloadIdentifier: String) {
+        self.profileIdentifier = profileIdentifier
+        self.payloadIdentifier = payloadIdentifier
+    }
+
+    enum CodingKeys: String, CodingKey { case profileIdentifier, payloadIdentifier }
 }
 
 /// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.

@@ -76,8 +76,8 @@ public enum ImportFormat: String, Sendable {
         case .openVPN:
             return try OpenVPNImport.parse(text, name: name, source: source, options: options)
         case .mobileconfig:
-            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which this vpnctl cannot import yet",
-                           hint: "vpnctl imports wg-quick .conf and OpenVPN .ovpn files")
+            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which may hold several profiles",
+                           hint: "import it with: vpnctl import FILE")
         case nil:
             throw VPNError(.configurationInvalid, "cannot tell what kind of file \(source) is",
                            hint: "vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files")

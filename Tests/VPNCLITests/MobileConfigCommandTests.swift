@@ -1,0 +1,291 @@
+import Foundation
+import Testing
+@testable import VPNCLI
+import VPNCore
+import VPNSystem
+
+/// `vpnctl import x.mobileconfig` end to end in-process: the store, secrets,
+/// trust anchors, re-import, signatures and identities. Keys, certificates,
+/// PKCS#12 files and signatures are made per run with openssl.
+@Suite struct MobileConfigCommandTests {
+    func profiles(_ h: Harness) -> [[String: Any]] {
+        jsonObject(h.run("list", "--json").stdout)["profiles"] as? [[String: Any]] ?? []
+    }
+
+    @Test func importsEveryPayloadKindWithSecretsApart() throws {
+        let h = Harness()
+        for (file, name, proto) in [("wireguard.mobileconfig", "wg-office", "wireguard"), ("openvpn.mobileconfig", "ovpn-office", "openvpn"),
+                                    ("ikev2.mobileconfig", "ike-office", "ikev2"), ("provider.mobileconfig", "acme", "provider")] {
+            let r = h.run("import", h.fixture("mobileconfig/\(file)"))
+            #expect(r.code == 0, "\(file): \(r.stderr)")
+            #expect(r.stdout.contains("imported '\(name)' (\(proto), id "), "\(r.stdout)")
+            #expect(r.stdout.hasPrefix("unsigned profile "))
+        }
+        #expect(profiles(h).count == 4)
+        let prefs = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
+        for secret in ["yAnz5TF", "correct horse", "s3cret-psk", "eap-password", "tok-123", "pw-bob"] {
+            #expect(!prefs.contains(secret), "\(secret) is in the preferences")
+            for (path, text) in h.allFilesExceptSecrets() { #expect(!text.contains(secret), "\(secret) is in \(path)") }
+        }
+        #expect(prefs.contains("\"payloadIdentifier\" : \"com.example.ikev2.vpn\""))
+        let show = h.run("show", "ike-office")
+        #expect(show.stdout.contains("shared secret:  secret 'shared-secret' (set)"), "\(show.stdout)")
+        #expect(show.stdout.contains("password:       secret 'password' (set)"), "\(show.stdout)")
+        // The root payload is an anchor of its own; the ikev2 profile names it.
+        let trust = try FileManager.default.contentsOfDirectory(atPath: h.configDir + "/trust")
+        #expect(trust.count == 1)
+        #expect(prefs.contains(trust[0].replacingOccurrences(of: ".pem", with: "")))
+        let secretDir = h.configDir + "/secrets"
+        for dir in try FileManager.default.contentsOfDirectory(atPath: secretDir) {
+            for f in try FileManager.default.contentsOfDirectory(atPath: secretDir + "/" + dir) {
+                let mode = try FileManager.default.attributesOfItem(atPath: "\(secretDir)/\(dir)/\(f)")[.posixPermissions] as? Int
+                #expect(mode == 0o600)
+            }
+        }
+    }
+
+    @Test func reimportReplacesUpdatesAndRemoves() throws {
+        let h = Harness()
+        let two = try twoPayloads(endpoint: "198.18.0.1:51820")
+        let first = h.run("import", h.write("two.mobileconfig", two), "--json")
+        #expect(first.code == 0, "\(first.stderr)")
+        let r1 = jsonObject(first.stdout)
+        #expect(r1["changed"] as? Bool == true)
+        let ids = Dictionary(uniqueKeysWithValues: profiles(h).map { ($0["name"] as! String, $0["id"] as! String) })
+
+        let again = h.run("import", h.write("two.mobileconfig", two))
+        #expect(again.code == 0)
+        #expect(again.stdout.contains("unchanged 'wg-a'"))
+        #expect(again.stdout.contains("unchanged 'wg-b'"))
+
+        // One endpoint changes: that profile is updated in place, same id, next revision.
+        let changed = h.run("import", h.write("two.mobileconfig", try twoPayloads(endpoint: "198.18.0.9:51820")), "--json")
+        #expect(changed.code == 0, "\(changed.stderr)")
+        let rows = jsonObject(changed.stdout)["profiles"] as? [[String: Any]] ?? []
+        #expect(rows.first { $0["name"] as? String == "wg-a" }?["change"] as? String == "updated")
+        #expect(rows.first { $0["name"] as? String == "wg-a" }?["revision"] as? Int == 2)
+        #expect(rows.first { $0["name"] as? String == "wg-b" }?["change"] as? String == "unchanged")
+        let after = Dictionary(uniqueKeysWithValues: profiles(h).map { ($0["name"] as! String, $0["id"] as! String) })
+        #expect(after["wg-a"] == ids["wg-a"])
+
+        // The new version drops wg-b: it goes, with its secrets.
+        let one = try twoPayloads(endpoint: "198.18.0.9:51820", keepSecond: false)
+        let dropped = h.run("import", h.write("two.mobileconfig", one))
+        #expect(dropped.code == 0, "\(dropped.stderr)")
+        #expect(dropped.stdout.contains("removed 'wg-b'"))
+        #expect(profiles(h).map { $0["name"] as! String } == ["wg-a"])
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/secrets/" + ids["wg-b"]!))
+    }
+
+    /// A configuration profile with two WireGuard payloads (the second one optional).
+    func twoPayloads(endpoint: String, keepSecond: Bool = true) throws -> String {
+        // Only wg-a's endpoint follows the argument; wg-b's stays.
+        let wg = """
+        [Interface]
+        PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
+        Address = 10.0.0.2/32
+        [Peer]
+        PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
+        AllowedIPs = 0.0.0.0/0
+        Endpoint = \(endpoint)
+        """
+        func payload(_ name: String) -> PropertyList {
+            .dict(["PayloadType": .string("com.apple.vpn.managed"), "PayloadIdentifier": .string("t.\(name)"), "UserDefinedName": .string(name),
+                   "VPNType": .string("VPN"), "VPNSubType": .string("com.wireguard.ios"),
+                   "VendorConfig": .dict(["WgQuickConfig": .string(name == "wg-a" ? wg
+                       : wg.replacingOccurrences(of: "10.0.0.2", with: "10.0.0.3").replacingOccurrences(of: endpoint, with: "198.18.0.1:51820"))])])
+        }
+        let payloads = keepSecond ? [payload("wg-a"), payload("wg-b")] : [payload("wg-a")]
+        return PropertyList.dict(["PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string("t.two"),
+                                  "PayloadContent": .array(payloads)]).xmlDocument()
+    }
+
+    @Test func aBadPayloadLeavesTheStoreUntouched() throws {
+        let h = Harness()
+        #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "wg-office").code == 0)
+        let before = h.allFilesExceptSecrets().map { "\($0.0)\n\($0.1)" }.sorted()
+        let secretsBefore = try FileManager.default.subpathsOfDirectory(atPath: h.configDir + "/secrets").sorted()
+        let bad = h.run("import", h.fixture("mobileconfig/hostile.mobileconfig"))
+        #expect(bad.code == 5)
+        #expect(bad.stderr.contains("nothing was imported"))
+        #expect(bad.stderr.contains("PostUp runs a shell command"))
+        // A name taken by a hand-made profile refuses the whole file too.
+        let clash = h.run("import", h.fixture("mobileconfig/wireguard.mobileconfig"))
+        #expect(clash.code == 5)
+        #expect(clash.stderr.contains("a profile named 'wg-office' already exists (made by hand); nothing was imported"))
+        #expect(h.allFilesExceptSecrets().map { "\($0.0)\n\($0.1)" }.sorted() == before)
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: h.configDir + "/secrets").sorted() == secretsBefore)
+        let enc = h.run("import", h.fixture("mobileconfig/encrypted.mobileconfig"))
+        #expect(enc.code == 5)
+        #expect(enc.stderr.contains("encrypted profile (IsEncrypted)"))
+        let ca = h.run("import", h.fixture("wg/office.conf"), "--ca", h.fixture("wg/office.conf"))
+        #expect(ca.code == 2)
+    }
+
+    // MARK: Signed profiles and identities, made with openssl per run
+
+    final class PKI {
+        let dir: String
+        init() throws {
+            dir = NSTemporaryDirectory() + "vpnctl-pki-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key",
+                        "-out", "ca.pem", "-days", "30", "-subj", "/CN=Profile Signing CA")
+            try openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "other.key",
+                        "-out", "other.pem", "-days", "30", "-subj", "/CN=Some Other CA")
+            try openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "signer.key",
+                        "-out", "signer.csr", "-subj", "/CN=MDM Signer/O=Example Org")
+            try openssl("x509", "-req", "-in", "signer.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                        "-out", "signer.pem", "-days", "30")
+        }
+        deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+        @discardableResult
+        func openssl(_ args: String...) throws -> String { try openssl(args) }
+
+        @discardableResult
+        func openssl(_ args: [String]) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = args
+            p.currentDirectoryURL = URL(fileURLWithPath: dir)
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            if p.terminationStatus != 0 { throw VPNError(.failure, "openssl \(args.joined(separator: " ")): \(text)") }
+            return text
+        }
+
+        func sign(_ input: String, output: String) throws {
+            try openssl("cms", "-sign", "-binary", "-nodetach", "-outform", "DER", "-in", input, "-signer", "signer.pem",
+                        "-inkey", "signer.key", "-out", output)
+        }
+
+        func path(_ name: String) -> String { dir + "/" + name }
+    }
+
+    @Test func signedProfilesAreCheckedAndTheSignerNamed() throws {
+        let h = Harness()
+        let pki = try PKI()
+        try FileManager.default.copyItem(atPath: h.fixture("mobileconfig/wireguard.mobileconfig"), toPath: pki.path("wg.mobileconfig"))
+        try pki.sign("wg.mobileconfig", output: "signed.mobileconfig")
+
+        let signed = h.run("import", pki.path("signed.mobileconfig"), "--ca", pki.path("ca.pem"))
+        #expect(signed.code == 0, "\(signed.stderr)")
+        #expect(signed.stdout.contains("signed by: O=Example Org,CN=MDM Signer (signature verified, chain checked against --ca)"), "\(signed.stdout)")
+        #expect(signed.stdout.contains("imported 'wg-office' (wireguard"))
+        let again = h.run("import", pki.path("signed.mobileconfig"), "--json")
+        #expect(again.code == 0)
+        let signer = jsonObject(again.stdout)["signer"] as? [String: Any]
+        #expect(signer?["subject"] as? String == "O=Example Org,CN=MDM Signer")
+        #expect(signer?["chainVerified"] as? Bool == false)
+        #expect(jsonObject(again.stdout)["changed"] as? Bool == false)
+
+        let wrongCA = h.run("import", pki.path("signed.mobileconfig"), "--ca", pki.path("other.pem"))
+        #expect(wrongCA.code == 5)
+        #expect(wrongCA.stderr.contains("does not chain to the given CA"), "\(wrongCA.stderr)")
+
+        // One byte of the signed content changed: refused, whatever --ca says.
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("signed.mobileconfig"))))
+        let at = try #require(Self.find(Array("198.18.0.1:51820".utf8), in: bytes))
+        bytes[at + 7] = UInt8(ascii: "9")
+        try Data(bytes).write(to: URL(fileURLWithPath: pki.path("tampered.mobileconfig")))
+        let tampered = h.run("import", pki.path("tampered.mobileconfig"))
+        #expect(tampered.code == 5)
+        #expect(tampered.stderr.contains("signed profile refused: the signature does not match the content"), "\(tampered.stderr)")
+
+        let unsignedWithCA = h.run("import", h.fixture("mobileconfig/wireguard.mobileconfig"), "--ca", pki.path("ca.pem"))
+        #expect(unsignedWithCA.code == 5)
+        #expect(unsignedWithCA.stderr.contains("is not signed, so --ca cannot check its signer"))
+    }
+
+    static func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
+        guard hay.count >= needle.count else { return nil }
+        return (0...(hay.count - needle.count)).first { Array(hay[$0..<($0 + needle.count)]) == needle }
+    }
+
+    /// An IKEv2 payload with certificate authentication and its PKCS#12
+    /// identity, modern (AES) and legacy (RC2-40, OpenSSL 1.x and macOS style).
+    @Test(arguments: [false, true])
+    func pkcs12IdentitiesBecomeSecrets(legacy: Bool) throws {
+        let h = Harness()
+        let pki = try PKI()
+        try pki.openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=alice")
+        try pki.openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "client.pem", "-days", "30")
+        try pki.openssl(["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-out", "client.p12", "-passout", "pass:p12-pass"]
+                        + (legacy ? ["-legacy"] : []))
+        let p12 = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("client.p12"))))
+        let ca = try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
+        func profile(password: String) -> String {
+            PropertyList.dict(["PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string("t.ike"),
+                               "PayloadContent": .array([
+                                   .dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadUUID": .string("ID-1"),
+                                          "PayloadIdentifier": .string("t.ike.id"), "Password": .string(password), "PayloadContent": .data(p12)]),
+                                   .dict(["PayloadType": .string("com.apple.security.pem"), "PayloadIdentifier": .string("t.ike.ca"),
+                                          "PayloadContent": .data(Array(ca.utf8))]),
+                                   .dict(["PayloadType": .string("com.apple.vpn.managed"), "PayloadIdentifier": .string("t.ike.vpn"),
+                                          "UserDefinedName": .string("ike-cert"), "VPNType": .string("IKEv2"),
+                                          "IKEv2": .dict(["RemoteAddress": .string("198.18.0.1"), "RemoteIdentifier": .string("vpn.example.com"),
+                                                          "AuthenticationMethod": .string("Certificate"), "PayloadCertificateUUID": .string("ID-1")])]),
+                               ])]).xmlDocument()
+        }
+        let wrong = h.run("import", h.write("ike.mobileconfig", profile(password: "nope")))
+        #expect(wrong.code == 5)
+        #expect(wrong.stderr.contains("'t.ike.id': wrong password for the PKCS#12 file"), "\(wrong.stderr)")
+        let ok = h.run("import", h.write("ike.mobileconfig", profile(password: "p12-pass")))
+        #expect(ok.code == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("secrets stored: identity"))
+        #expect(ok.stdout.contains("trust anchor: "))
+        let id = try #require(profiles(h).first?["id"] as? String)
+        let identity = try String(contentsOfFile: h.configDir + "/secrets/\(id)/identity", encoding: .utf8)
+        #expect(identity.contains("-----BEGIN CERTIFICATE-----"))
+        #expect(identity.contains("PRIVATE KEY-----"))
+        let prefs = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
+        #expect(!prefs.contains("PRIVATE KEY"))
+        #expect(!prefs.contains("p12-pass"))
+    }
+
+    @Test func trustListShowAddRemove() throws {
+        let h = Harness()
+        #expect(h.run("trust", "list").stderr.contains("no trust anchors"))
+        #expect(h.run("import", h.fixture("mobileconfig/ikev2.mobileconfig")).code == 0)
+        let list = h.run("trust", "list", "--json")
+        let anchors = jsonObject(list.stdout)["anchors"] as? [[String: Any]] ?? []
+        #expect(anchors.count == 1)
+        let fp = try #require(anchors.first?["fingerprint"] as? String)
+        #expect(anchors.first?["usedBy"] as? [String] == ["ike-office"])
+        #expect((anchors.first?["subject"] as? String)?.contains("CN=Example VPN Root CA") == true)
+        let text = h.run("trust", "list")
+        #expect(text.stdout.contains(String(fp.prefix(16))) && text.stdout.contains("ike-office"), "\(text.stdout)")
+
+        let show = h.run("trust", "show", String(fp.prefix(10)))
+        #expect(show.code == 0, "\(show.stderr)")
+        #expect(show.stdout.contains("fingerprint: \(fp)"))
+        #expect(show.stdout.contains("-----BEGIN CERTIFICATE-----"))
+        #expect(h.run("trust", "show", "abc").code == 9)
+        #expect(h.run("trust", "show", String(repeating: "0", count: 64)).code == 9)
+
+        let refused = h.run("trust", "remove", fp)
+        #expect(refused.code == 5)
+        #expect(refused.stderr.contains("is used by 'ike-office'; it was not removed"))
+        #expect(h.run("remove", "ike-office").code == 0)
+        let removed = h.run("trust", "rm", fp)
+        #expect(removed.code == 0, "\(removed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/trust/\(fp).pem"))
+
+        let pki = try PKI()
+        let added = h.run("trust", "add", pki.path("ca.pem"), "--json")
+        #expect(added.code == 0, "\(added.stderr)")
+        let row = (jsonObject(added.stdout)["added"] as? [[String: Any]])?.first
+        #expect(row?["subject"] as? String == "CN=Profile Signing CA")
+        let withKey = h.write("bundle.pem", try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
+                                            + String(contentsOfFile: pki.path("ca.key"), encoding: .utf8))
+        let keyRefused = h.run("trust", "add", withKey)
+        #expect(keyRefused.code == 5)
+        #expect(keyRefused.stderr.contains("holds a private key"))
+        #expect(h.run("trust", "add", h.fixture("wg/office.conf")).code == 5)
+    }
+}
