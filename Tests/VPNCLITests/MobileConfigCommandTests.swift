@@ -288,4 +288,41 @@ import VPNSystem
         #expect(keyRefused.stderr.contains("holds a private key"))
         #expect(h.run("trust", "add", h.fixture("wg/office.conf")).code == 5)
     }
+
+    @Test func exportLeavesSecretsOutUnlessAsked() throws {
+        let h = Harness()
+        #expect(h.run("import", h.fixture("mobileconfig/openvpn.mobileconfig")).code == 0)
+        let bare = h.run("export", "ovpn-office")
+        #expect(bare.code == 0, "\(bare.stderr)")
+        #expect(bare.stdout.hasPrefix("# secrets left out (vpnctl export --include-secrets, as root): tls-crypt, password\n"), "\(bare.stdout)")
+        #expect(!bare.stdout.contains("0123456789abcdef"))
+        #expect(bare.stdout.contains("<ca>\n-----BEGIN CERTIFICATE-----"))
+        #expect(bare.stderr.contains("note: secrets left out: tls-crypt, password"))
+        let mc = h.run("export", "ovpn-office", "--format", "mobileconfig")
+        #expect(mc.stdout.contains("<string>net.openvpn.connect.app</string>"))
+        #expect(!mc.stdout.contains("correct horse"))
+        #expect(h.run("export", "ovpn-office", "--format", "wg-quick").code == 2)
+        #expect(h.run("export", "ovpn-office", "--format", "pdf").code == 2)
+
+        // As root, with the secrets, to a 0600 file that another store imports to the same profile.
+        let file = h.root + "/out.mobileconfig"
+        let full = h.run("export", "ovpn-office", "--format", "mobileconfig", "--include-secrets", "--output", file)
+        #expect(full.code == 0, "\(full.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(h.run("export", "ovpn-office", "--output", file).code == 1)
+        let other = Harness()
+        let imported = other.run("import", file)
+        #expect(imported.code == 0, "\(imported.stderr)")
+        let a = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
+        let b = try String(contentsOfFile: other.configDir + "/preferences.json", encoding: .utf8)
+        func protocolPart(_ s: String) -> String { s.components(separatedBy: "\"protocol\"")[1].components(separatedBy: "\"revision\"")[0] }
+        #expect(protocolPart(a) == protocolPart(b))
+        #expect(other.run("secret", "list", "ovpn-office").stdout.contains("password"))
+        let json = h.run("export", "ovpn-office", "--format", "json")
+        let third = Harness()
+        let fromJSON = third.run("import", third.write("p.json", json.stdout), "--name", "copy")
+        #expect(fromJSON.code == 0, "\(fromJSON.stderr)")
+        #expect(fromJSON.stderr.contains("set its secrets with 'vpnctl secret set copy NAME': password, tls-crypt"))
+    }
 }

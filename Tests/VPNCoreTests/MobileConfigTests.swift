@@ -175,4 +175,55 @@ import Testing
         #expect(c.notes.contains { $0.contains("unknown keys, not imported: Surprise") })
         #expect(c.notes.contains { $0.contains("profile: unknown keys, not imported: Unheard") })
     }
+
+    /// Export, then import: the same profile and secrets, for every payload kind and format.
+    @Test(arguments: ["wireguard.mobileconfig", "openvpn.mobileconfig", "ikev2.mobileconfig", "provider.mobileconfig"])
+    func exportThenImportGivesTheSameProfile(fixture: String) throws {
+        let c = try read(fixture)
+        var r = c.items[0].result
+        r.profile.origin = ProfileOrigin(profileIdentifier: c.identifier, payloadIdentifier: c.items[0].payloadIdentifier)
+        var anchors: [String: String] = [:]
+        for a in c.anchors { anchors[a.fingerprint] = a.pem }
+        for (fp, pem) in r.anchors { anchors[fp] = String(decoding: pem, as: UTF8.self) }
+        let lookup: (String) throws -> String = { fp in
+            guard let pem = anchors[fp] else { throw VPNError(.configurationInvalid, "no anchor \(fp)") }
+            return pem
+        }
+        var formats: [ProfileExport.Format] = [.mobileconfig, .json]
+        if r.profile.protocol.kind == .wireguard { formats.append(.wgQuick) }
+        if r.profile.protocol.kind == .openvpn { formats.append(.ovpn) }
+        for format in formats {
+            let out = try ProfileExport.export(r.profile, as: format, secret: { r.secrets[$0] }, anchor: lookup)
+            let again: ImportResult
+            switch format {
+            case .mobileconfig:
+                #expect(out.secretsLeftOut.isEmpty)
+                let c2 = try MobileConfig.read(out.bytes, source: "export", defaultName: "x")
+                #expect(c2.identifier == c.identifier)
+                #expect(c2.items.first?.payloadIdentifier == c.items[0].payloadIdentifier)
+                again = try #require(c2.items.first?.result)
+            case .ovpn:
+                again = try ImportFormat.importChecked(out.bytes, name: r.profile.name, source: "export",
+                                                       options: ImportOptions(username: { if case .openvpn(let o) = r.profile.protocol { return o.username }; return nil }()))
+            default:
+                again = try ImportFormat.importChecked(out.bytes, name: r.profile.name, source: "export")
+            }
+            var back = again.profile
+            if format == .mobileconfig {
+                back.origin = ProfileOrigin(profileIdentifier: c.identifier, payloadIdentifier: c.items[0].payloadIdentifier)
+            }
+            #expect(back.protocol == r.profile.protocol, "\(format): \(String(decoding: out.bytes, as: UTF8.self))")
+            #expect(again.profile.name == r.profile.name)
+            if format != .json {
+                #expect(again.secrets.filter { $0.key != "password" || format != .ovpn } == r.secrets.filter { $0.key != "password" || format != .ovpn }, "\(format)")
+            }
+            if format == .mobileconfig || format == .json { #expect(again.profile.onDemand == r.profile.onDemand, "\(format)") }
+        }
+        // Without the secrets, each is named as left out and no value is written.
+        let bare = try ProfileExport.export(r.profile, as: .mobileconfig, secret: { _ in nil }, anchor: lookup)
+        #expect(Set(bare.secretsLeftOut) == Set(r.profile.secretReferences.map(\.name)))
+        let text = String(decoding: bare.bytes, as: UTF8.self)
+        for value in r.secrets.values where value.count >= 6 { #expect(!text.contains(String(decoding: value, as: UTF8.self))) }
+        #expect(text.contains("secrets left out"))
+    }
 }
