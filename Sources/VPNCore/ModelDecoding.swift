@@ -34,7 +34,7 @@ extension ProfileOrigin {
     init(json r: JSONReader) throws {
         guard let profile = try r.string("profileIdentifier") else { throw r.problem("profileIdentifier", "missing") }
         guard let payload = try r.string("payloadIdentifier") else { throw r.problem("payloadIdentifier", "missing") }
-        self.init(profileIdentifier: profile, payloadIdentifier: payload)
+        self.init(profileIdentifier: profile, payloadIdentifier: payload, managedByApply: try r.bool("managedByApply") ?? false)
     }
 }
 

@@ -53,13 +53,24 @@ public struct Profile: Encodable, Equatable, Sendable {
 public struct ProfileOrigin: Encodable, Equatable, Sendable {
     public var profileIdentifier: String
     public var payloadIdentifier: String
+    /// Made by `vpnctl apply`: the next apply updates or removes it. A
+    /// profile imported by hand is never touched by apply.
+    public var managedByApply: Bool
 
-    public init(profileIdentifier: String, payloadIdentifier: String) {
+    public init(profileIdentifier: String, payloadIdentifier: String, managedByApply: Bool = false) {
         self.profileIdentifier = profileIdentifier
         self.payloadIdentifier = payloadIdentifier
+        self.managedByApply = managedByApply
     }
 
-    enum CodingKeys: String, CodingKey { case profileIdentifier, payloadIdentifier }
+    enum CodingKeys: String, CodingKey { case profileIdentifier, payloadIdentifier, managedByApply }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(profileIdentifier, forKey: .profileIdentifier)
+        try c.encode(payloadIdentifier, forKey: .payloadIdentifier)
+        if managedByApply { try c.encode(true, forKey: .managedByApply) }
+    }
 }
 
 /// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.

@@ -325,4 +325,71 @@ import VPNSystem
         #expect(fromJSON.code == 0, "\(fromJSON.stderr)")
         #expect(fromJSON.stderr.contains("set its secrets with 'vpnctl secret set copy NAME': password, tls-crypt"))
     }
+
+    @Test func applyConvergesADirectoryAndLeavesHandMadeProfilesAlone() throws {
+        let h = Harness()
+        let dir = h.root + "/fleet"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let office = try String(contentsOfFile: h.fixture("wg/office.conf"), encoding: .utf8)
+        try office.write(toFile: dir + "/branch.conf", atomically: true, encoding: .utf8)
+        try twoPayloads(endpoint: "198.18.0.1:51820").write(toFile: dir + "/corp.mobileconfig", atomically: true, encoding: .utf8)
+        try "ignored".write(toFile: dir + "/.hidden", atomically: true, encoding: .utf8)
+        #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "by-hand").code == 0)
+        #expect(h.run("import", h.fixture("mobileconfig/provider.mobileconfig")).code == 0)
+        func changes(_ r: Harness.Result) -> [String: String] {
+            let rows = jsonObject(r.stdout)["profiles"] as? [[String: Any]] ?? []
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0["name"] as! String, $0["change"] as! String) })
+        }
+
+        let plan = h.run("apply", dir, "--dry-run")
+        #expect(plan.code == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("dry run: nothing was changed"))
+        #expect(plan.stdout.contains("create 'branch' (wireguard) from \(dir)/branch.conf"))
+        #expect(profiles(h).count == 2)
+
+        let first = h.run("apply", dir, "--json")
+        #expect(first.code == 0, "\(first.stderr)")
+        #expect(jsonObject(first.stdout)["changed"] as? Bool == true)
+        #expect(changes(first) == ["branch": "created", "wg-a": "created", "wg-b": "created"])
+        let ids = Dictionary(uniqueKeysWithValues: profiles(h).map { ($0["name"] as! String, $0["id"] as! String) })
+
+        let second = h.run("apply", dir, "--json")
+        #expect(jsonObject(second.stdout)["changed"] as? Bool == false)
+        #expect(changes(second) == ["branch": "unchanged", "wg-a": "unchanged", "wg-b": "unchanged"])
+        let prefsBefore = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
+
+        // A changed file updates its profile in place; a removed payload goes.
+        try twoPayloads(endpoint: "198.18.0.7:51820", keepSecond: false).write(toFile: dir + "/corp.mobileconfig", atomically: true, encoding: .utf8)
+        let third = h.run("apply", dir)
+        #expect(third.code == 0, "\(third.stderr)")
+        #expect(third.stdout.contains("updated 'wg-a' (wireguard)"))
+        #expect(third.stdout.contains("removed 'wg-b' (wireguard)"))
+        #expect(third.stdout.contains("unchanged 'branch' (wireguard)"))
+        let now = Dictionary(uniqueKeysWithValues: profiles(h).map { ($0["name"] as! String, $0["id"] as! String) })
+        #expect(now["wg-a"] == ids["wg-a"])
+        #expect(now["wg-b"] == nil)
+        #expect(!prefsBefore.isEmpty)
+
+        // A removed file removes its profile; hand-made and hand-imported ones stay.
+        try FileManager.default.removeItem(atPath: dir + "/branch.conf")
+        let fourth = h.run("apply", dir, "--json")
+        #expect(changes(fourth) == ["branch": "removed", "wg-a": "unchanged"])
+        #expect(Set(profiles(h).map { $0["name"] as! String }) == ["by-hand", "acme", "wg-a"])
+
+        // A file whose profile name a hand-made profile has: refused, nothing changed.
+        try office.write(toFile: dir + "/by-hand.conf", atomically: true, encoding: .utf8)
+        let before = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
+        let clash = h.run("apply", dir)
+        #expect(clash.code == 5)
+        #expect(clash.stderr.contains("one exists (made by hand); apply never touches it"))
+        try FileManager.default.removeItem(atPath: dir + "/by-hand.conf")
+        // A bad file: refused, nothing changed.
+        try "[Interface]\nPostUp = rm -rf /\n".write(toFile: dir + "/evil.conf", atomically: true, encoding: .utf8)
+        let bad = h.run("apply", dir)
+        #expect(bad.code == 5)
+        #expect(bad.stderr.contains("apply changed nothing"))
+        #expect(bad.stderr.contains("PostUp runs a shell command"))
+        #expect(try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8) == before)
+        #expect(h.run("apply", h.root + "/nope").code == 2)
+    }
 }

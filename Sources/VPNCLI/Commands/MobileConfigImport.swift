@@ -84,6 +84,7 @@ enum MobileConfigImport {
                 // What the administrator set here stays: enabled and who may control it.
                 p.enabled = old.enabled
                 p.policy = old.policy
+                p.origin?.managedByApply = old.origin?.managedByApply ?? false
                 let sameSecrets = item.result.secrets.allSatisfy { name, value in
                     (try? store.secrets.read(old.id, name: name)) == value
                 }
