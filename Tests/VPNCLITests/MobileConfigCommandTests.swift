@@ -219,11 +219,13 @@ import VPNSystem
                         + (legacy ? ["-legacy"] : []))
         let p12 = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("client.p12"))))
         let ca = try String(contentsOfFile: pki.path("ca.pem"), encoding: .utf8)
-        func profile(password: String) -> String {
-            PropertyList.dict(["PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string("t.ike"),
+        func profile(password: String?) -> String {
+            var identity: [String: PropertyList] = ["PayloadType": .string("com.apple.security.pkcs12"), "PayloadUUID": .string("ID-1"),
+                                                    "PayloadIdentifier": .string("t.ike.id"), "PayloadContent": .data(p12)]
+            if let password { identity["Password"] = .string(password) }
+            return PropertyList.dict(["PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string("t.ike"),
                                "PayloadContent": .array([
-                                   .dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadUUID": .string("ID-1"),
-                                          "PayloadIdentifier": .string("t.ike.id"), "Password": .string(password), "PayloadContent": .data(p12)]),
+                                   .dict(identity),
                                    .dict(["PayloadType": .string("com.apple.security.pem"), "PayloadIdentifier": .string("t.ike.ca"),
                                           "PayloadContent": .data(Array(ca.utf8))]),
                                    .dict(["PayloadType": .string("com.apple.vpn.managed"), "PayloadIdentifier": .string("t.ike.vpn"),
@@ -246,6 +248,17 @@ import VPNSystem
         let prefs = try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8)
         #expect(!prefs.contains("PRIVATE KEY"))
         #expect(!prefs.contains("p12-pass"))
+
+        // No Password in the payload: refused by name, or given on standard input.
+        let other = Harness()
+        let noPassword = other.write("ike.mobileconfig", profile(password: nil))
+        let asked = other.run("import", noPassword)
+        #expect(asked.code == 5)
+        #expect(asked.stderr.contains("no Password for the PKCS#12 file; give it with --identity-password-stdin"))
+        other.stdin = Array("p12-pass\n".utf8)
+        let piped = other.run("import", noPassword, "--identity-password-stdin")
+        #expect(piped.code == 0, "\(piped.stderr)")
+        #expect(other.run("import", other.fixture("wg/office.conf"), "--identity-password-stdin").code == 2)
     }
 
     @Test func trustListShowAddRemove() throws {

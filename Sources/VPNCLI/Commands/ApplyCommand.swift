@@ -45,8 +45,9 @@ enum ApplyCommand {
         let source: String
     }
 
-    static func files(_ paths: [String]) throws -> [String] {
-        var out: [String] = []
+    /// The files to read, and the subdirectories left out (named, never silently).
+    static func files(_ paths: [String]) throws -> (files: [String], skipped: [String]) {
+        var out: [String] = [], skipped: [String] = []
         for path in paths {
             let info: FileSystem.Info?
             do { info = try FileSystem.info(path) } catch { throw VPNError.from(error) }
@@ -56,22 +57,25 @@ enum ApplyCommand {
                 do { names = try FileSystem.list(path) } catch { throw VPNError.from(error) }
                 for name in names {
                     let full = path.hasSuffix("/") ? path + name : path + "/" + name
-                    if (try? FileSystem.info(full))??.isRegular == true { out.append(full) }
+                    let entry: FileSystem.Info?
+                    do { entry = try FileSystem.info(full) } catch { throw VPNError.from(error) }
+                    // A symlink is read as import reads one (what it points to, if a regular file).
+                    if entry?.isRegular == true || entry?.isSymlink == true { out.append(full) } else { skipped.append(full) }
                 }
             } else {
                 out.append(path)
             }
         }
         var seen = Set<String>()
-        return out.filter { seen.insert($0).inserted }
+        return (out.filter { seen.insert($0).inserted }, skipped)
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let paths = try files(inv.args.positionals)
+        let (paths, skipped) = try files(inv.args.positionals)
         let anchors = try inv.args.value("ca").map(MobileConfigImport.signerAnchors)
         var desired: [Desired] = []
         var allAnchors: [String: [UInt8]] = [:]
-        var notes: [String] = []
+        var notes: [String] = skipped.map { "\($0): not a file; apply reads a directory's files, not what is below them" }
         var problems: [String] = []
         for path in paths {
             do {

@@ -20,7 +20,8 @@ enum ImportCommand {
         """,
         options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
                   OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile."),
-                  OptionSpec("ca", value: "file", help: "A signed .mobileconfig's signer must chain to this CA (PEM).")],
+                  OptionSpec("ca", value: "file", help: "A signed .mobileconfig's signer must chain to this CA (PEM)."),
+                  OptionSpec("identity-password-stdin", help: "Read the password of a .mobileconfig's PKCS#12 identity from standard input.")],
         positionals: [PositionalSpec("file", help: "The file to import.")],
         run: run)
 
@@ -42,8 +43,8 @@ enum ImportCommand {
             return try MobileConfigImport.run(inv, bytes: bytes, file: file, source: file == "-" ? "standard input" : file,
                                               defaultName: defaultName(file))
         }
-        if inv.args.value("ca") != nil {
-            throw VPNError.usage("--ca checks the signer of a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one")
+        if inv.args.value("ca") != nil || inv.args.flag("identity-password-stdin") {
+            throw VPNError.usage("--\(inv.args.value("ca") != nil ? "ca" : "identity-password-stdin") is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one")
         }
         let name = inv.args.value("name") ?? defaultName(file)
         if let problem = ProfileName.problems(name).first {

@@ -65,9 +65,28 @@ enum MobileConfigImport {
         }
     }
 
+    /// `--identity-password-stdin`: one line from standard input (asked for
+    /// without echo on a terminal), never from the command line.
+    static func identityPassword(_ inv: Invocation, file: String) throws -> String? {
+        guard inv.args.flag("identity-password-stdin") else { return nil }
+        if file == "-" {
+            throw VPNError.usage("--identity-password-stdin reads standard input, which already holds the profile", hint: "give the profile as a file")
+        }
+        var value: [UInt8]
+        if inv.context.stdinIsTerminal {
+            value = inv.context.readSecretFromTerminal("password of the profile's PKCS#12 identity: ")
+        } else {
+            do { value = try inv.context.readStdin(SecretStore.maximumSize) } catch { throw VPNError.from(error) }
+        }
+        if value.last == 0x0A { value.removeLast() }
+        if value.last == 0x0D { value.removeLast() }
+        return String(decoding: value, as: UTF8.self)
+    }
+
     static func run(_ inv: Invocation, bytes: [UInt8], file: String, source: String, defaultName: String) throws -> ExitCode {
         let anchors = try inv.args.value("ca").map(signerAnchors)
-        let options = MobileConfig.Options(name: inv.args.value("name"), username: inv.args.value("username"), signerAnchors: anchors)
+        let options = MobileConfig.Options(name: inv.args.value("name"), username: inv.args.value("username"), signerAnchors: anchors,
+                                           identityPassword: try identityPassword(inv, file: file))
         let contents = try MobileConfig.read(bytes, source: source, defaultName: defaultName, options: options)
         let store = inv.store
         let existing = try store.load()

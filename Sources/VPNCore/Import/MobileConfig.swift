@@ -34,10 +34,13 @@ public enum MobileConfig {
         public var username: String?
         /// `--ca`: the signer must chain to one of these.
         public var signerAnchors: [Crypto.Certificate]?
-        public init(name: String? = nil, username: String? = nil, signerAnchors: [Crypto.Certificate]? = nil) {
+        /// The password of PKCS#12 payloads that carry no Password of their own.
+        public var identityPassword: String?
+        public init(name: String? = nil, username: String? = nil, signerAnchors: [Crypto.Certificate]? = nil, identityPassword: String? = nil) {
             self.name = name
             self.username = username
             self.signerAnchors = signerAnchors
+            self.identityPassword = identityPassword
         }
     }
 
@@ -271,8 +274,8 @@ public enum MobileConfig {
                 problems.append("\(label): no PayloadUUID, so no VPN payload can refer to this identity")
                 return
             }
-            guard let password = p["Password"]?.string else {
-                problems.append("\(label): no Password for the PKCS#12 file (vpnctl does not ask for one); add Password to the payload")
+            guard let password = p["Password"]?.string ?? options.identityPassword else {
+                problems.append("\(label): no Password for the PKCS#12 file; give it with --identity-password-stdin (or add Password to the payload)")
                 return
             }
             do {
