@@ -197,6 +197,27 @@ import VPNSystem
         #expect(tampered.code == 5)
         #expect(tampered.stderr.contains("signed profile refused: the signature does not match the content"), "\(tampered.stderr)")
 
+        // openssl smime, PEM armour, no signer certificate, a detached signature.
+        try pki.openssl("smime", "-sign", "-nodetach", "-binary", "-outform", "DER", "-in", "wg.mobileconfig", "-signer", "signer.pem",
+                        "-inkey", "signer.key", "-out", "smime.mobileconfig")
+        try pki.openssl("smime", "-sign", "-nodetach", "-binary", "-outform", "PEM", "-in", "wg.mobileconfig", "-signer", "signer.pem",
+                        "-inkey", "signer.key", "-out", "pem.mobileconfig")
+        try pki.openssl("cms", "-sign", "-nodetach", "-binary", "-nocerts", "-outform", "DER", "-in", "wg.mobileconfig", "-signer", "signer.pem",
+                        "-inkey", "signer.key", "-out", "nocerts.mobileconfig")
+        try pki.openssl("cms", "-sign", "-binary", "-outform", "DER", "-in", "wg.mobileconfig", "-signer", "signer.pem",
+                        "-inkey", "signer.key", "-out", "detached.mobileconfig")
+        for ok in ["smime", "pem"] {
+            let r = Harness().run("import", pki.path("\(ok).mobileconfig"), "--ca", pki.path("ca.pem"))
+            #expect(r.code == 0, "\(ok): \(r.stderr)")
+            #expect(r.stdout.contains("signed by: O=Example Org,CN=MDM Signer"), "\(ok)")
+        }
+        let nocerts = h.run("import", pki.path("nocerts.mobileconfig"))
+        #expect(nocerts.code == 5)
+        #expect(nocerts.stderr.contains("does not carry its signer's certificate"), "\(nocerts.stderr)")
+        let detached = h.run("import", pki.path("detached.mobileconfig"))
+        #expect(detached.code == 5)
+        #expect(detached.stderr.contains("the signature is detached"), "\(detached.stderr)")
+
         let unsignedWithCA = h.run("import", h.fixture("mobileconfig/wireguard.mobileconfig"), "--ca", pki.path("ca.pem"))
         #expect(unsignedWithCA.code == 5)
         #expect(unsignedWithCA.stderr.contains("is not signed, so --ca cannot check its signer"))

@@ -182,9 +182,19 @@ public enum Crypto {
         return Identity(certificate: try describe(cert), privateKeyPEM: keyPEM, chain: chain)
     }
 
+    /// The DER inside a PEM-armoured CMS (`-----BEGIN PKCS7-----` or
+    /// `-----BEGIN CMS-----`, as `openssl smime -outform PEM` writes), or nil.
+    public static func derFromPEM(_ bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count < 4 << 20, bytes.starts(with: Array("-----BEGIN ".utf8)) else { return nil }
+        let blocks = PEM.blocks(String(decoding: bytes, as: UTF8.self))
+        guard blocks.count == 1, ["PKCS7", "CMS"].contains(blocks[0].label) else { return nil }
+        return blocks[0].der
+    }
+
     /// Whether `bytes` are a DER CMS/PKCS#7 ContentInfo (a signed or
     /// encrypted profile): SEQUENCE, then the pkcs7 OID within the first bytes.
     public static func looksLikeCMS(_ bytes: [UInt8]) -> Bool {
+        if let der = derFromPEM(bytes) { return der.first == 0x30 }
         guard bytes.first == 0x30 else { return false }
         let oid: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07]
         let head = Array(bytes.prefix(24))
@@ -194,8 +204,9 @@ public enum Crypto {
     /// Unwraps a CMS SignedData and checks its signature. With `anchors`, the
     /// signer's certificate must also chain to one of them (any purpose:
     /// profiles are often signed with a TLS server certificate).
-    public static func verifySigned(_ der: [UInt8], anchors: [Certificate]?) throws -> SignedContent {
+    public static func verifySigned(_ input: [UInt8], anchors: [Certificate]?) throws -> SignedContent {
         ERR_clear_error()
+        let der = derFromPEM(input) ?? input
         let cms: OpaquePointer = try withBIO(der) { bio in
             guard let c = d2i_CMS_bio(bio, nil) else { throw failure("not a CMS (PKCS#7) structure") }
             return c
@@ -209,7 +220,15 @@ public enum Crypto {
         defer { BIO_free(out) }
         // First the signature alone: a changed byte fails here, whoever signed.
         guard CMS_verify(cms, nil, nil, nil, out, UInt32(CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY)) == 1 else {
-            throw failure("the signature does not match the content (the profile was changed after it was signed, or the signature is damaged)")
+            let why = errors()
+            if why.contains("signer certificate not found") {
+                throw Problem("the signed profile does not carry its signer's certificate (signed with -nocerts?), so nothing can be checked")
+            }
+            if why.contains("no content") {
+                throw Problem("the signature is detached: the profile itself is not inside it (sign with -nodetach)")
+            }
+            throw Problem("the signature does not match the content (the profile was changed after it was signed, or the signature is damaged)"
+                          + (why.isEmpty ? "" : ": \(why)"))
         }
         let signers = CMS_get0_signers(cms)
         defer { vpnctl_x509_stack_free(signers) }
