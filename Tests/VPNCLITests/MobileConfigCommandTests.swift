@@ -270,6 +270,18 @@ import VPNSystem
         #expect(!prefs.contains("PRIVATE KEY"))
         #expect(!prefs.contains("p12-pass"))
 
+        // Exported with its secrets, the identity travels as a PKCS#12 payload and
+        // imports to the same profile and the same identity secret.
+        let out = h.root + "/ike-export.mobileconfig"
+        #expect(h.run("export", "ike-cert", "--include-secrets", "--output", out).code == 0)
+        let copy = Harness()
+        let back = copy.run("import", out)
+        #expect(back.code == 0, "\(back.stderr)")
+        let copyID = try #require(profiles(copy).first?["id"] as? String)
+        #expect(try String(contentsOfFile: copy.configDir + "/secrets/\(copyID)/identity", encoding: .utf8) == identity)
+        func protocolPart(_ s: String) -> String { s.components(separatedBy: "\"protocol\"")[1].components(separatedBy: "\"revision\"")[0] }
+        #expect(protocolPart(try String(contentsOfFile: copy.configDir + "/preferences.json", encoding: .utf8)) == protocolPart(prefs))
+
         // No Password in the payload: refused by name, or given on standard input.
         let other = Harness()
         let noPassword = other.write("ike.mobileconfig", profile(password: nil))

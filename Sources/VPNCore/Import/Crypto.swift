@@ -182,6 +182,31 @@ public enum Crypto {
         return Identity(certificate: try describe(cert), privateKeyPEM: keyPEM, chain: chain)
     }
 
+    /// A PKCS#12 file (AES, as OpenSSL 3 writes by default) of an identity
+    /// kept as PEM (certificate, then private key), for an exported profile.
+    public static func pkcs12(identityPEM: [UInt8], password: String) throws -> [UInt8] {
+        ERR_clear_error()
+        let cert: OpaquePointer = try withBIO(identityPEM) { bio in
+            guard let x = PEM_read_bio_X509(bio, nil, nil, nil) else { throw failure("the identity holds no PEM certificate") }
+            return x
+        }
+        defer { X509_free(cert) }
+        let key: OpaquePointer = try withBIO(identityPEM) { bio in
+            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw failure("the identity holds no PEM private key") }
+            return k
+        }
+        defer { EVP_PKEY_free(key) }
+        guard let p12 = PKCS12_create(password, "vpnctl identity", key, cert, nil, 0, 0, 0, 0, 0) else {
+            throw failure("cannot make a PKCS#12 file of the identity")
+        }
+        defer { PKCS12_free(p12) }
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let n = i2d_PKCS12(p12, &out)
+        guard n > 0, let out else { throw failure("cannot encode the PKCS#12 file") }
+        defer { CRYPTO_free(out, #fileID, #line) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(n)))
+    }
+
     /// The DER inside a PEM-armoured CMS (`-----BEGIN PKCS7-----` or
     /// `-----BEGIN CMS-----`, as `openssl smime -outform PEM` writes), or nil.
     public static func derFromPEM(_ bytes: [UInt8]) -> [UInt8]? {

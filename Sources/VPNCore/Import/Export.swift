@@ -169,7 +169,18 @@ public enum ProfileExport {
                 if let s = secret(i.sharedSecretSecret) { ike["SharedSecret"] = .string(s) }
             case .certificate:
                 ike["AuthenticationMethod"] = .string("Certificate")
-                _ = secret(i.identitySecret)
+                if let identity = secret(i.identitySecret) {
+                    // The file holds secrets already: the PKCS#12 password goes beside it.
+                    var rng = SystemRandomNumberGenerator()
+                    let password = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &rng), radix: 16) }.joined()
+                    let uuid = UUID().uuidString
+                    let p12 = try Crypto.pkcs12(identityPEM: Array(identity.utf8), password: password)
+                    others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
+                                         "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
+                                         "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
+                                         "PayloadContent": .data(p12)]))
+                    ike["PayloadCertificateUUID"] = .string(uuid)
+                }
             }
             if let u = i.username {
                 ike["ExtendedAuthEnabled"] = .integer(1)
