@@ -124,6 +124,8 @@ import Testing
              "names no identity"),
             ([vpn("a", ["VPNType": .string("VPN"), "VPNSubType": .string("net.openvpn.connect.app"),
                         "VendorConfig": .dict(["remote": .string("h 1194"), "verb": .string("3\nup /bin/sh")])])], "VendorConfig.verb spans lines"),
+            ([vpn("a", ["VPNType": .string("VPN"), "VPNSubType": .string("net.openvpn.connect.app"),
+                        "VendorConfig": .dict(["remote": .string("h 1194"), "key": .string("/root/.ssh/id_rsa")])])], "VendorConfig.key is not an inline PEM"),
             ([vpn("a", ["VPNType": .string("VPN"), "VPNSubType": .string("com.x"), "VendorConfig": .dict([:]), "OnDemandEnabled": .string("yes")])],
              "OnDemandEnabled is a string, not a flag"),
             ([.dict(["PayloadType": .string("com.apple.security.root"), "PayloadContent": .data([0x30, 0x03, 1, 2, 3])])], "not a DER X.509 certificate"),
@@ -161,6 +163,17 @@ import Testing
             let all = ([e?.message ?? ""] + (e?.problems ?? [])).joined(separator: "\n")
             #expect(all.contains(expected), "\(all) should say \(expected)")
         }
+    }
+
+    @Test func secretKeysThatCleanToOneNameStayApart() throws {
+        let c = try MobileConfig.read(doc([vpn("a", ["VPNType": .string("VPN"), "VPNSubType": .string("com.x"),
+                                                      "VendorConfig": .dict(["api token": .string("one"), "api-token": .string("two")])])]),
+                                      source: "t", defaultName: "d")
+        let r = c.items[0].result
+        guard case .provider(let p) = r.profile.protocol else { Issue.record("not provider"); return }
+        #expect(Set(p.secrets.values).count == 2)
+        #expect(Set(r.secrets.values) == [Array("one".utf8), Array("two".utf8)])
+        #expect(r.secrets[p.secrets["api token"]!] == Array("one".utf8))
     }
 
     @Test func lenientWhereRealFilesAre() throws {

@@ -405,6 +405,12 @@ public enum MobileConfig {
                     blocks.append((key, "<\(directive)>\n\(body)\n</\(directive)>"))
                     continue
                 }
+                if OpenVPNImport.blockTags.contains(directive.lowercased()) {
+                    // A configuration profile is self-contained: a file name here
+                    // would make the importer read a file of this machine.
+                    problems.append("\(label): VendorConfig.\(key) is not an inline PEM; a configuration profile carries its files inline, never by name")
+                    continue
+                }
                 if raw.contains(where: \.isNewline) || raw.containsUTF8("\\n") {
                     problems.append("\(label): VendorConfig.\(key) spans lines; only inline files (ca, cert, key, tls-auth, ...) may")
                     continue
@@ -480,7 +486,10 @@ public enum MobileConfig {
                     continue
                 }
                 if MobileConfig.looksSecret(key) {
-                    let s = MobileConfig.secretName(for: key)
+                    var s = MobileConfig.secretName(for: key)
+                    // Two keys that clean to one name ("api token", "api-token") keep apart.
+                    var n = 2
+                    while secrets[s] != nil { s = MobileConfig.secretName(for: key) + "-\(n)"; n += 1 }
                     secrets[s] = Array(value.utf8)
                     config.secrets[key] = s
                 } else {
