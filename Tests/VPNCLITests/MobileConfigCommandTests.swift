@@ -31,6 +31,7 @@ import VPNSystem
         let show = h.run("show", "ike-office")
         #expect(show.stdout.contains("shared secret:  secret 'shared-secret' (set)"), "\(show.stdout)")
         #expect(show.stdout.contains("password:       secret 'password' (set)"), "\(show.stdout)")
+        #expect(show.stdout.contains("imported from:  com.example.ikev2 (payload com.example.ikev2.vpn)\n"), "\(show.stdout)")
         // The root payload is an anchor of its own; the ikev2 profile names it.
         let trust = try FileManager.default.contentsOfDirectory(atPath: h.configDir + "/trust")
         #expect(trust.count == 1)
@@ -394,6 +395,7 @@ import VPNSystem
         #expect(profiles(h).count == 2)
 
         let first = h.run("apply", dir, "--json")
+        #expect(h.run("show", "branch").stdout.contains("imported from: file branch.conf, managed by vpnctl apply"))
         #expect(first.code == 0, "\(first.stderr)")
         #expect(jsonObject(first.stdout)["changed"] as? Bool == true)
         #expect(changes(first) == ["branch": "created", "wg-a": "created", "wg-b": "created"])
