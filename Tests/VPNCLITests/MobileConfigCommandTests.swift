@@ -293,6 +293,15 @@ import VPNSystem
         let piped = other.run("import", noPassword, "--identity-password-stdin")
         #expect(piped.code == 0, "\(piped.stderr)")
         #expect(other.run("import", other.fixture("wg/office.conf"), "--identity-password-stdin").code == 2)
+
+        // A file that asks for more MAC iterations than vpnctl allows is refused before any is run.
+        if !legacy {
+            try pki.openssl("pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-out", "slow.p12", "-passout", "pass:p12-pass",
+                            "-iter", "1000001")
+            let slow = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("slow.p12"))))
+            let e = #expect(throws: Crypto.Problem.self) { try Crypto.pkcs12(slow, password: "p12-pass") }
+            #expect(e?.message == "the PKCS#12 file asks for 1000001 MAC iterations (vpnctl allows 1 to 1000000)")
+        }
     }
 
     @Test func trustListShowAddRemove() throws {
@@ -439,5 +448,15 @@ import VPNSystem
         #expect(bad.stderr.contains("PostUp runs a shell command"))
         #expect(try String(contentsOfFile: h.configDir + "/preferences.json", encoding: .utf8) == before)
         #expect(h.run("apply", h.root + "/nope").code == 2)
+        // An empty set removes what apply made only when asked to.
+        try FileManager.default.removeItem(atPath: dir + "/evil.conf")
+        try FileManager.default.removeItem(atPath: dir + "/corp.mobileconfig")
+        let empty = h.run("apply", dir)
+        #expect(empty.code == 2)
+        #expect(empty.stderr.contains("that would remove all 1 profile apply made"))
+        let emptied = h.run("apply", dir, "--allow-empty")
+        #expect(emptied.code == 0, "\(emptied.stderr)")
+        #expect(emptied.stdout.contains("removed 'wg-a'"))
+        #expect(Set(profiles(h).map { $0["name"] as! String }) == ["by-hand", "acme"])
     }
 }

@@ -18,6 +18,7 @@ enum ApplyCommand {
         changed_when). Exit 0 whether or not something changed; a bad file changes nothing.
         """,
         options: [OptionSpec("dry-run", help: "Print the plan; change nothing."),
+                  OptionSpec("allow-empty", help: "With no profile files, remove every profile apply made (refused otherwise)."),
                   OptionSpec("ca", value: "file", help: "Signed .mobileconfig files must be signed by a certificate this CA issued (PEM).")],
         positionals: [PositionalSpec("path", variadic: true, kind: .file, help: "A directory of profile files, or a file; several may be given.")],
         run: run)
@@ -163,6 +164,11 @@ enum ApplyCommand {
             }
         }
         let dropped = managed.filter { !keys.contains(key($0.origin)) }
+        // An empty set is more often a missing mount or copy than an intent.
+        if desired.isEmpty && !dropped.isEmpty && !inv.args.flag("allow-empty") {
+            throw VPNError.usage("no profile files in \(inv.args.positionals.joined(separator: " ")): that would remove all \(dropped.count) profile\(dropped.count == 1 ? "" : "s") apply made",
+                                 hint: "give --allow-empty to remove them all")
+        }
         applyRows += dropped.map { Row(name: $0.name, id: $0.id.lowercasedString, protocol: $0.protocol.kind.rawValue, change: "removed",
                                        source: $0.origin.map { $0.profileIdentifier.hasPrefix("file:") ? String($0.profileIdentifier.dropFirst(5)) : $0.profileIdentifier } ?? "") }
         let dryRun = inv.args.flag("dry-run")

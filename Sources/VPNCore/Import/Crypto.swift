@@ -130,6 +130,10 @@ public enum Crypto {
         return out
     }
 
+    /// The most key-derivation iterations a PKCS#12 MAC may ask for (OpenSSL
+    /// and macOS write 2,048; the most careful exporters a few hundred thousand).
+    public static let maximumIterations: Int64 = 1_000_000
+
     /// Whether the legacy provider (RC2-40, 3DES PKCS#12) has been loaded.
     nonisolated(unsafe) static var legacyLoaded = false
 
@@ -144,6 +148,17 @@ public enum Crypto {
             return x
         }
         defer { PKCS12_free(p12) }
+        if PKCS12_mac_present(p12) == 1 {
+            // The file sets how long checking its MAC takes: a hostile one could ask for hours.
+            var mac: UnsafePointer<ASN1_OCTET_STRING>? = nil, salt: UnsafePointer<ASN1_OCTET_STRING>? = nil
+            var alg: UnsafePointer<X509_ALGOR>? = nil, iter: UnsafePointer<ASN1_INTEGER>? = nil
+            PKCS12_get0_mac(&mac, &alg, &salt, &iter, p12)
+            var n: Int64 = 1
+            if let iter, ASN1_INTEGER_get_int64(&n, iter) != 1 { n = Int64.max }
+            guard (1...maximumIterations).contains(n) else {
+                throw Problem("the PKCS#12 file asks for \(n) MAC iterations (vpnctl allows 1 to \(maximumIterations))")
+            }
+        }
         if PKCS12_mac_present(p12) == 1 && PKCS12_verify_mac(p12, password, -1) != 1 {
             let why = errors()
             if why.contains("unsupported") || why.contains("unknown digest") {
