@@ -259,6 +259,8 @@ import VPNSystem
         let wrong = h.run("import", h.write("ike.mobileconfig", profile(password: "nope")))
         #expect(wrong.code == 5)
         #expect(wrong.stderr.contains("'t.ike.id': wrong password for the PKCS#12 file"), "\(wrong.stderr)")
+        // The VPN payload that names the broken identity is not blamed a second time.
+        #expect(wrong.stderr.contains("(1 problem)"), "\(wrong.stderr)")
         let ok = h.run("import", h.write("ike.mobileconfig", profile(password: "p12-pass")))
         #expect(ok.code == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("secrets stored: identity"))
@@ -301,6 +303,12 @@ import VPNSystem
             let slow = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("slow.p12"))))
             let e = #expect(throws: Crypto.Problem.self) { try Crypto.pkcs12(slow, password: "p12-pass") }
             #expect(e?.message == "the PKCS#12 file asks for 1000001 MAC iterations (vpnctl allows 1 to 1000000)")
+            // The same for the key's own encryption, read before anything is decrypted.
+            try pki.openssl("pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-out", "slowbag.p12", "-passout", "pass:p12-pass",
+                            "-iter", "1000001", "-nomaciter")
+            let slowBag = try [UInt8](Data(contentsOf: URL(fileURLWithPath: pki.path("slowbag.p12"))))
+            let e2 = #expect(throws: Crypto.Problem.self) { try Crypto.pkcs12(slowBag, password: "p12-pass") }
+            #expect(e2?.message == "the PKCS#12 file asks for 1000001 key-derivation iterations (vpnctl allows up to 1000000)")
         }
     }
 

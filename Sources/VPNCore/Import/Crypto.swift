@@ -159,6 +159,11 @@ public enum Crypto {
                 throw Problem("the PKCS#12 file asks for \(n) MAC iterations (vpnctl allows 1 to \(maximumIterations))")
             }
         }
+        let bagIterations = vpnctl_pkcs12_max_iterations(p12)
+        if bagIterations > maximumIterations {
+            throw Problem("the PKCS#12 file asks for \(bagIterations) key-derivation iterations (vpnctl allows up to \(maximumIterations))")
+        }
+        ERR_clear_error()
         if PKCS12_mac_present(p12) == 1 && PKCS12_verify_mac(p12, password, -1) != 1 {
             let why = errors()
             if why.contains("unsupported") || why.contains("unknown digest") {

@@ -130,6 +130,8 @@ public enum MobileConfig {
         var anchors: [Crypto.Certificate] = []
         /// PKCS#12 payloads by PayloadUUID.
         var identities: [String: Crypto.Identity] = [:]
+        /// PayloadUUIDs of PKCS#12 payloads that could not be opened (already reported).
+        var brokenIdentities = Set<String>()
 
         init(source: String, defaultName: String, options: Options) {
             self.source = source
@@ -275,6 +277,7 @@ public enum MobileConfig {
                 return
             }
             guard let password = p["Password"]?.string ?? options.identityPassword else {
+                brokenIdentities.insert(uuid)
                 problems.append("\(label): no Password for the PKCS#12 file; give it with --identity-password-stdin (or add Password to the payload)")
                 return
             }
@@ -282,8 +285,10 @@ public enum MobileConfig {
                 identities[uuid] = try Crypto.pkcs12(data, password: password)
             } catch let e as Crypto.Problem {
                 problems.append("\(label): \(e.message)")
+                brokenIdentities.insert(uuid)
             } catch {
                 problems.append("\(label): \(error)")
+                brokenIdentities.insert(uuid)
             }
         }
 
@@ -436,7 +441,9 @@ public enum MobileConfig {
             var identity: Crypto.Identity? = nil
             if let uuid = vpn["PayloadCertificateUUID"]?.string {
                 guard let id = identities[uuid] else {
-                    problems.append("\(label): VPN.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                    if !brokenIdentities.contains(uuid) {
+                        problems.append("\(label): VPN.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                    }
                     return nil
                 }
                 identity = id
@@ -547,7 +554,9 @@ public enum MobileConfig {
                     return nil
                 }
                 guard let id = identities[uuid] else {
-                    problems.append("\(label): IKEv2.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                    if !brokenIdentities.contains(uuid) {
+                        problems.append("\(label): IKEv2.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                    }
                     return nil
                 }
                 secrets["identity"] = Array(id.certificate.pem.utf8) + id.privateKeyPEM
