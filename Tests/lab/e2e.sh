@@ -384,7 +384,10 @@ test_apply_removes_running() {
   expect_contains "apply again" '"changed":false' "$OUT" || return 1
   expect_field fleet-office status connected || return 1
   rm "$T/fleet/office.mobileconfig"
-  expect_ok "apply without the file" cn "$V" apply "$T/fleet" || return 1
+  # No file left at all: refused as a likely accident, then done when asked.
+  expect_run "apply of an empty set" 2 cn "$V" apply "$T/fleet" || return 1
+  expect_field fleet-office status connected || return 1
+  expect_ok "apply without the file" cn "$V" apply "$T/fleet" --allow-empty || return 1
   expect_contains "apply without the file" "removed 'fleet-office' (wireguard)" "$OUT" || return 1
   expect_run "show after apply" nonzero cn "$V" show fleet-office || return 1
   nothing_left
