@@ -325,6 +325,14 @@ import VPNSystem
         let text = h.run("trust", "list")
         #expect(text.stdout.contains(String(fp.prefix(16))) && text.stdout.contains("ike-office"), "\(text.stdout)")
 
+        // A damaged anchor file is listed as unreadable; the others still show.
+        let bogus = String(repeating: "a", count: 64)
+        FileManager.default.createFile(atPath: h.configDir + "/trust/\(bogus).pem", contents: Data("junk\n".utf8))
+        let damaged = h.run("trust", "list")
+        #expect(damaged.code == 0, "\(damaged.stderr)")
+        #expect(damaged.stdout.contains("(unreadable: ") && damaged.stdout.contains("ike-office"), "\(damaged.stdout)")
+        try FileManager.default.removeItem(atPath: h.configDir + "/trust/\(bogus).pem")
+
         let show = h.run("trust", "show", String(fp.prefix(10)))
         #expect(show.code == 0, "\(show.stderr)")
         #expect(show.stdout.contains("fingerprint: \(fp)"))

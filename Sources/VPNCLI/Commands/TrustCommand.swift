@@ -72,7 +72,15 @@ enum TrustCommand {
     static func runList(_ inv: Invocation) throws -> ExitCode {
         let profiles = try inv.store.load()
         let trust = TrustStore(configDirectory: inv.options.configDirectory)
-        let rows = try trust.fingerprints().map { row(try trust.entry($0), profiles) }
+        // One broken anchor file is shown as such; it does not hide the others.
+        let rows = try trust.fingerprints().map { fp -> Row in
+            do {
+                return row(try trust.entry(fp), profiles)
+            } catch {
+                return Row(fingerprint: fp, subject: "(unreadable: \(VPNError.from(error).message))", issuer: "", notBefore: "",
+                           notAfter: "", usedBy: users(fp, profiles))
+            }
+        }
         if inv.options.json {
             inv.output.emit(ListResult(anchors: rows))
             return .ok
