@@ -7,7 +7,7 @@ SWIFT   ?= swift
 
 # Debian packages the build and the tests need. `make deps` installs only
 # what is missing, so it is fast when everything is present.
-BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev
+BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libssl-dev
 TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl nftables tcpdump
 # IKEv2: charon, kernel-libipsec (extra), EAP-MSCHAPv2 (extauth), openssl and gcrypt, swanctl and pki for the lab.
 IKEV2_PACKAGES := strongswan-charon libcharon-extra-plugins libcharon-extauth-plugins libstrongswan-standard-plugins libstrongswan-extra-plugins strongswan-swanctl strongswan-pki

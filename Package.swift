@@ -14,9 +14,14 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "CVPNShims"),
         .target(name: "VPNSystem", dependencies: ["CNetlink", "CVPNShims"]),
-        .target(name: "VPNCore", dependencies: ["VPNSystem"]),
+        .target(name: "VPNCore", dependencies: ["VPNSystem", "CCrypto"]),
         .target(name: "VPNCLI", dependencies: ["VPNCore", "VPNSystem"]),
         .executableTarget(name: "vpnctl", dependencies: ["VPNCLI"]),
         .target(name: "VPNProviderKit"),

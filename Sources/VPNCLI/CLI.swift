@@ -15,9 +15,10 @@ public enum VPNCLI {
     /// Every command, in the order `vpnctl help` lists them.
     public static var commands: [CommandSpec] {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, CreateCommand.spec, EditCommand.spec, RemoveCommand.spec,
-         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec,
+         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec, TrustCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec, ProvidersCommand.spec, CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
+         VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
+         CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
     }
 
     public static var root: CommandSpec {

@@ -25,6 +25,7 @@ extension Profile {
         includeAllNetworks = try r.bool("includeAllNetworks") ?? false
         excludeLocalNetworks = try r.bool("excludeLocalNetworks") ?? false
         enforceRoutes = try r.bool("enforceRoutes") ?? false
+        origin = try r.optional("origin").map(ProfileOrigin.init(json:))
     }
 
     /// Parses one profile's JSON text (as `vpnctl edit` writes it).
@@ -46,6 +47,14 @@ extension DNSSettings {
         servers = try r.strings("servers")
         searchDomains = try r.strings("searchDomains")
         matchDomains = try r.strings("matchDomains")
+    }
+}
+
+extension ProfileOrigin {
+    init(json r: JSONReader) throws {
+        guard let profile = try r.string("profileIdentifier") else { throw r.problem("profileIdentifier", "missing") }
+        guard let payload = try r.string("payloadIdentifier") else { throw r.problem("payloadIdentifier", "missing") }
+        self.init(profileIdentifier: profile, payloadIdentifier: payload, managedByApply: try r.bool("managedByApply") ?? false)
     }
 }
 

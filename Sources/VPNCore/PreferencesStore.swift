@@ -62,35 +62,57 @@ public final class PreferencesStore: @unchecked Sendable {
     /// Returns the profile as stored, with its new revision.
     @discardableResult
     public func save(_ profile: Profile) throws -> Profile {
-        try transaction { prefs in
-            var saved = profile
-            if let i = prefs.profiles.firstIndex(where: { $0.id == profile.id }) {
-                let stored = prefs.profiles[i]
-                guard stored.revision == profile.revision else {
-                    throw VPNError(.configurationStale,
-                                   "profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))",
-                                   hint: "load it again and redo the change")
+        try transaction { prefs in try place(profile, in: &prefs) }
+    }
+
+    /// Saves and removes several profiles in one write: every change or none.
+    /// Each save follows `save`'s rules. The removed profiles' secrets stay:
+    /// the caller removes them once the write is done. Returns the saved
+    /// profiles as stored.
+    @discardableResult
+    public func commit(saving: [Profile], removing: [UUID] = []) throws -> [Profile] {
+        let saved: [Profile] = try transaction { prefs in
+            for id in removing {
+                guard let i = prefs.profiles.firstIndex(where: { $0.id == id }) else {
+                    throw VPNError(.configurationStale, "profile \(id.lowercasedString) was removed meanwhile", remedy: .list(again: true))
                 }
-                try checkUniqueName(profile, in: prefs.profiles)
-                let (next, overflow) = stored.revision.addingReportingOverflow(1)
-                guard !overflow else {
-                    throw VPNError(.configurationReadWriteFailed, "profile '\(stored.name)' is at the highest revision (\(stored.revision))",
-                                   hint: "set its revision in \(path) to a smaller number by hand")
-                }
-                saved.revision = next
-                prefs.profiles[i] = saved
-            } else {
-                guard profile.revision == 0 else {
-                    throw VPNError(.configurationStale,
-                                   "profile '\(profile.name)' was removed since it was loaded",
-                                   remedy: .list(again: true))
-                }
-                try checkUniqueName(profile, in: prefs.profiles)
-                saved.revision = 1
-                prefs.profiles.append(saved)
+                prefs.profiles.remove(at: i)
             }
-            return saved
+            return try saving.map { try place($0, in: &prefs) }
         }
+        return saved
+    }
+
+    /// One save inside a transaction: a new profile added, an existing one
+    /// replaced if it carries the stored revision.
+    func place(_ profile: Profile, in prefs: inout Preferences) throws -> Profile {
+        var saved = profile
+        if let i = prefs.profiles.firstIndex(where: { $0.id == profile.id }) {
+            let stored = prefs.profiles[i]
+            guard stored.revision == profile.revision else {
+                throw VPNError(.configurationStale,
+                               "profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))",
+                               hint: "load it again and redo the change")
+            }
+            try checkUniqueName(profile, in: prefs.profiles)
+            let (next, overflow) = stored.revision.addingReportingOverflow(1)
+            guard !overflow else {
+                throw VPNError(.configurationReadWriteFailed, "profile '\(stored.name)' is at the highest revision (\(stored.revision))",
+                               hint: "set its revision in \(path) to a smaller number by hand")
+            }
+            saved.revision = next
+            prefs.profiles[i] = saved
+        } else {
+            guard profile.revision == 0 else {
+                throw VPNError(.configurationStale,
+                               "profile '\(profile.name)' was removed since it was loaded",
+                               remedy: .list(again: true))
+            }
+            try checkUniqueName(profile, in: prefs.profiles)
+            saved.revision = 1
+            prefs.profiles.append(saved)
+        }
+        return saved
     }
 
     /// Removes a profile and its secrets. With `revision`, refuses if it changed meanwhile.

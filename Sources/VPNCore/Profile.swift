@@ -24,6 +24,9 @@ public struct Profile: Encodable, Equatable, Sendable {
     /// Traffic to the tunnel's routes never leaves by another interface, even
     /// where the underlay has a more specific route.
     public var enforceRoutes = false
+    /// The configuration profile (.mobileconfig) payload this profile was
+    /// imported from, so that a re-import replaces it; nil for the others.
+    public var origin: ProfileOrigin? = nil
 
     public init(id: UUID = UUID(), name: String, enabled: Bool = true, revision: Int = 0,
                 protocol: ProtocolConfiguration, onDemand: OnDemand = OnDemand(), policy: Policy = Policy()) {
@@ -38,7 +41,7 @@ public struct Profile: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case id, name, enabled, revision, `protocol`, onDemand, policy, dnsSettings, includeAllNetworks, excludeLocalNetworks,
-             enforceRoutes
+             enforceRoutes, origin
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -55,10 +58,36 @@ public struct Profile: Encodable, Equatable, Sendable {
         if includeAllNetworks { try c.encode(true, forKey: .includeAllNetworks) }
         if excludeLocalNetworks { try c.encode(true, forKey: .excludeLocalNetworks) }
         if enforceRoutes { try c.encode(true, forKey: .enforceRoutes) }
+        try c.encodeIfPresent(origin, forKey: .origin)
     }
 
     /// The secret names this profile refers to, with the field that refers to each.
     public var secretReferences: [(field: String, name: String)] { `protocol`.secretReferences }
+}
+
+/// Where an imported profile came from: a configuration profile's
+/// PayloadIdentifier and the VPN payload's within it.
+public struct ProfileOrigin: Encodable, Equatable, Sendable {
+    public var profileIdentifier: String
+    public var payloadIdentifier: String
+    /// Made by `vpnctl apply`: the next apply updates or removes it. A
+    /// profile imported by hand is never touched by apply.
+    public var managedByApply: Bool
+
+    public init(profileIdentifier: String, payloadIdentifier: String, managedByApply: Bool = false) {
+        self.profileIdentifier = profileIdentifier
+        self.payloadIdentifier = payloadIdentifier
+        self.managedByApply = managedByApply
+    }
+
+    enum CodingKeys: String, CodingKey { case profileIdentifier, payloadIdentifier, managedByApply }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(profileIdentifier, forKey: .profileIdentifier)
+        try c.encode(payloadIdentifier, forKey: .payloadIdentifier)
+        if managedByApply { try c.encode(true, forKey: .managedByApply) }
+    }
 }
 
 /// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.

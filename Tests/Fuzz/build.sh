@@ -12,6 +12,7 @@ mkdir -p "$OUT"
 SWIFTC=${SWIFTC:-swiftc}
 CLANG=${CLANG:-$(dirname "$(command -v swiftc)")/clang}
 NL=$(echo $(pkg-config --cflags-only-I libnl-route-3.0))
+CRYPTO_LIBS=$(pkg-config --libs libcrypto)
 
 cat > "$OUT/module.modulemap" <<MAP
 module CVPNShims {
@@ -22,7 +23,7 @@ MAP
 "$CLANG" -c -O1 -g -fsanitize=fuzzer-no-link,address -I "$ROOT/Sources/CVPNShims/include" \
   "$ROOT/Sources/CVPNShims/shims.c" -o "$OUT/shims.o"
 
-flags=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -I "$OUT" -I "$ROOT/Sources/CNetlink"
+flags=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 5 -I "$OUT" -I "$ROOT/Sources/CNetlink" -I "$ROOT/Sources/CCrypto"
        -Xcc -fmodule-map-file="$OUT/module.modulemap" -Xcc "$NL")
 build_module() {  # build_module NAME SOURCES...
   local name=$1; shift
@@ -37,7 +38,7 @@ for target in "$HERE"/targets/*.swift; do
   # gold warns once per ASan register helper that it cannot export a local
   # symbol (~140 lines a target, harmless); everything else is shown.
   "$SWIFTC" "${flags[@]}" -module-name "Fuzz_${name//-/_}" "$target" \
-    "$OUT/VPNCore.o" "$OUT/VPNSystem.o" "$OUT/shims.o" -lnl-route-3 -lnl-3 -o "$OUT/fuzz-$name" \
+    "$OUT/VPNCore.o" "$OUT/VPNSystem.o" "$OUT/shims.o" -lnl-route-3 -lnl-3 $CRYPTO_LIBS -o "$OUT/fuzz-$name" \
     2> >(grep -v "warning: Cannot export local symbol '__asan" >&2)
   echo "built $OUT/fuzz-$name"
 done

@@ -78,7 +78,7 @@ import Testing
         let plist = #expect(throws: VPNError.self) {
             try ImportFormat.importProfile(Array("<?xml version=\"1.0\"?>\n<plist version=\"1.0\">\n".utf8), name: "c", source: "x.mobileconfig")
         }
-        #expect(plist?.message == "x.mobileconfig is an Apple .mobileconfig file, which this vpnctl cannot import yet")
+        #expect(plist?.message == "x.mobileconfig is an Apple .mobileconfig file, which may hold several profiles")
         let unknown = #expect(throws: VPNError.self) {
             try ImportFormat.importProfile(Array("hello world\n".utf8), name: "c", source: "notes.txt")
         }

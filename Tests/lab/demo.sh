@@ -26,6 +26,35 @@ run() {  # run CMD...: shows the command as a user would type it, then runs it i
   [ $rc = 0 ] || echo "(exit $rc)"
 }
 
+# mdm_profile DIR: DIR/office.conf wrapped as a .mobileconfig (WireGuard's own
+# export shape), signed by a throwaway CA's signer, and a copy with one byte changed.
+mdm_profile() {
+  local d=$1
+  ( cd "$d" &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout mdm-ca.key -out mdm-ca.pem \
+      -days 2 -subj "/CN=Demo MDM CA" 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout mdm.key -out mdm.csr \
+      -subj "/CN=Demo MDM Signer/O=Demo Org" 2>/dev/null &&
+    openssl x509 -req -in mdm.csr -CA mdm-ca.pem -CAkey mdm-ca.key -CAcreateserial -out mdm.pem -days 2 2>/dev/null &&
+    python3 - <<'PY' &&
+import plistlib
+wg = open("office.conf").read()
+payload = {"PayloadType": "com.apple.vpn.managed", "PayloadVersion": 1, "PayloadIdentifier": "demo.office.wg",
+           "PayloadUUID": "C0FFEE00-0000-4000-8000-000000000001", "PayloadDisplayName": "Office VPN",
+           "UserDefinedName": "office-mdm", "VPNType": "VPN", "VPNSubType": "com.wireguard.ios",
+           "VendorConfig": {"WgQuickConfig": wg}, "VPN": {"RemoteAddress": "198.18.0.1", "AuthenticationMethod": "Password"}}
+doc = {"PayloadType": "Configuration", "PayloadVersion": 1, "PayloadIdentifier": "demo.office",
+       "PayloadUUID": "C0FFEE00-0000-4000-8000-000000000000", "PayloadDisplayName": "Demo office VPN",
+       "PayloadContent": [payload]}
+open("office.mobileconfig", "wb").write(plistlib.dumps(doc))
+PY
+    openssl cms -sign -binary -nodetach -outform DER -in office.mobileconfig -signer mdm.pem -inkey mdm.key \
+      -out office-signed.mobileconfig &&
+    python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); i = b.index(b"office-mdm"); b[i] ^= 1; open(sys.argv[2], "wb").write(b)' \
+      office-signed.mobileconfig office-tampered.mobileconfig
+  ) || { echo "demo: cannot make the signed .mobileconfig"; return 1; }
+}
+
 echo "== bringing the lab up: namespaces $NS_C (client) and $NS_S (server), wireguard-go peer, HTTP server on 198.19.0.1:8080"
 lab_up
 echo "   the server's tunnel-only resource: http://198.19.0.1:8080/ (reachable only through the tunnel)"
@@ -81,6 +110,19 @@ else
   echo "== agent part skipped: useradd is not available to make a demo user"
 fi
 
+if command -v openssl >/dev/null && command -v python3 >/dev/null; then
+  echo
+  echo "== the same tunnel as an Apple configuration profile, signed by a throwaway MDM CA (openssl cms -sign)"
+  mdm_profile "$LAB_DIR" || exit 1
+  run vpnctl import office-signed.mobileconfig --ca mdm-ca.pem
+  run vpnctl show office-mdm
+  run vpnctl start office-mdm --wait
+  run vpnctl verify office-mdm --probe http://198.19.0.1:8080/
+  run vpnctl stop office-mdm
+  step "# one byte of the signed file changed:"
+  run vpnctl import office-tampered.mobileconfig
+fi
+
 if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   echo
   echo "== OpenVPN: a throwaway CA, an openvpn server on 198.18.0.1:1194 that pushes a route to 198.19.9.0/24"
@@ -104,7 +146,7 @@ if command -v nft >/dev/null; then
   sed "s|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|" "$LAB_DIR/office.conf" > "$LAB_DIR/guarded.conf"
   printf '#!/bin/sh\nexec python3 -c "import json,sys; f=sys.argv[1]; p=json.load(open(f)); p[\\"includeAllNetworks\\"]=True; json.dump(p, open(f, \\"w\\"), indent=2)" "$1"\n' > "$LAB_DIR/editor"
   chmod 700 "$LAB_DIR/editor"
-  run vpnctl import "$LAB_DIR/guarded.conf"
+  run vpnctl import guarded.conf
   step "EDITOR=... vpnctl edit guarded   # sets \"includeAllNetworks\": true"
   c env EDITOR="$LAB_DIR/editor" "$V" edit guarded
   run vpnctl show guarded

@@ -386,6 +386,57 @@ test_remove_running() {
 }
 lab_check "remove of a running profile stops it first and leaves nothing behind" test_remove_running
 
+# mobileconfig IN OUT NAME KIND: wraps a lab file as a configuration profile's VPN
+# payload, as WireGuard's export (wg) or OpenVPN Connect's directive map (ovpn:
+# a key per directive, NOARGS, remote.N, inline files with literal \n) write it.
+mobileconfig() {
+  python3 - "$@" <<'PY'
+import plistlib, sys
+src, out, name, kind = sys.argv[1:5]
+text = open(src).read()
+if kind == "wg":
+    payload = {"VPNSubType": "com.wireguard.ios", "VendorConfig": {"WgQuickConfig": text}}
+else:
+    vendor, counts, lines, i = {}, {}, text.splitlines(), 0
+    while i < len(lines):
+        l = lines[i].strip(); i += 1
+        if not l or l[0] in "#;": continue
+        if l.startswith("<") and not l.startswith("</"):
+            tag, body = l[1:-1], []
+            while lines[i].strip() != "</%s>" % tag: body.append(lines[i]); i += 1
+            i += 1; vendor[tag] = "\\n".join(body); continue
+        words = l.split(None, 1)
+        counts[words[0]] = counts.get(words[0], 0) + 1
+        vendor["%s.%d" % (words[0], counts[words[0]])] = words[1] if len(words) > 1 else "NOARGS"
+    payload = {"VPNSubType": "net.openvpn.connect.app", "VendorConfig": vendor,
+               "VPN": {"AuthName": "alice", "AuthPassword": "s3cret pass", "RemoteAddress": "DEFAULT"}}
+payload.update({"PayloadType": "com.apple.vpn.managed", "PayloadIdentifier": "lab." + name, "UserDefinedName": name, "VPNType": "VPN"})
+doc = {"PayloadType": "Configuration", "PayloadVersion": 1, "PayloadIdentifier": "lab.fleet." + name, "PayloadContent": [payload]}
+open(out, "wb").write(plistlib.dumps(doc))
+PY
+}
+
+test_apply_removes_running() {
+  mkdir -p "$T/fleet"
+  mobileconfig "$LAB_DIR/office.conf" "$T/fleet/office.mobileconfig" fleet-office wg || return 1
+  expect_ok "apply" cn "$V" apply "$T/fleet" || return 1
+  expect_contains "apply" "created 'fleet-office' (wireguard)" "$OUT" || return 1
+  expect_ok "start" cn "$V" start fleet-office || return 1
+  expect_ok "verify" cn "$V" verify fleet-office --probe http://198.19.0.1:8080/ || return 1
+  expect_ok "apply again" cn "$V" apply "$T/fleet" --json || return 1
+  expect_contains "apply again" '"changed":false' "$OUT" || return 1
+  expect_field fleet-office status connected || return 1
+  rm "$T/fleet/office.mobileconfig"
+  # No file left at all: refused as a likely accident, then done when asked.
+  expect_run "apply of an empty set" 2 cn "$V" apply "$T/fleet" || return 1
+  expect_field fleet-office status connected || return 1
+  expect_ok "apply without the file" cn "$V" apply "$T/fleet" --allow-empty || return 1
+  expect_contains "apply without the file" "removed 'fleet-office' (wireguard)" "$OUT" || return 1
+  expect_run "show after apply" nonzero cn "$V" show fleet-office || return 1
+  nothing_left
+}
+lab_check "apply: a .mobileconfig's WireGuard payload created, started, proven; gone from the set, it is stopped and removed" test_apply_removes_running
+
 # wg-quick's commonest shape: the allowed IPs are the address's own subnet,
 # whose route the kernel adds with the address.
 test_subnet_shape() {
@@ -706,6 +757,19 @@ if [ $ovpn_ready = yes ]; then
     expect_eq "openvpn processes of this run dir" "" "$(ps -eo args= | grep "^openvpn --config $VPNCTL_RUN_DIR")"
   }
   lab_check "openvpn: import .ovpn, start, pushed route, verify, stop; nothing left, no secret in run files" test_ovpn_full_cycle
+
+  test_ovpn_from_mobileconfig() {
+    mobileconfig "$LAB_DIR/work.ovpn" "$T/work.mobileconfig" mdm-work ovpn || return 1
+    expect_ok "import" cn "$V" import "$T/work.mobileconfig" || return 1
+    expect_contains "import" "imported 'mdm-work' (openvpn" "$OUT" || return 1
+    expect_ok "start" cn "$V" start mdm-work --timeout 15 || return 1
+    expect_field mdm-work status connected || return 1
+    expect_ok "verify" cn "$V" verify mdm-work --probe http://198.19.9.1:8080/ || return 1
+    expect_absent "the password" "s3cret pass" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
+    expect_ok "stop" cn "$V" stop mdm-work || return 1
+    nothing_left
+  }
+  lab_check "openvpn: an OpenVPN Connect .mobileconfig (directive map, AuthPassword) imported, started, verified, stopped" test_ovpn_from_mobileconfig
 
   test_ovpn_refused_halfway() {
     use work.ovpn || return 1

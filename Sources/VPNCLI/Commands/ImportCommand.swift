@@ -4,7 +4,7 @@ import VPNSystem
 
 enum ImportCommand {
     static let spec = CommandSpec(
-        name: "import", abstract: "Import a profile from a wg-quick .conf or OpenVPN .ovpn file.",
+        name: "import", abstract: "Import a profile from a wg-quick .conf, OpenVPN .ovpn or Apple .mobileconfig file.",
         discussion: """
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
@@ -12,6 +12,10 @@ enum ImportCommand {
         its SHA-256). Lines that run programs (PostUp, up, down, plugin, script-security 2,
         also inside 'setenv opt') are refused, never run; directives vpnctl does not
         carry over are listed.
+        A .mobileconfig (XML or binary, signed or not) imports every VPN payload as a
+        profile and every certificate payload as a trust anchor, all or nothing; a
+        signed one is checked (--ca FILE also checks its signer's chain), and
+        importing one with the same PayloadIdentifier again updates what it made.
         Use '-' to read the file from standard input.
         """,
         examples: [
@@ -19,7 +23,9 @@ enum ImportCommand {
             "vpnctl import client.ovpn --name work",
         ],
         options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
-                  OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile.")],
+                  OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile."),
+                  OptionSpec("ca", value: "file", help: "A signed .mobileconfig's signer must chain to this CA (PEM)."),
+                  OptionSpec("identity-password-stdin", help: "Read the password of a .mobileconfig's PKCS#12 identity from standard input.")],
         positionals: [PositionalSpec("file", help: "The file to import.")],
         run: run)
 
@@ -39,6 +45,13 @@ enum ImportCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let file = inv.args.positionals[0]
         let bytes = try readInput(file, inv)
+        if MobileConfig.recognizes(bytes) {
+            return try MobileConfigImport.run(inv, bytes: bytes, file: file, source: file == "-" ? "standard input" : file,
+                                              defaultName: defaultName(file))
+        }
+        if inv.args.value("ca") != nil || inv.args.flag("identity-password-stdin") {
+            throw VPNError.usage("--\(inv.args.value("ca") != nil ? "ca" : "identity-password-stdin") is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one")
+        }
         let name = inv.args.value("name") ?? defaultName(file)
         if let problem = ProfileName.problems(name).first {
             throw VPNError(.usage, "invalid profile name \(name.quotedForMessage): \(problem)", hint: "choose another with --name NAME")

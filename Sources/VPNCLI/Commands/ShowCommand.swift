@@ -80,6 +80,11 @@ enum ShowCommand {
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
             out.append(("allowed", (p.policy.users.map { "user \($0)" } + p.policy.groups.map { "group \($0)" }).joined(separator: ", ")))
         }
+        if let o = p.origin {
+            let from = o.profileIdentifier.hasPrefix("file:") ? "file \(o.payloadIdentifier)"
+                : "\(o.profileIdentifier) (payload \(o.payloadIdentifier))"
+            out.append(("imported from", from + (o.managedByApply ? ", managed by vpnctl apply" : "")))
+        }
         let width = (out.map { $0.0.count }.max() ?? 0) + 2
         return out.map { k, v in (k + ":").padding(width) + v } + rows.lines
     }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import VPNSystem
 
 /// What `vpnctl import` hands back: a profile plus the secret values that the
@@ -26,11 +27,13 @@ public enum ImportFormat: String, Sendable {
     case wgQuick = "wg-quick .conf"
     case openVPN = "OpenVPN .ovpn"
     case mobileconfig = "Apple .mobileconfig"
+    case json = "vpnctl JSON profile"
 
     public static let maximumSize = 1 << 20
 
     /// Decides by content, not by file extension.
     public static func detect(_ text: String) -> ImportFormat? {
+        if text.drop(while: { $0.isWhitespace || $0 == "\u{FEFF}" }).first == "{" { return .json }
         var sawOpenVPN = 0
         for raw in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline).prefix(400) {
             let line = raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\u{FEFF}" })
@@ -75,12 +78,34 @@ public enum ImportFormat: String, Sendable {
             return try WGQuick.parse(text, name: name, source: source)
         case .openVPN:
             return try OpenVPNImport.parse(text, name: name, source: source, options: options)
+        case .json:
+            return try jsonProfile(Array(text.utf8), name: name, source: source)
         case .mobileconfig:
-            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which this vpnctl cannot import yet",
-                           hint: "vpnctl imports wg-quick .conf and OpenVPN .ovpn files")
+            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which may hold several profiles",
+                           hint: "import it with: vpnctl import FILE")
         case nil:
             throw VPNError(.configurationInvalid, "cannot tell what kind of file \(source) is",
                            hint: "vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files")
         }
+    }
+
+    /// A profile as `vpnctl export --format json` (or `show --json`'s profile) writes
+    /// it: a new id and revision here; its secrets are set afterwards.
+    static func jsonProfile(_ bytes: [UInt8], name: String, source: String) throws -> ImportResult {
+        var p: Profile
+        do {
+            p = try Profile.parse(bytes)
+        } catch let problem as JSONSyntax.Problem {
+            throw VPNError(.configurationInvalid, "\(source):\(problem.line):\(problem.column): malformed JSON: \(problem.message)")
+        } catch let problem as JSONDecodeProblem {
+            throw VPNError(.configurationInvalid, "\(source): not a vpnctl profile: \(problem)")
+        }
+        p.id = UUID()
+        p.revision = 0
+        p.name = name
+        p.origin = nil
+        let names = p.secretReferences.map(\.name)
+        let notes = names.isEmpty ? [] : ["set its secrets with 'vpnctl secret set \(name) NAME': \(names.joined(separator: ", "))"]
+        return ImportResult(profile: p, secrets: [:], notes: notes)
     }
 }

@@ -1,0 +1,225 @@
+import FoundationEssentials
+
+/// A profile written as a file another machine can import: wg-quick, .ovpn,
+/// an Apple configuration profile, or vpnctl's own JSON. Secrets are written
+/// only when `secret` returns them; otherwise each is named as left out.
+public enum ProfileExport {
+    public enum Format: String, CaseIterable, Sendable {
+        case json, wgQuick = "wg-quick", ovpn, mobileconfig
+    }
+
+    /// The file and the secrets it names without carrying them.
+    public struct Output: Sendable {
+        public var bytes: [UInt8]
+        public var secretsLeftOut: [String]
+    }
+
+    /// The format a profile is exported in when none is asked for.
+    public static func nativeFormat(_ p: Profile) -> Format {
+        switch p.protocol {
+        case .wireguard: return .wgQuick
+        case .openvpn: return .ovpn
+        case .ikev2, .provider: return .mobileconfig
+        }
+    }
+
+    /// `secret(name)` gives a secret's value, or nil to leave it out;
+    /// `anchor(fingerprint)` gives an installed anchor's PEM.
+    public static func export(_ p: Profile, as format: Format, secret: (String) -> [UInt8]?,
+                              anchor: (String) throws -> String) throws -> Output {
+        var leftOut: [String] = []
+        func value(_ name: String?) -> String? {
+            guard let name else { return nil }
+            if let v = secret(name) { return String(decoding: v, as: UTF8.self) }
+            if !leftOut.contains(name) { leftOut.append(name) }
+            return nil
+        }
+        switch format {
+        case .json:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            var out = Array(try encoder.encode(p)) + [0x0A]
+            leftOut = p.secretReferences.map(\.name)
+            if out.isEmpty { out = [] }
+            return Output(bytes: out, secretsLeftOut: leftOut)
+        case .wgQuick:
+            guard case .wireguard(let w) = p.protocol else { throw notFor(p, format) }
+            var text = WGQuick.export(w, secret: value)
+            if !leftOut.isEmpty { text = "# secrets left out (vpnctl export --include-secrets, as root): \(leftOut.joined(separator: ", "))\n" + text }
+            return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
+        case .ovpn:
+            guard case .openvpn(let o) = p.protocol else { throw notFor(p, format) }
+            var text = try ovpn(o, secret: value, anchor: anchor)
+            if !leftOut.isEmpty { text = "# secrets left out (vpnctl export --include-secrets, as root): \(leftOut.joined(separator: ", "))\n" + text }
+            return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
+        case .mobileconfig:
+            let plist = try mobileconfig(p, secret: value, anchor: anchor, leftOut: { leftOut })
+            return Output(bytes: Array(plist.xmlDocument().utf8), secretsLeftOut: leftOut)
+        }
+    }
+
+    static func notFor(_ p: Profile, _ f: Format) -> VPNError {
+        VPNError(.usage, "'\(p.name)' is \(p.protocol.kind.rawValue == "openvpn" || p.protocol.kind.rawValue == "ikev2" ? "an" : "a") \(p.protocol.kind.rawValue) profile; --format \(f.rawValue) is for \(f == .wgQuick ? "wireguard" : "openvpn") profiles",
+                 hint: "use --format \(nativeFormat(p).rawValue), mobileconfig or json")
+    }
+
+    /// An .ovpn with inline blocks, as the .ovpn importer reads it.
+    static func ovpn(_ o: OpenVPNConfiguration, secret: (String?) -> String?, anchor: (String) throws -> String) throws -> String {
+        var lines = ["client", "dev tun"]
+        for r in o.remotes { lines.append("remote \(r.host) \(r.port) \(r.proto)") }
+        if o.username != nil || o.passwordSecret != nil { lines.append("auth-user-pass") }
+        lines += o.options
+        if let u = o.username { lines.insert("# username: \(u) (import with --username \(u))", at: 0) }
+        func block(_ tag: String, _ body: String?) {
+            guard let body else { return }
+            lines.append("<\(tag)>\n\(body.hasSuffix("\n") ? body : body + "\n")</\(tag)>")
+        }
+        block("ca", o.caFingerprints.isEmpty ? nil : try o.caFingerprints.map(anchor).joined())
+        block("cert", o.certificate)
+        block("key", secret(o.keySecret))
+        block("tls-crypt", secret(o.tlsCryptSecret))
+        block("tls-auth", secret(o.tlsAuthSecret))
+        block("tls-crypt-v2", secret(o.tlsCryptV2Secret))
+        _ = secret(o.passwordSecret)
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func onDemand(_ o: OnDemand, into d: inout [String: PropertyList]) {
+        guard o.enabled || !o.rules.isEmpty else { return }
+        d["OnDemandEnabled"] = .integer(o.enabled ? 1 : 0)
+        let actions: [OnDemandRule.Action: String] = [.connect: "Connect", .disconnect: "Disconnect",
+                                                      .evaluateConnection: "EvaluateConnection", .ignore: "Ignore"]
+        let types: [OnDemandRule.InterfaceType: String] = [.ethernet: "Ethernet", .wifi: "WiFi", .cellular: "Cellular", .any: "Any"]
+        d["OnDemandRules"] = .array(o.rules.map { r in
+            var rule: [String: PropertyList] = ["Action": .string(actions[r.action]!)]
+            if let t = r.interfaceType { rule["InterfaceTypeMatch"] = .string(types[t]!) }
+            if let ds = r.dnsSearchDomains { rule["DNSDomainMatch"] = .array(ds.map(PropertyList.string)) }
+            if let u = r.probeURL { rule["URLStringProbe"] = .string(u) }
+            return .dict(rule)
+        })
+    }
+
+    /// One configuration profile holding the profile's VPN payload (and its
+    /// trust anchor, for IKEv2), as `MobileConfig.read` reads it back.
+    static func mobileconfig(_ p: Profile, secret: (String?) -> String?, anchor: (String) throws -> String,
+                             leftOut: () -> [String]) throws -> PropertyList {
+        let identifier = p.origin?.profileIdentifier ?? "vpnctl.\(p.id.lowercasedString)"
+        let payloadID = p.origin?.payloadIdentifier ?? "\(identifier).vpn"
+        var payload: [String: PropertyList] = [
+            "PayloadType": .string("com.apple.vpn.managed"), "PayloadVersion": .integer(1),
+            "PayloadIdentifier": .string(payloadID), "PayloadUUID": .string(p.id.uuidString),
+            "PayloadDisplayName": .string(p.name), "UserDefinedName": .string(p.name),
+        ]
+        var others: [PropertyList] = []
+        var vpn: [String: PropertyList] = [:]
+        switch p.protocol {
+        case .wireguard(let w):
+            payload["VPNType"] = .string("VPN")
+            payload["VPNSubType"] = .string("com.wireguard.ios")
+            payload["VendorConfig"] = .dict(["WgQuickConfig": .string(WGQuick.export(w, secret: { secret($0) }))])
+            vpn["RemoteAddress"] = .string(w.peers.first?.endpoint ?? "")
+            vpn["AuthenticationMethod"] = .string("Password")
+        case .openvpn(let o):
+            payload["VPNType"] = .string("VPN")
+            payload["VPNSubType"] = .string("net.openvpn.connect.app")
+            var vendor: [String: PropertyList] = ["client": .string("NOARGS"), "dev": .string("tun")]
+            for (i, r) in o.remotes.enumerated() { vendor["remote.\(i + 1)"] = .string("\(r.host) \(r.port) \(r.proto)") }
+            var counts: [String: Int] = [:]
+            for option in o.options {
+                let words = OpenVPNDirectives.tokenize(option) ?? []
+                guard let name = words.first else { continue }
+                let rest = words.dropFirst().joined(separator: " ")
+                counts[name, default: 0] += 1
+                let key = counts[name]! == 1 ? name : "\(name).\(counts[name]!)"
+                vendor[key] = .string(rest.isEmpty ? "NOARGS" : rest)
+            }
+            if counts.values.contains(where: { $0 > 1 }) {
+                // Every occurrence numbered, so the importer keeps their order.
+                for (name, n) in counts where n > 1 {
+                    vendor["\(name).1"] = vendor.removeValue(forKey: name)
+                }
+            }
+            // The importer ends each inline file with one line break: write none.
+            func inline(_ s: String) -> PropertyList {
+                var body = Substring(s)
+                while body.last == "\n" { body = body.dropLast() }
+                return .string(String(body).replacingAll("\n", with: "\\n"))
+            }
+            if !o.caFingerprints.isEmpty { vendor["ca"] = inline(try o.caFingerprints.map(anchor).joined()) }
+            if let c = o.certificate { vendor["cert"] = inline(c) }
+            if let k = secret(o.keySecret) { vendor["key"] = inline(k) }
+            if let k = secret(o.tlsCryptSecret) { vendor["tls-crypt"] = inline(k) }
+            if let k = secret(o.tlsAuthSecret) { vendor["tls-auth"] = inline(k) }
+            if let k = secret(o.tlsCryptV2Secret) { vendor["tls-crypt-v2"] = inline(k) }
+            if o.username != nil || o.passwordSecret != nil { vendor["auth-user-pass"] = .string("NOARGS") }
+            if let u = o.username { vpn["AuthName"] = .string(u) }
+            if let pw = secret(o.passwordSecret) { vpn["AuthPassword"] = .string(pw) }
+            payload["VendorConfig"] = .dict(vendor)
+            vpn["RemoteAddress"] = .string("DEFAULT")
+            vpn["AuthenticationMethod"] = .string(o.certificate != nil ? "Certificate" : "Password")
+        case .ikev2(let i):
+            payload["VPNType"] = .string("IKEv2")
+            var ike: [String: PropertyList] = ["RemoteAddress": .string(i.serverAddress)]
+            if let r = i.remoteIdentifier { ike["RemoteIdentifier"] = .string(r) }
+            if let l = i.localIdentifier { ike["LocalIdentifier"] = .string(l) }
+            switch i.authenticationMethod {
+            case .none: ike["AuthenticationMethod"] = .string("None")
+            case .sharedSecret:
+                ike["AuthenticationMethod"] = .string("SharedSecret")
+                if let s = secret(i.sharedSecretSecret) { ike["SharedSecret"] = .string(s) }
+            case .certificate:
+                ike["AuthenticationMethod"] = .string("Certificate")
+                if let identity = secret(i.identitySecret) {
+                    // The file holds secrets already: the PKCS#12 password goes beside it.
+                    var rng = SystemRandomNumberGenerator()
+                    let password = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &rng), radix: 16) }.joined()
+                    let uuid = UUID().uuidString
+                    let p12 = try Crypto.pkcs12(identityPEM: Array(identity.utf8), password: password)
+                    others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
+                                         "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
+                                         "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
+                                         "PayloadContent": .data(p12)]))
+                    ike["PayloadCertificateUUID"] = .string(uuid)
+                }
+            }
+            if let u = i.username {
+                ike["ExtendedAuthEnabled"] = .integer(1)
+                ike["AuthName"] = .string(u)
+                if let pw = secret(i.passwordSecret) { ike["AuthPassword"] = .string(pw) }
+            }
+            if let fp = i.caFingerprint {
+                let pem = try anchor(fp)
+                if let der = PEM.blocks(pem).first?.der {
+                    others.append(.dict(["PayloadType": .string("com.apple.security.root"), "PayloadVersion": .integer(1),
+                                         "PayloadIdentifier": .string("\(payloadID).ca"), "PayloadUUID": .string(UUID().uuidString),
+                                         "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
+                }
+            }
+            onDemand(p.onDemand, into: &ike)
+            payload["IKEv2"] = .dict(ike)
+        case .provider(let pr):
+            payload["VPNType"] = .string("VPN")
+            payload["VPNSubType"] = .string(pr.providerIdentifier)
+            var vendor = pr.providerConfiguration.mapValues(PropertyList.string)
+            for (key, name) in pr.secrets {
+                guard let v = secret(name) else { continue }
+                if key == "password" && name == "password" { vpn["AuthPassword"] = .string(v) } else { vendor[key] = .string(v) }
+            }
+            payload["VendorConfig"] = .dict(vendor)
+        }
+        if p.protocol.kind != .ikev2 {
+            onDemand(p.onDemand, into: &vpn)
+            if !vpn.isEmpty { payload["VPN"] = .dict(vpn) }
+        }
+        var top: [String: PropertyList] = [
+            "PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string(identifier),
+            "PayloadUUID": .string(UUID().uuidString), "PayloadDisplayName": .string(p.name),
+            "PayloadContent": .array(others + [.dict(payload)]),
+        ]
+        let missing = leftOut()
+        if !missing.isEmpty {
+            top["PayloadDescription"] = .string("Exported by vpnctl; secrets left out: \(missing.joined(separator: ", "))")
+        }
+        return .dict(top)
+    }
+}
