@@ -1179,7 +1179,7 @@ if [ $ike_ready = yes ]; then
     expect_ok "start" cn "$V" start ike --timeout 15 || return 1
     expect_field ike status connected || return 1
     expect_match "the interface in status" "^ipsec[0-9]+$" "$(field ike interface)" || return 1
-    expect_contains "the virtual IP on charon's TUN" 'inet 198.19.20.' "$(c ip -4 -o addr show dev "$(field ike interface)")" || return 1
+    expect_contains "the virtual IP on charon's TUN" 'inet 198.19.22.' "$(c ip -4 -o addr show dev "$(field ike interface)")" || return 1
     expect_match "the route to the resource" "^198.19.21.0/24 dev ipsec" "$(c ip route show)" || return 1
     expect_contains "the pushed DNS in status" '"dns":["198.19.21.53"]' "$(cn "$V" status ike --json)" || return 1
     expect_eq "this machine's resolver file" "$IKE_RESOLV_SUM" "$(sha256sum < /etc/resolv.conf)" || return 1

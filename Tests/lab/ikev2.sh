@@ -7,7 +7,7 @@
 # system's vici socket.
 #
 #   responder 198.18.0.1 (UDP 500/4500)  id vpn.lab.test
-#   virtual IPs 198.19.20.0/24  resource http://198.19.21.1:8080/ (server lo)
+#   virtual IPs 198.19.22.0/24 (198.19.20.0/24 is the plugin lab's)  resource http://198.19.21.1:8080/ (server lo)
 #   users: alice@lab.test (PSK), bob (EAP-MSCHAPv2), carol@lab.test (certificate)
 
 IKE_DIR=$LAB_DIR/ike
@@ -99,7 +99,7 @@ connections {
     children { net { local_ts = 198.19.21.0/24 } }
   }
 }
-pools { lab { addrs = 198.19.20.0/24
+pools { lab { addrs = 198.19.22.0/24
                dns = 198.19.21.53 } }
 secrets {
   ike-alice { id = alice@lab.test
