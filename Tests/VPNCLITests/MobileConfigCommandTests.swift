@@ -29,9 +29,14 @@ import VPNSystem
         }
         #expect(prefs.contains("\"payloadIdentifier\" : \"com.example.ikev2.vpn\""))
         let show = h.run("show", "ike-office")
-        #expect(show.stdout.contains("shared secret:  secret 'shared-secret' (set)"), "\(show.stdout)")
-        #expect(show.stdout.contains("password:       secret 'password' (set)"), "\(show.stdout)")
-        #expect(show.stdout.contains("imported from:  com.example.ikev2 (payload com.example.ikev2.vpn)\n"), "\(show.stdout)")
+        #expect(show.stdout.contains("shared secret:       secret 'shared-secret' (set)"), "\(show.stdout)")
+        #expect(show.stdout.contains("password:            secret 'password' (set)"), "\(show.stdout)")
+        #expect(show.stdout.contains("imported from:       com.example.ikev2 (payload com.example.ikev2.vpn)\n"), "\(show.stdout)")
+        // Apple's SA parameters, DPD, PFS, MTU, DNS and the flags are carried.
+        for row in ["ike proposals:       aes256gcm16-prfsha256-ecp256", "dead peer detection: medium", "mtu:                 1400",
+                    "dns servers:         10.0.0.1", "kill switch:         includeAllNetworks"] {
+            #expect(show.stdout.contains(row), "\(show.stdout)")
+        }
         // The root payload is an anchor of its own; the ikev2 profile names it.
         let trust = try FileManager.default.contentsOfDirectory(atPath: h.configDir + "/trust")
         #expect(trust.count == 1)

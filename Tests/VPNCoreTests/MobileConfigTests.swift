@@ -82,9 +82,76 @@ import Testing
         #expect(i.caFingerprint == c.anchors[0].fingerprint)
         // OnDemandEnabled as a real (0.0) is read as a flag.
         #expect(r.profile.onDemand.enabled == false)
-        #expect(r.notes.contains { $0.contains("ChildSecurityAssociationParameters") && $0.contains("DeadPeerDetectionRate") })
-        #expect(c.notes.contains { $0.contains("IncludeAllNetworks") })
-        #expect(c.notes.contains { $0.contains("DNS dictionary") })
+        // Apple's SA parameters become strongSwan proposals; the child's
+        // group is part of its proposal because EnablePFS is set.
+        #expect(i.ikeProposals == ["aes256gcm16-prfsha256-ecp256"])
+        #expect(i.childProposals == ["aes256gcm16-ecp256"])
+        #expect(i.enablePFS == true)
+        #expect(i.lifetimeMinutes == 1440)
+        #expect(i.deadPeerDetectionRate == .medium)
+        #expect(i.disableMOBIKE == nil)
+        #expect(i.mtu == 1400)
+        #expect(r.profile.includeAllNetworks)
+        #expect(r.profile.dnsSettings == DNSSettings(servers: ["10.0.0.1"], searchDomains: ["corp.example"]))
+        #expect(!(c.notes + r.notes).contains { $0.contains("not carried") || $0.contains("DNS dictionary") })
+    }
+
+    @Test func appleSecurityAssociationParametersMapBothWays() throws {
+        let cases: [([String: PropertyList], Bool, Bool, String)] = [
+            ([:].merging(["EncryptionAlgorithm": .string("AES-128")]) { $1 }, true, false, "aes128-sha256-modp2048"),
+            (["EncryptionAlgorithm": .string("ChaCha20Poly1305"), "IntegrityAlgorithm": .string("SHA2-512"), "DiffieHellmanGroup": .integer(31)],
+             true, false, "chacha20poly1305-prfsha512-curve25519"),
+            (["EncryptionAlgorithm": .string("3DES"), "IntegrityAlgorithm": .string("SHA1-96"), "DiffieHellmanGroup": .real(2)], false, false, "3des-sha1"),
+            (["EncryptionAlgorithm": .string("AES-256"), "DiffieHellmanGroup": .string("20")], false, true, "aes256-sha256-ecp384"),
+        ]
+        for (dict, ike, pfs, proposal) in cases {
+            let r = AppleIKEv2Parameters.read(dict, field: "f", ike: ike, withGroup: pfs)
+            #expect(r.problems == [])
+            #expect(r.proposal == proposal)
+            #expect(IKEv2Proposal.problem(proposal, ike: ike) == nil, "\(proposal) is one charon takes")
+            let back = try #require(AppleIKEv2Parameters.dictionary(proposal, ike: ike, lifetimeMinutes: nil))
+            #expect(AppleIKEv2Parameters.read(back, field: "f", ike: ike, withGroup: pfs).proposal == proposal)
+        }
+        // Only a lifetime: strongSwan's defaults.
+        #expect(AppleIKEv2Parameters.read(["LifeTimeInMinutes": .integer(60)], field: "f", ike: true, withGroup: false)
+                == .init(proposal: nil, lifetimeMinutes: 60))
+        // What Apple's keys cannot say.
+        #expect(AppleIKEv2Parameters.dictionary("aes256-sha256-prfsha384-modp2048", ike: true, lifetimeMinutes: nil) == nil)
+        #expect(AppleIKEv2Parameters.dictionary("camellia256-sha256-modp2048", ike: true, lifetimeMinutes: nil) == nil)
+        let bad = AppleIKEv2Parameters.read(["EncryptionAlgorithm": .string("AES-512"), "DiffieHellmanGroup": .integer(99),
+                                             "LifeTimeInMinutes": .integer(5), "Extra": .bool(true)], field: "f", ike: true, withGroup: false)
+        #expect(bad.proposal == nil)
+        #expect(bad.problems.count == 3)
+        #expect(bad.problems[0].contains("f.EncryptionAlgorithm 'AES-512' is not one of DES, 3DES, AES-128"))
+        #expect(bad.unknownKeys == ["Extra"])
+    }
+
+    @Test func ikev2TuningRefusalsAndDNSProtocol() throws {
+        func ike(_ extra: [String: PropertyList], top: [String: PropertyList] = [:]) -> [UInt8] {
+            var d: [String: PropertyList] = ["RemoteAddress": .string("h"), "RemoteIdentifier": .string("h"),
+                                             "AuthenticationMethod": .string("SharedSecret"), "SharedSecret": .string("s")]
+            d.merge(extra) { $1 }
+            var f: [String: PropertyList] = ["VPNType": .string("IKEv2"), "IKEv2": .dict(d)]
+            f.merge(top) { $1 }
+            return doc([vpn("a", f)])
+        }
+        for (extra, expected) in [(["DeadPeerDetectionRate": PropertyList.string("Often")], "DeadPeerDetectionRate 'Often' is not None, Low"),
+                                  (["MTU": .integer(9000)], "MTU '9000' is not a number from 1280 to 1500"),
+                                  (["DisableMOBIKE": .string("no")], "DisableMOBIKE is a string, not a flag"),
+                                  (["ChildSecurityAssociationParameters": .dict(["IntegrityAlgorithm": .string("MD5")])], "IntegrityAlgorithm 'MD5'")] {
+            let e = #expect(throws: VPNError.self) { try MobileConfig.read(ike(extra), source: "t", defaultName: "d") }
+            #expect((e?.problems ?? []).contains { $0.contains(expected) }, "\(e?.problems ?? []) should say \(expected)")
+        }
+        let doh = try MobileConfig.read(ike([:], top: ["DNS": .dict(["DNSProtocol": .string("HTTPS"), "ServerAddresses": .array([.string("10.0.0.1")])])]),
+                                        source: "t", defaultName: "d")
+        #expect(doh.items[0].result.profile.dnsSettings == nil)
+        #expect(doh.notes.contains { $0.contains("DNS.DNSProtocol 'HTTPS'") })
+        let match = try MobileConfig.read(ike(["EnforceRoutes": .integer(1)], top: ["DNS": .dict(["ServerAddresses": .array([.string("10.0.0.1")]),
+                                                                         "SupplementalMatchDomains": .array([.string("corp.example")])])]),
+                                          source: "t", defaultName: "d")
+        let p = match.items[0].result.profile
+        #expect(p.dnsSettings == DNSSettings(servers: ["10.0.0.1"], matchDomains: ["corp.example"]))
+        #expect(p.enforceRoutes && !p.includeAllNetworks)
     }
 
     @Test func oneBadPayloadRefusesTheWholeProfileNamingEachProblem() throws {

@@ -1182,6 +1182,7 @@ if [ $ike_ready = yes ]; then
     expect_contains "the virtual IP on charon's TUN" 'inet 198.19.22.' "$(c ip -4 -o addr show dev "$(field ike interface)")" || return 1
     expect_match "the route to the resource" "^198.19.21.0/24 dev ipsec" "$(c ip route show)" || return 1
     expect_contains "the pushed DNS in status" '"dns":["198.19.21.53"]' "$(cn "$V" status ike --json)" || return 1
+    expect_contains "the client namespace's resolv.conf while up" "nameserver 198.19.21.53" "$(c cat /etc/resolv.conf)" || return 1
     expect_eq "this machine's resolver file" "$IKE_RESOLV_SUM" "$(sha256sum < /etc/resolv.conf)" || return 1
     expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
     expect_contains "verify" "verdict: path proven" "$OUT" || return 1
@@ -1191,6 +1192,7 @@ if [ $ike_ready = yes ]; then
     expect_eq "charon's argv" "" "$(ps -eo args= | grep -F -- "$secret" | grep -v grep)" || return 1
     expect_ok "stop" cn "$V" stop ike || return 1
     expect_field ike status disconnected && expect_field ike stopReason userInitiated || return 1
+    expect_not_contains "the client namespace's resolv.conf after stop" "198.19.21.53" "$(c cat /etc/resolv.conf)" || return 1
     expect_absent "the $auth secret after stop" "$secret" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
     ike_nothing_left
   }

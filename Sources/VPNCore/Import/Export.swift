@@ -99,6 +99,32 @@ public enum ProfileExport {
         })
     }
 
+    /// IncludeAllNetworks, ExcludeLocalNetworks, EnforceRoutes, where set.
+    static func flags(_ p: Profile, into d: inout [String: PropertyList]) {
+        if p.includeAllNetworks { d["IncludeAllNetworks"] = .integer(1) }
+        if p.excludeLocalNetworks { d["ExcludeLocalNetworks"] = .integer(1) }
+        if p.enforceRoutes { d["EnforceRoutes"] = .integer(1) }
+    }
+
+    /// Proposals (the first of each list, when Apple's vocabulary can say
+    /// it), DPD, MOBIKE, PFS and MTU. What Apple's keys cannot say is named.
+    static func ikev2Tuning(_ i: IKEv2Configuration, into ike: inout [String: PropertyList], notExpressible: inout [String]) {
+        for (key, list, isIKE) in [("IKESecurityAssociationParameters", i.ikeProposals, true),
+                                   ("ChildSecurityAssociationParameters", i.childProposals, false)] {
+            guard let list, let first = list.first else {
+                if let m = i.lifetimeMinutes { ike[key] = .dict(["LifeTimeInMinutes": .integer(Int64(m))]) }
+                continue
+            }
+            if let d = AppleIKEv2Parameters.dictionary(first, ike: isIKE, lifetimeMinutes: i.lifetimeMinutes) { ike[key] = .dict(d) }
+            else { notExpressible.append("\(isIKE ? "IKE" : "child") proposal '\(first)'") }
+            if list.count > 1 { notExpressible.append("\(isIKE ? "IKE" : "child") proposals after the first (\(list.dropFirst().joined(separator: ", ")))") }
+        }
+        if let r = i.deadPeerDetectionRate { ike["DeadPeerDetectionRate"] = .string(r.rawValue.prefix(1).uppercased() + r.rawValue.dropFirst()) }
+        if i.disableMOBIKE == true { ike["DisableMOBIKE"] = .integer(1) }
+        if i.enablePFS == true { ike["EnablePFS"] = .integer(1) }
+        if let m = i.mtu { ike["MTU"] = .integer(Int64(m)) }
+    }
+
     /// One configuration profile holding the profile's VPN payload (and its
     /// trust anchor, for IKEv2), as `MobileConfig.read` reads it back.
     static func mobileconfig(_ p: Profile, secret: (String?) -> String?, anchor: (String) throws -> String,
@@ -112,6 +138,7 @@ public enum ProfileExport {
         ]
         var others: [PropertyList] = []
         var vpn: [String: PropertyList] = [:]
+        var notExpressible: [String] = []
         switch p.protocol {
         case .wireguard(let w):
             payload["VPNType"] = .string("VPN")
@@ -195,7 +222,9 @@ public enum ProfileExport {
                                          "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
                 }
             }
+            ikev2Tuning(i, into: &ike, notExpressible: &notExpressible)
             onDemand(p.onDemand, into: &ike)
+            flags(p, into: &ike)
             payload["IKEv2"] = .dict(ike)
         case .provider(let pr):
             payload["VPNType"] = .string("VPN")
@@ -209,7 +238,15 @@ public enum ProfileExport {
         }
         if p.protocol.kind != .ikev2 {
             onDemand(p.onDemand, into: &vpn)
+            flags(p, into: &vpn)
             if !vpn.isEmpty { payload["VPN"] = .dict(vpn) }
+        }
+        if let d = p.dnsSettings, !d.isEmpty {
+            var dns: [String: PropertyList] = [:]
+            if !d.servers.isEmpty { dns["ServerAddresses"] = .array(d.servers.map(PropertyList.string)) }
+            if !d.searchDomains.isEmpty { dns["SearchDomains"] = .array(d.searchDomains.map(PropertyList.string)) }
+            if !d.matchDomains.isEmpty { dns["SupplementalMatchDomains"] = .array(d.matchDomains.map(PropertyList.string)) }
+            payload["DNS"] = .dict(dns)
         }
         var top: [String: PropertyList] = [
             "PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string(identifier),
@@ -217,9 +254,10 @@ public enum ProfileExport {
             "PayloadContent": .array(others + [.dict(payload)]),
         ]
         let missing = leftOut()
-        if !missing.isEmpty {
-            top["PayloadDescription"] = .string("Exported by vpnctl; secrets left out: \(missing.joined(separator: ", "))")
-        }
+        var description: [String] = []
+        if !missing.isEmpty { description.append("secrets left out: \(missing.joined(separator: ", "))") }
+        if !notExpressible.isEmpty { description.append("not expressible in Apple's keys: \(notExpressible.joined(separator: "; "))") }
+        if !description.isEmpty { top["PayloadDescription"] = .string("Exported by vpnctl; " + description.joined(separator: "; ")) }
         return .dict(top)
     }
 }

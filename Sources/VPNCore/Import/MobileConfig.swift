@@ -341,7 +341,7 @@ public enum MobileConfig {
             }
             guard var r = result, problems.count == before else { return nil }
             readOnDemand(p, vpn: type == "IKEv2" ? (p["IKEv2"]?.dict ?? [:]) : vpn, label, into: &r.profile)
-            readFlags(type == "IKEv2" ? (p["IKEv2"]?.dict ?? [:]) : vpn, label)
+            readFlags(type == "IKEv2" ? (p["IKEv2"]?.dict ?? [:]) : vpn, label, into: &r.profile)
             readDNS(p["DNS"]?.dict, label, into: &r.profile)
             if p["Proxies"] != nil { notes.append("\(label): Proxies are not imported") }
             r.notes = r.notes.map { "\(label): \($0)" }
@@ -522,7 +522,8 @@ public enum MobileConfig {
         static let ikev2Carried: Set<String> = [
             "RemoteAddress", "RemoteIdentifier", "LocalIdentifier", "AuthenticationMethod", "SharedSecret", "ExtendedAuthEnabled",
             "AuthName", "AuthPassword", "PayloadCertificateUUID", "ServerCertificateIssuerCommonName", "OnDemandEnabled", "OnDemandRules",
-            "IncludeAllNetworks", "ExcludeLocalNetworks", "EnforceRoutes",
+            "IncludeAllNetworks", "ExcludeLocalNetworks", "EnforceRoutes", "IKESecurityAssociationParameters",
+            "ChildSecurityAssociationParameters", "DeadPeerDetectionRate", "DisableMOBIKE", "EnablePFS", "MTU",
         ]
 
         mutating func ikev2(_ p: [String: PropertyList], _ label: String, name: String) -> ImportResult? {
@@ -580,13 +581,59 @@ public enum MobileConfig {
                 if let match { c.caFingerprint = match.fingerprint }
                 else { notes.append("\(label): several certificate payloads and no ServerCertificateIssuerCommonName naming one: no trust anchor chosen") }
             }
+            var later = ike.keys.filter { !Self.ikev2Carried.contains($0) }.sorted()
+            guard readIKEv2Tuning(ike, label, into: &c, notCarried: &later) else { return nil }
             var r = ImportResult(profile: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, notes: [])
             if c.username != nil && secrets["password"] == nil {
                 r.notes.append("set the EAP password with 'vpnctl secret set \(name) password'")
             }
-            let later = ike.keys.filter { !Self.ikev2Carried.contains($0) }.sorted()
             if !later.isEmpty { r.notes.append("IKEv2 keys not carried by the ikev2 profile yet: \(later.joined(separator: ", "))") }
             return r
+        }
+
+        /// Proposals, DPD, MOBIKE, PFS and MTU. False (with problems) when a
+        /// value is not one Apple's payload allows.
+        mutating func readIKEv2Tuning(_ ike: [String: PropertyList], _ label: String, into c: inout IKEv2Configuration,
+                                      notCarried: inout [String]) -> Bool {
+            let before = problems.count
+            let pfs = ike["EnablePFS"].map { MobileConfig.flag($0) }
+            if let pfs, pfs == nil { problems.append("\(label): IKEv2.EnablePFS is \(ike["EnablePFS"]!.kindName), not a flag (true/false, 1/0)") }
+            if pfs == true { c.enablePFS = true }
+            var lifetimes: [Int] = []
+            for (key, isIKE) in [("IKESecurityAssociationParameters", true), ("ChildSecurityAssociationParameters", false)] {
+                guard let value = ike[key] else { continue }
+                guard let dict = value.dict else { problems.append("\(label): IKEv2.\(key) is \(value.kindName), not a dictionary"); continue }
+                let r = AppleIKEv2Parameters.read(dict, field: "\(label): IKEv2.\(key)", ike: isIKE, withGroup: pfs == true)
+                problems += r.problems
+                notCarried += r.unknownKeys.map { "\(key).\($0)" }
+                if let proposal = r.proposal {
+                    if isIKE { c.ikeProposals = [proposal] } else { c.childProposals = [proposal] }
+                }
+                if let m = r.lifetimeMinutes { lifetimes.append(m) }
+            }
+            // The profile has one lifetime (charon's rekey time for both SAs): the shorter one.
+            if let m = lifetimes.min() {
+                c.lifetimeMinutes = m
+                if Set(lifetimes).count > 1 {
+                    notes.append("\(label): the IKE and child SA lifetimes differ (\(lifetimes.map(String.init).joined(separator: " and ")) min); both rekey after \(m) min")
+                }
+            }
+            if let v = ike["DeadPeerDetectionRate"] {
+                if let s = v.string, let rate = IKEv2Configuration.DeadPeerDetectionRate(rawValue: s.lowercased()) { c.deadPeerDetectionRate = rate }
+                else { problems.append("\(label): IKEv2.DeadPeerDetectionRate \(AppleIKEv2Parameters.shown(v)) is not None, Low, Medium or High") }
+            }
+            if let v = ike["DisableMOBIKE"] {
+                switch MobileConfig.flag(v) {
+                case true?: c.disableMOBIKE = true
+                case false?: break
+                case nil: problems.append("\(label): IKEv2.DisableMOBIKE is \(v.kindName), not a flag (true/false, 1/0)")
+                }
+            }
+            if let v = ike["MTU"] {
+                if let n = AppleIKEv2Parameters.number(v), (1280...1500).contains(n) { c.mtu = n }
+                else { problems.append("\(label): IKEv2.MTU \(AppleIKEv2Parameters.shown(v)) is not a number from 1280 to 1500") }
+            }
+            return problems.count == before
         }
 
         // MARK: On demand, flags, DNS
@@ -643,17 +690,23 @@ public enum MobileConfig {
             }
         }
 
-        mutating func readFlags(_ vpn: [String: PropertyList], _ label: String) {
-            var set: [String] = []
-            for key in ["IncludeAllNetworks", "ExcludeLocalNetworks", "EnforceRoutes"] {
+        /// IncludeAllNetworks, ExcludeLocalNetworks and EnforceRoutes: the
+        /// profile's kill-switch flags.
+        mutating func readFlags(_ vpn: [String: PropertyList], _ label: String, into profile: inout Profile) {
+            let flags: [(String, WritableKeyPath<Profile, Bool>)] = [
+                ("IncludeAllNetworks", \.includeAllNetworks), ("ExcludeLocalNetworks", \.excludeLocalNetworks), ("EnforceRoutes", \.enforceRoutes),
+            ]
+            for (key, path) in flags {
                 guard let v = vpn[key] else { continue }
                 guard let b = MobileConfig.flag(v) else {
                     problems.append("\(label): \(key) is \(v.kindName), not a flag (true/false, 1/0)")
                     continue
                 }
-                if b { set.append(key) }
+                profile[keyPath: path] = b
             }
-            if !set.isEmpty { notes.append("\(label): not carried by the profile yet: \(set.joined(separator: ", "))") }
+            if profile.excludeLocalNetworks && !profile.includeAllNetworks {
+                notes.append("\(label): ExcludeLocalNetworks without IncludeAllNetworks changes nothing")
+            }
         }
 
         mutating func readDNS(_ dns: [String: PropertyList]?, _ label: String, into profile: inout Profile) {
@@ -666,13 +719,19 @@ public enum MobileConfig {
             for d in domains where !isDomainName(d) {
                 problems.append("\(label): DNS search domain \(d.quotedForMessage) is not a domain name")
             }
-            if case .wireguard(var w) = profile.protocol, w.dns.isEmpty {
-                w.dns = servers + domains
-                profile.protocol = .wireguard(w)
-            } else if !servers.isEmpty || !domains.isEmpty {
-                notes.append("\(label): the DNS dictionary is not carried by a\(profile.protocol.kind == .openvpn ? "n" : "") \(profile.protocol.kind.rawValue) profile yet (servers: \(servers.joined(separator: ", ")))")
+            let match = dns["SupplementalMatchDomains"]?.array?.compactMap(\.string) ?? []
+            for d in match where !isDomainName(d) {
+                problems.append("\(label): DNS.SupplementalMatchDomains \(d.quotedForMessage) is not a domain name")
             }
-            let other = dns.keys.filter { !["ServerAddresses", "SearchDomains", "DomainName"].contains($0) }.sorted()
+            // Encrypted DNS (DoH, DoT) is not something vpnctl can set up:
+            // its servers are not used in cleartext instead.
+            if let proto = dns["DNSProtocol"]?.string, proto != "Cleartext" {
+                notes.append("\(label): DNS.DNSProtocol \(proto.quotedForMessage): vpnctl sets cleartext DNS only, so the DNS dictionary is left out (the tunnel's own DNS applies)")
+                return
+            }
+            let settings = DNSSettings(servers: servers, searchDomains: domains, matchDomains: match)
+            if !settings.isEmpty { profile.dnsSettings = settings }
+            let other = dns.keys.filter { !["ServerAddresses", "SearchDomains", "DomainName", "SupplementalMatchDomains", "DNSProtocol"].contains($0) }.sorted()
             if !other.isEmpty { notes.append("\(label): DNS keys not imported: \(other.joined(separator: ", "))") }
         }
     }

@@ -180,7 +180,7 @@ final class CharonTunnel: ProviderTunnel {
         interface = name
         let index = try system.ifindex(name)
         try system.markLink(name, InterfaceMark.of(context.id))
-        applier = SettingsApplier(interface: name, ifindex: index, system: system, undo: undo, log: context.log)
+        applier = context.makeApplier(interface: name, ifindex: index, undo: undo)
         context.log("[#] tun \(name) (charon's, kernel-libipsec)")
         context.update {
             $0.interface = name
@@ -301,7 +301,8 @@ final class CharonTunnel: ProviderTunnel {
         settings.addresses = vips.map { $0.contains(":") ? "\($0)/128" : "\($0)/32" }
         settings.routes = remote.filter { CIDR($0) != nil }
         settings.mtu = config.mtu ?? 1400
-        // Recorded, as the pushed DNS of other providers is; not applied.
+        // The DNS charon's resolve plugin wrote (the server's configuration
+        // attributes) goes on the resolver with the profile's dnsSettings.
         if let text = try? FileSystem.readFileIfPresent("\(directory)/resolv.conf") {
             settings.dns = CharonLaunch.nameservers(String(decoding: text, as: UTF8.self))
         }

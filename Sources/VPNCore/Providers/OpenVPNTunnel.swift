@@ -90,8 +90,7 @@ final class OpenVPNTunnel: ProviderTunnel {
         }
         try system.markLink(name, InterfaceMark.of(context.id))
         let index = try system.ifindex(name)
-        applier = SettingsApplier(interface: name, ifindex: index, system: system, undo: undo, log: context.log)
-        applier.map(context.configure)
+        applier = context.makeApplier(interface: name, ifindex: index, undo: undo)
         context.update {
             $0.interface = name
             $0.ifindex = index

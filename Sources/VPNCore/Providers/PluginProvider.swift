@@ -114,7 +114,7 @@ final class PluginTunnel: ProviderTunnel {
         tunFD = fd
         try system.markLink(name, InterfaceMark.of(context.id))
         ifindex = try system.ifindex(name)
-        applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: context.log)
+        applier = context.makeApplier(interface: name, ifindex: ifindex, undo: undo)
         context.update {
             $0.interface = name
             $0.ifindex = self.ifindex

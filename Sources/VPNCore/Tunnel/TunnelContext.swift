@@ -63,6 +63,15 @@ public final class TunnelContext {
         if profile.enforceRoutes { applier.enforcedTable = SettingsApplier.enforcedTable(ifindex: applier.ifindex) }
     }
 
+    /// The settings applier for the provider's interface, set up as the
+    /// profile asks (`configure`): made here, a provider cannot forget the
+    /// DNS or enforceRoutes (charon's and the plugins' appliers once did).
+    public func makeApplier(interface: String, ifindex: Int32, undo: UndoStack) -> SettingsApplier {
+        let applier = SettingsApplier(interface: interface, ifindex: ifindex, system: system, undo: undo, log: log)
+        configure(applier)
+        return applier
+    }
+
     public var status: VPNStatus { record.status }
 
     /// Milliseconds since the supervisor started the tunnel.
