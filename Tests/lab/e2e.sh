@@ -1275,6 +1275,41 @@ if [ $ike_ready = yes ]; then
     ike_nothing_left
   }
   lab_check "ikev2 and wireguard at once: stopping one leaves the other up" test_ike_and_wireguard
+
+  # An Apple IKEv2 payload with its SA parameters (AES-256-GCM, SHA2-256,
+  # group 19, PFS), DPD, MTU and a DNS dict: imported as strongSwan
+  # proposals, started against the responder, exported back with them.
+  test_ike_from_mobileconfig() {
+    IKE_PSK=$IKE_PSK python3 - "$T/ike.mobileconfig" <<'PY' || return 1
+import os, plistlib, sys
+sa = {"EncryptionAlgorithm": "AES-256-GCM", "IntegrityAlgorithm": "SHA2-256", "DiffieHellmanGroup": 19, "LifeTimeInMinutes": 60}
+ike = {"RemoteAddress": "198.18.0.1", "RemoteIdentifier": "vpn.lab.test", "LocalIdentifier": "alice@lab.test",
+       "AuthenticationMethod": "SharedSecret", "SharedSecret": os.environ["IKE_PSK"], "IKESecurityAssociationParameters": sa,
+       "ChildSecurityAssociationParameters": sa, "EnablePFS": 1, "DeadPeerDetectionRate": "High", "MTU": 1380}
+payload = {"PayloadType": "com.apple.vpn.managed", "PayloadIdentifier": "lab.ike", "UserDefinedName": "ike", "VPNType": "IKEv2",
+           "IKEv2": ike, "DNS": {"ServerAddresses": ["198.19.21.54"], "SearchDomains": ["ike.lab.test"]}}
+doc = {"PayloadType": "Configuration", "PayloadVersion": 1, "PayloadIdentifier": "lab.fleet.ike", "PayloadContent": [payload]}
+open(sys.argv[1], "wb").write(plistlib.dumps(doc))
+PY
+    expect_ok "import" cn "$V" import "$T/ike.mobileconfig" || return 1
+    expect_not_contains "import notes" "not carried" "$OUT" || return 1
+    expect_ok "show" cn "$V" show ike --json || return 1
+    expect_contains "the IKE proposal" '"ikeProposals":["aes256gcm16-prfsha256-ecp256"]' "$(tr -d ' \n' <<<"$OUT")" || return 1
+    expect_contains "the child proposal" '"childProposals":["aes256gcm16-ecp256"]' "$(tr -d ' \n' <<<"$OUT")" || return 1
+    expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
+    expect_eq "the MTU on charon's TUN" 1380 "$(c cat /sys/class/net/"$(field ike interface)"/mtu)" || return 1
+    expect_contains "the DNS dict on the resolver" "nameserver 198.19.21.54" "$(c cat /etc/resolv.conf)" || return 1
+    expect_contains "the DNS dict's search domain" "ike.lab.test" "$(c cat /etc/resolv.conf)" || return 1
+    expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
+    expect_ok "export" cn "$V" export ike --format mobileconfig || return 1
+    expect_contains "the export's SA parameters" "<string>AES-256-GCM</string>" "$OUT" || return 1
+    expect_contains "the export's DNS dict" "<string>198.19.21.54</string>" "$OUT" || return 1
+    expect_not_contains "the export without --include-secrets" "$IKE_PSK" "$OUT" || return 1
+    expect_ok "stop" cn "$V" stop ike || return 1
+    expect_not_contains "resolv.conf after stop" "198.19.21.54" "$(c cat /etc/resolv.conf)" || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: an Apple .mobileconfig payload (SA parameters, PFS, DPD, MTU, DNS) imported, started, verified, exported back" test_ike_from_mobileconfig
 fi
 
 for l in "${REC_LINES[@]}"; do echo "# recovery, $l"; done
