@@ -9,6 +9,7 @@ RUNS=${2:-15}
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../Tests/lab/lab.sh"
 source "$HERE/../Tests/lab/openvpn.sh"
+source "$HERE/throughput.sh"
 why=$(lab_cannot_run); [ -n "$why" ] && { echo "benchmarks cannot run here: $why"; exit 1; }
 command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install --no-install-recommends iperf3"; exit 1; }
 trap 'hand_down; lab_down' EXIT
@@ -61,16 +62,6 @@ done > "$LAB_DIR/start.txt"
 python3 "$HERE/stats.py" --ratio vpnctl floor "target <= 1.2" < "$LAB_DIR/start.txt"
 
 echo "== iperf3 -t 3 through the tunnel: vpnctl-managed vs hand-run"
-throughput() {  # prints bits per second received
-  ip netns exec "$NS_S" iperf3 -s -1 -B 198.19.8.1 > /dev/null 2>&1 &
-  local srv=$!
-  sleep 0.3
-  c iperf3 -c 198.19.8.1 -t 3 -J 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
-  wait $srv 2>/dev/null
-}
-for i in 1 2 3; do
-  hand_up; echo "hand $(throughput)"; hand_down
-  c "$V" start work >/dev/null; echo "vpnctl $(throughput)"; c "$V" stop work >/dev/null
-done > "$LAB_DIR/tput.txt"
-# Megabits per second, so that the medians read as such.
-awk '{printf "%s %.1f\n", $1, $2 / 1e6}' "$LAB_DIR/tput.txt" | python3 "$HERE/stats.py" --ratio vpnctl hand "Mbit/s; target >= 0.95"
+vpnctl_up() { c "$V" start work >/dev/null; }
+vpnctl_down() { c "$V" stop work >/dev/null; }
+compare_throughput 198.19.8.1 "${IPERF_RUNS:-4}" hand_up hand_down vpnctl_up vpnctl_down

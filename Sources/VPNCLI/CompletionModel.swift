@@ -28,16 +28,12 @@ struct CompletionModel {
         let root = CompletionModel.expandingAliases(canonical)
         self.root = root
         self.globals = globals
-        var nodes: [Node] = []
-        func visit(_ spec: CommandSpec, _ path: [String]) {
+        nodes = root.walk().map { path, spec in
             let key = path.joined(separator: " ")
-            nodes.append(Node(path: path, spec: spec, positionals: spec.positionals.map {
+            return Node(path: path, spec: spec, positionals: spec.positionals.map {
                 ($0, CompletionModel.overrides["\(key) <\($0.name)>"] ?? $0.kind)
-            }))
-            for sub in spec.subcommands { visit(sub, path + [sub.name]) }
+            })
         }
-        visit(root, [])
-        self.nodes = nodes
     }
 
     /// The tree with each alias as a command of its own (`up` beside

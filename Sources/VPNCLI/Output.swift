@@ -167,17 +167,30 @@ public struct Output {
     /// All rows go out in one write.
     public func table(_ header: [String], _ rows: [[String]]) {
         let all = ([header] + rows).map { $0.map { Cell($0.escapingControls(keepLineBreaks: false)) } }
-        var widths = [Int](repeating: 0, count: header.count)
-        for r in all { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.width) } }
+        let widths = Self.columnWidths(all, count: header.count) { $0.width }
         var s = ""
         for (n, r) in all.enumerated() {
             if n > 0 { s += "\n" }
-            for (i, c) in r.enumerated() {
-                s += c.text
-                if i < r.count - 1 { s += String(repeating: " ", count: widths[i] - c.width + 2) }
-            }
+            Self.append(r, widths, to: &s) { ($0.text, $0.width) }
         }
         line(s)
+    }
+
+    /// Each column's width: its widest cell.
+    static func columnWidths<C>(_ rows: [[C]], count: Int, _ width: (C) -> Int) -> [Int] {
+        var w = [Int](repeating: 0, count: count)
+        for r in rows { for (i, c) in r.enumerated() where i < count { w[i] = max(w[i], width(c)) } }
+        return w
+    }
+
+    /// One line of a table: the cells padded to their columns, two spaces
+    /// apart, the last one unpadded. `cell` gives the text and its visible width.
+    static func append<C>(_ row: [C], _ widths: [Int], to s: inout String, _ cell: (C) -> (String, Int)) {
+        for (i, c) in row.enumerated() {
+            let (text, width) = cell(c)
+            s += text
+            if i < row.count - 1 { s += String(repeating: " ", count: widths[i] - width + 2) }
+        }
     }
 
     /// A table for a person at a terminal: like `table`, with coloured
@@ -187,11 +200,7 @@ public struct Output {
     public func table(_ header: [String], styled rows: [[StyledCell]], width: Int?, shrinking: [Int]) {
         var all = ([header.map { StyledCell($0) }] + rows).map { $0.map { StyledCell($0.text.escapingControls(keepLineBreaks: false), $0.colour) } }
         guard let columnCount = all.first?.count, columnCount > 0 else { return }
-        func widths() -> [Int] {
-            var w = [Int](repeating: 0, count: columnCount)
-            for r in all { for (i, c) in r.enumerated() where i < columnCount { w[i] = max(w[i], c.text.count) } }
-            return w
-        }
+        func widths() -> [Int] { Self.columnWidths(all, count: columnCount) { $0.text.count } }
         if let width {
             for column in shrinking where column < columnCount {
                 let w = widths()
@@ -211,10 +220,7 @@ public struct Output {
         for (n, r) in all.enumerated() {
             if n > 0 { s += "\n" }
             var text = ""
-            for (i, c) in r.enumerated() {
-                text += cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text
-                if i < r.count - 1 { text += String(repeating: " ", count: w[i] - c.text.count + 2) }
-            }
+            Self.append(r, w, to: &text) { c in (cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text, c.text.count) }
             s += cut.map { String(text.prefix($0)) } ?? text
         }
         line(s)

@@ -106,11 +106,7 @@ struct ParseState {
     }
 
     /// "; did you mean 'a'?" or "; did you mean 'a', 'b' or 'c'?"; empty with none.
-    static func didYouMean(_ close: [String]) -> String {
-        guard let last = close.last else { return "" }
-        let quoted = close.dropLast().map { "'\($0)'" }
-        return "; did you mean " + (quoted.isEmpty ? "'\(last)'" : quoted.joined(separator: ", ") + " or '\(last)'") + "?"
-    }
+    static func didYouMean(_ close: [String]) -> String { close.isEmpty ? "" : "; " + Suggest.question(close) }
 
     func usageError(_ message: String) -> VPNError {
         VPNError(.usage, message, hint: "See 'vpnctl help\(path.isEmpty ? "" : " " + path.joined(separator: " "))'.")

@@ -144,3 +144,17 @@ public enum GlobalOptionSpecs {
         OptionSpec("help", short: "h", help: "Show help for the command."),
     ]
 }
+
+extension CommandSpec {
+    /// This spec and every one below it, depth first, each with its path of
+    /// names from here (empty for this one): the one walk of the command tree.
+    public func walk() -> [(path: [String], spec: CommandSpec)] {
+        var out: [(path: [String], spec: CommandSpec)] = []
+        func visit(_ spec: CommandSpec, _ path: [String]) {
+            out.append((path, spec))
+            for sub in spec.subcommands { visit(sub, path + [sub.name]) }
+        }
+        visit(self, [])
+        return out
+    }
+}

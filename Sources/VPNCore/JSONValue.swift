@@ -279,7 +279,7 @@ public final class KeyTracker {
 
         public var description: String {
             let at = path.isEmpty ? "" : " in \(path)"
-            let hint = suggestions.isEmpty ? "" : " (did you mean \(suggestions.map(\.quotedForMessage).joined(separator: " or "))?)"
+            let hint = suggestions.isEmpty ? "" : " (\(Suggest.question(suggestions)))"
             return "unknown key \(key.quotedForMessage)\(at)\(hint)"
         }
     }

@@ -41,7 +41,7 @@ public final class ProfileManager {
         let close = Suggest.closest(to: reference, among: names, limit: 3)
         let message = "no profile named \(reference.quotedForMessage)"
         if !close.isEmpty {
-            throw VPNError(.configurationUnknown, message, hint: "did you mean \(close.map { "'\($0)'" }.joined(separator: " or "))?")
+            throw VPNError(.configurationUnknown, message, hint: Suggest.question(close))
         }
         throw VPNError(.configurationUnknown, message, remedy: names.isEmpty ? .importFirst : .list(again: false))
     }
@@ -67,6 +67,14 @@ public final class ProfileManager {
 
 /// Close matches for "did you mean", by edit distance.
 public enum Suggest {
+    /// "did you mean 'a'?", "did you mean 'a', 'b' or 'c'?"; empty with none.
+    /// The one wording of every suggestion vpnctl makes.
+    public static func question(_ close: [String]) -> String {
+        guard let last = close.last else { return "" }
+        let quoted = close.dropLast().map(\.quotedForMessage)
+        return "did you mean " + (quoted.isEmpty ? last.quotedForMessage : quoted.joined(separator: ", ") + " or " + last.quotedForMessage) + "?"
+    }
+
     public static func closest(to word: String, among candidates: [String], limit: Int = 1) -> [String] {
         guard word.utf8.count <= 256 else { return [] }
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }

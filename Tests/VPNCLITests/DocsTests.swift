@@ -41,8 +41,7 @@ import VPNCore
     /// Every example in help is a command line the parser accepts.
     @Test func everyHelpExampleParses() throws {
         let parser = ArgumentParser(root: VPNCLI.root)
-        func all(_ specs: [CommandSpec]) -> [CommandSpec] { specs + specs.flatMap { all($0.subcommands) } }
-        let specs = all(VPNCLI.commands)
+        let specs = VPNCLI.root.walk().dropFirst().map(\.spec)
         #expect(specs.filter { $0.run != nil }.allSatisfy { !$0.examples.isEmpty }, "a command without examples")
         for spec in specs + [Help.helpSpec] {
             for example in spec.examples {

@@ -20,6 +20,14 @@ import Testing
         Caller(uid: uid, gid: uid, userName: name, groupNames: groups)
     }
 
+    @Test func onlyAdministratorsProbeOffTheTunnel() {
+        #expect(policy.mayProbeOffTunnel(Caller(uid: 0, gid: 0, userName: "root", groupNames: ["root"])))
+        #expect(policy.mayProbeOffTunnel(user("dave", groups: ["dave", "vpnctl"])))
+        // alice may verify office, but her probes go through its tunnel only.
+        #expect(policy.decide(user("alice"), .verify, profile: office).allowed)
+        #expect(!policy.mayProbeOffTunnel(user("alice", groups: ["staff"])))
+    }
+
     @Test func rootAndAdminsMayDoEverything() {
         let root = Caller(uid: 0, gid: 0, userName: "root", groupNames: ["root"])
         let admin = user("dave", groups: ["dave", "vpnctl"])

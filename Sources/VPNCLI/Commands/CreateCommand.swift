@@ -39,16 +39,6 @@ enum CreateCommand {
                       PositionalSpec("protocol", help: "The protocol: ikev2.")],
         run: run)
 
-    struct Result: Encodable {
-        var schemaVersion = 1
-        let id: String
-        let name: String
-        let `protocol`: String
-        let revision: Int
-        let secrets: [String]
-        let trustAnchors: [String]
-    }
-
     static func run(_ inv: Invocation) throws -> ExitCode {
         let name = inv.args.positionals[0], proto = inv.args.positionals[1]
         if let problem = ProfileName.problems(name).first {
@@ -136,8 +126,9 @@ enum CreateCommand {
             throw error
         }
         if inv.options.json {
-            inv.output.emit(Result(id: saved.id.lowercasedString, name: saved.name, protocol: "ikev2", revision: saved.revision,
-                                   secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted()))
+            // The same document as `import --json`'s: a script reads both alike.
+            inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: "ikev2", revision: saved.revision,
+                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: [], publicKey: nil))
         } else {
             inv.output.line("created '\(saved.name)' (ikev2, id \(saved.id.lowercasedString))")
             if !secrets.isEmpty { inv.output.line("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))") }

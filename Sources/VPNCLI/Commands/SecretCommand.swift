@@ -80,9 +80,7 @@ enum SecretCommand {
         return .ok
     }
 
-    static func didYouMean(_ close: [String]) -> String {
-        close.isEmpty ? "" : " (did you mean \(close.map(\.quotedForMessage).joined(separator: " or "))?)"
-    }
+    static func didYouMean(_ close: [String]) -> String { close.isEmpty ? "" : " (\(Suggest.question(close)))" }
 
     /// `field` as in `show --json`'s secrets: one name for one concept.
     struct Row: Encodable {

@@ -91,7 +91,7 @@ enum StatsCommand {
             }
             return VPNError(.noSuchInterface, "no interface named \(name.quotedForMessage)",
                             hint: close.isEmpty ? "see them all with: vpnctl stats --all"
-                                                : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?")
+                                                : Suggest.question(close))
         case .notConnected(let profile, let status):
             return VPNError(.notConnected, "'\(profile)' is \(status.name); it has no tunnel interface",
                             hint: "start it with: vpnctl start \(profile)")

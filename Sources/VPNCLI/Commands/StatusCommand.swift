@@ -48,10 +48,10 @@ enum StatusCommand {
             printForPeople(inv, statuses, profiles)
             return .ok
         }
-        let showDNS = statuses.contains { !$0.dns.isEmpty || $0.resolver != nil }
+        let showDNS = DerivedStatus.showsDNS(statuses)
         inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
             [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
-                + (showDNS ? [d.resolverText ?? (d.dns.isEmpty ? "-" : d.dns.joined(separator: ","))] : [])
+                + (showDNS ? [d.dnsCell] : [])
                 + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
         })
         // The kill switch, said in words where it matters.
@@ -102,7 +102,7 @@ enum StatusCommand {
             activity[d.id] = "\(handshake), rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
         }
         // Columns with nothing to say are left out at a terminal.
-        let showDNS = statuses.contains { !$0.dns.isEmpty || $0.resolver != nil }
+        let showDNS = DerivedStatus.showsDNS(statuses)
         let showActivity = !activity.isEmpty
         let showError = statuses.contains { $0.lastDisconnectError != nil }
         let header = ["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + (showActivity ? ["ACTIVITY"] : [])
@@ -111,7 +111,7 @@ enum StatusCommand {
             let since = d.connectedSince.map { inv.options.verbose ? Timestamp.local($0) : Timestamp.ago($0, now: now) } ?? "-"
             let error = d.lastDisconnectError.map { "\($0.name): \($0.message)" }
             return [StyledCell(d.name), StyledCell(d.status.name, colour(d)), StyledCell(d.interface ?? "-"), StyledCell(since)]
-                + (showDNS ? [StyledCell(d.resolverText ?? (d.dns.isEmpty ? "-" : d.dns.joined(separator: ",")))] : [])
+                + (showDNS ? [StyledCell(d.dnsCell)] : [])
                 + (showActivity ? [StyledCell(activity[d.id] ?? "-")] : [])
                 + (showError ? [StyledCell(error ?? "-", error == nil || d.stopReason == .userInitiated ? nil : "31")] : [])
         }

@@ -87,6 +87,13 @@ extension DerivedStatus {
         parts += r.matchDomains.map { "~\($0)" }
         return parts.joined(separator: " ") + " (\(r.backend))"
     }
+
+    /// The DNS column of `status`: the resolver in effect, else the DNS the
+    /// tunnel asked for, else "-".
+    var dnsCell: String { resolverText ?? (dns.isEmpty ? "-" : dns.joined(separator: ",")) }
+
+    /// Whether a table of these statuses has a DNS column.
+    static func showsDNS(_ all: [DerivedStatus]) -> Bool { all.contains { !$0.dns.isEmpty || $0.resolver != nil } }
 }
 
 struct OneStatusResult: Encodable {

@@ -62,7 +62,7 @@ enum VerifyCommand {
         let status = try inv.controller.derive(profile)
         let report = try Spinner(for: inv, when: true).during("verifying '\(profile.name)' with \(probeText)") {
             try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"),
-                                       probeOffTunnel: inv.context.agentCaller.map { $0.1.isAdmin($0.0) } ?? true)
+                                       probeOffTunnel: inv.context.agentCaller.map { $0.1.mayProbeOffTunnel($0.0) } ?? true)
         }
         let checks = report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
         if inv.options.json {

@@ -79,6 +79,12 @@ public struct AccessPolicy: Sendable {
         return AccessDecision(allowed: true, reason: "\(caller.display) may \(what): \(caller.display) \(via)")
     }
 
+    /// Whether `verify` may send the caller's probe when the route to it does
+    /// not use the tunnel. Root's agent would otherwise send a user's probe
+    /// from the machine's own network: only administrators may; a user's
+    /// probes go through their tunnel or not at all.
+    public func mayProbeOffTunnel(_ caller: Caller) -> Bool { isAdmin(caller) }
+
     /// Whether `status` and `list` show the profile to the caller: any
     /// action granted to them on it.
     public func canSee(_ caller: Caller, _ profile: Profile) -> Bool {
