@@ -1157,8 +1157,8 @@ if [ $ike_ready = yes ]; then
   ike_nothing_left() {
     local out
     out=$(c ip -o link show | grep -E ' ipsec[0-9]+[:@]') && { echo "  interface left: $out"; return 1; }
-    out=$(c ip route show | grep -E '198\.19\.2[01]\.') && { echo "  route left: $out"; return 1; }
-    out=$(c ip -o addr show | grep -E '198\.19\.20\.') && { echo "  address left: $out"; return 1; }
+    out=$(c ip route show | grep -E '198\.19\.2[12]\.') && { echo "  route left: $out"; return 1; }
+    out=$(c ip -o addr show | grep -E '198\.19\.22\.') && { echo "  address left: $out"; return 1; }
     out=$(ps -eo pid=,args= | grep -F "$VPNCTL_RUN_DIR" | grep -v grep) && { echo "  process left: $out"; return 1; }
     out=$(ls -d "$VPNCTL_RUN_DIR"/*.charon 2>/dev/null) && { echo "  private directory left: $out"; return 1; }
     # charon's argv does not name the run dir: look for any charon in the client namespace.

@@ -7,7 +7,7 @@
 # system's vici socket.
 #
 #   responder 198.18.0.1 (UDP 500/4500)  id vpn.lab.test
-#   virtual IPs 198.19.22.0/24 (198.19.20.0/24 is the plugin lab's)  resource http://198.19.21.1:8080/ (server lo)
+#   virtual IPs 198.19.22.0/24 (see addresses.txt for who owns which range)  resource http://198.19.21.1:8080/ (server lo)
 #   users: alice@lab.test (PSK), bob (EAP-MSCHAPv2), carol@lab.test (certificate)
 
 IKE_DIR=$LAB_DIR/ike
