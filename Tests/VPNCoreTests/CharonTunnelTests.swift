@@ -131,7 +131,17 @@ import VPNSystem
         r.charon.send(Self.childUp, FakeCharon.ok, FakeCharon.log("retransmit 1 of request with message ID 7"))
         r.tunnel.readVICI()
         #expect(r.context.status == .reasserting)
+        let since = r.context.record.connectedSince
         r.charon.send(FakeCharon.log("parsed INFORMATIONAL response 7 [ ]"))
+        r.tunnel.readVICI()
+        // The peer answered: the same SAs, the same session (not a reconnect).
+        #expect(r.context.status == .connected && r.context.record.reconnects == nil)
+        #expect(since != nil && r.context.record.connectedSince == since)
+        // A CHILD_SA up again after reasserting is a new session.
+        r.charon.send(FakeCharon.log("retransmit 1 of request with message ID 8"))
+        r.tunnel.readVICI()
+        #expect(r.context.status == .reasserting)
+        r.charon.send(Self.childUp)
         r.tunnel.readVICI()
         #expect(r.context.status == .connected && r.context.record.reconnects == 1)
     }

@@ -273,7 +273,8 @@ final class CharonTunnel: ProviderTunnel {
             if m["up"]?.text != "yes", !stopping { down("the IKE_SA went down") }
         case "ike-rekey":
             context.log("[*] IKE_SA rekeyed")
-            if context.status == .reasserting { context.transition(.connected) }
+            // The CHILD_SA (the data path) is the same: not a reconnect.
+            if context.status == .reasserting { context.transition(.connected, resumed: true) }
         default:
             break
         }
@@ -286,7 +287,7 @@ final class CharonTunnel: ProviderTunnel {
             context.log("[*] charon retransmits (\(diagnosis.lastReason ?? "")): reasserting")
             context.transition(.reasserting)
         } else if !diagnosis.retransmitting && context.status == .reasserting {
-            context.transition(.connected)
+            context.transition(.connected, resumed: true)
         }
     }
 

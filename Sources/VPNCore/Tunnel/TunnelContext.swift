@@ -101,15 +101,19 @@ public final class TunnelContext {
 
     /// Connected after reasserting is a reconnect: a new session, with its own
     /// `connectedSince` and counters, counted in `reconnects` and noted in the
-    /// event log.
-    public func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil) {
+    /// event log. `resumed`: the same security associations carried on (an
+    /// IKEv2 peer answered again after retransmits): the session goes on.
+    public func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil, resumed: Bool = false) {
         let previous = record.status
         record.status = status
         record.updatedAt = Date()
         if let error { record.lastDisconnectError = error }
         if let stopReason { record.stopReason = stopReason }
         var note: String? = nil
-        let reconnect = status == .connected && previous == .reasserting && record.connectedSince != nil
+        let reconnect = status == .connected && previous == .reasserting && record.connectedSince != nil && !resumed
+        if resumed && status == .connected && previous == .reasserting {
+            note = "the peer answers again; the same session goes on"
+        }
         if reconnect {
             let n = (record.reconnects ?? 0) + 1
             record.reconnects = n
