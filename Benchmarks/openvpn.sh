@@ -27,7 +27,10 @@ hand_up() {  # starts openvpn by hand; returns once it says it is connected; set
   # would take CPU from openvpn), then copied to hand.log in the background.
   local line ok=
   HAND_CAT=
-  exec {HAND_FD}< <(exec ip netns exec "$NS_C" openvpn --config "$LAB_DIR/hand.ovpn" --disable-dco --verb 3 2>&1)
+  # In a session of its own (setsid), as vpnctl's openvpn is under its
+  # detached supervisor: autogroup scheduling gives each session its own
+  # share of the CPU, so the floor must not share the shell's (see ikev2.sh).
+  exec {HAND_FD}< <(exec setsid ip netns exec "$NS_C" openvpn --config "$LAB_DIR/hand.ovpn" --disable-dco --verb 3 2>&1)
   HAND_PID=$!
   while IFS= read -r -t 20 -u "$HAND_FD" line; do
     echo "$line" >> "$LAB_DIR/hand.log"
