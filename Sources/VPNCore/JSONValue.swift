@@ -304,61 +304,67 @@ public final class KeyTracker {
 
 extension JSONValue {
     /// Compact JSON with sorted keys, as JSONEncoder's .sortedKeys writes it.
+    /// Written as bytes: appending to a String cost most of a `status --json`
+    /// of a thousand profiles.
     public var serialized: String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    func write(to out: inout String) {
+    func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .number(let n): out += n
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let n): out.append(contentsOf: n.utf8)
         case .string(let s): JSONValue.quote(s, into: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, v) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 v.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let object):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, member) in object.members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.quote(member.key, into: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 member.value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
     public static func quote(_ s: String, into out: inout String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count + 2)
+        quote(s, into: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The string in JSON quotes; quotes, backslashes, controls and
+    /// invisible formatting characters escaped.
+    static func quote(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
         if isPlain(s) {
-            out += "\""
-            out += s
-            out += "\""
-            return
-        }
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.needsEscapeOnTerminal {
-                    JSONValue.escapeUnit(u, into: &out)
-                } else {
-                    out.unicodeScalars.append(u)
+            out.append(contentsOf: s.utf8)
+        } else {
+            for u in s.unicodeScalars {
+                switch u {
+                case "\"": out.append(contentsOf: "\\\"".utf8)
+                case "\\": out.append(contentsOf: "\\\\".utf8)
+                case "\n": out.append(contentsOf: "\\n".utf8)
+                case "\r": out.append(contentsOf: "\\r".utf8)
+                case "\t": out.append(contentsOf: "\\t".utf8)
+                default:
+                    if u.needsEscapeOnTerminal { escapeUnit(u, into: &out) } else { UTF8.encode(u) { out.append($0) } }
                 }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     /// Printable ASCII without quotes or backslashes: written as it is.
@@ -368,12 +374,19 @@ extension JSONValue {
         return s.utf8.allSatisfy(plain)
     }
 
-    /// `\u` escapes (a surrogate pair above U+FFFF).
-    static func escapeUnit(_ u: Unicode.Scalar, into out: inout String) {
+    /// `\u` escapes, lowercase hex (a surrogate pair above U+FFFF).
+    static func escapeUnit(_ u: Unicode.Scalar, into out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
         for unit in String(u).utf16 {
-            let h = String(unit, radix: 16)
-            out += "\\u" + String(repeating: "0", count: max(0, 4 - h.count)) + h
+            out.append(contentsOf: "\\u".utf8)
+            for shift in stride(from: 12, through: 0, by: -4) { out.append(hex[Int((unit >> UInt16(shift)) & 0xF)]) }
         }
+    }
+
+    static func escapeUnit(_ u: Unicode.Scalar, into out: inout String) {
+        var bytes: [UInt8] = []
+        escapeUnit(u, into: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 
     /// Escapes DEL, C1 controls and invisible formatting characters that an
