@@ -147,7 +147,7 @@ public struct Output {
         for p in e.problems { text += "  - \(p)\n" }
         let hint = Hints.text(for: e)
         if let hint {
-            text += e.code == .usage ? "\(hint)\n" : "hint: \(hint)\n"
+            text += e.code == .usage ? "\(hint)\n" : L("hint: \(hint)") + "\n"
         }
         context.stderr.write(prefix + " " + text.escapingControls(keepLineBreaks: true))
         if json {
@@ -189,7 +189,7 @@ public struct Output {
         guard let columnCount = all.first?.count, columnCount > 0 else { return }
         func widths() -> [Int] {
             var w = [Int](repeating: 0, count: columnCount)
-            for r in all { for (i, c) in r.enumerated() where i < columnCount { w[i] = max(w[i], c.text.count) } }
+            for r in all { for (i, c) in r.enumerated() where i < columnCount { w[i] = max(w[i], c.text.terminalWidth) } }
             return w
         }
         if let width {
@@ -213,7 +213,7 @@ public struct Output {
             var text = ""
             for (i, c) in r.enumerated() {
                 text += cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text
-                if i < r.count - 1 { text += String(repeating: " ", count: w[i] - c.text.count + 2) }
+                if i < r.count - 1 { text += String(repeating: " ", count: w[i] - c.text.terminalWidth + 2) }
             }
             s += cut.map { String(text.prefix($0)) } ?? text
         }
@@ -226,7 +226,7 @@ public struct Output {
         let width: Int
         init(_ text: String) {
             self.text = text
-            width = text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? text.utf8.count : text.count
+            width = text.terminalWidth
         }
     }
 }
@@ -252,14 +252,14 @@ public enum ColorMode: String, CaseIterable, Sendable {
         var mode = ColorMode.auto
         if let word = args.value("color") {
             guard let m = ColorMode(rawValue: word) else {
-                throw VPNError(.usage, "Invalid value \(word.quotedForMessage) for '--color <when>'; expected auto, always or never",
-                               hint: "See 'vpnctl help'.")
+                throw VPNError(.usage, L("Invalid value \(word.quotedForMessage) for '--color <when>'; expected auto, always or never"),
+                               hint: L("See 'vpnctl help'."))
             }
             mode = m
         }
         if args.flag("no-color") {
             guard args.value("color") == nil || mode == .never else {
-                throw VPNError(.usage, "'--no-color' and '--color=\(mode.rawValue)' cannot be used together", hint: "See 'vpnctl help'.")
+                throw VPNError(.usage, L("'--no-color' and '--color=\(mode.rawValue)' cannot be used together"), hint: L("See 'vpnctl help'."))
             }
             mode = .never
         }

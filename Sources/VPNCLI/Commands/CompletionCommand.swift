@@ -6,7 +6,7 @@ import VPNSystem
 /// scripts the names that only the live system knows.
 enum CompletionCommand {
     static let spec = CommandSpec(
-        name: "completion", abstract: "Print a shell completion script for bash, zsh or fish.",
+        name: "completion", abstract: L("Print a shell completion script for bash, zsh or fish."),
         discussion: """
         The script is generated from vpnctl's own command specs: every command, option and
         value. Profile, interface, secret and trust-anchor names are completed from the live
@@ -20,7 +20,7 @@ enum CompletionCommand {
             "vpnctl completion bash > /etc/bash_completion.d/vpnctl",
             "vpnctl completion fish > ~/.config/fish/completions/vpnctl.fish",
         ],
-        positionals: [PositionalSpec("shell", kind: .choice(CompletionShell.allCases.map(\.rawValue)), help: "bash, zsh or fish.")],
+        positionals: [PositionalSpec("shell", kind: .choice(CompletionShell.allCases.map(\.rawValue)), help: L("bash, zsh or fish."))],
         run: run)
 
     struct Result: Encodable {

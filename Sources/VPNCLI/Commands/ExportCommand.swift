@@ -9,7 +9,7 @@ import VPNSystem
 /// stay behind (named) unless root asks for them with --include-secrets.
 enum ExportCommand {
     static let spec = CommandSpec(
-        name: "export", abstract: "Write a profile as a file another machine can import (wg-quick, .ovpn, .mobileconfig, JSON).",
+        name: "export", abstract: L("Write a profile as a file another machine can import (wg-quick, .ovpn, .mobileconfig, JSON)."),
         discussion: """
         The default format is the profile's own: wg-quick for WireGuard, .ovpn for OpenVPN,
         .mobileconfig for IKEv2 and providers. Secrets are left out and named (in a comment,
@@ -21,10 +21,10 @@ enum ExportCommand {
             "vpnctl export office --format mobileconfig --output office.mobileconfig",
         ],
         options: [OptionSpec("format", value: "format", kind: .choice(ProfileExport.Format.allCases.map(\.rawValue)),
-                             help: "json, wg-quick, ovpn or mobileconfig (default: the profile's own)."),
-                  OptionSpec("include-secrets", help: "Write the secret values too (root only)."),
-                  OptionSpec("output", value: "file", help: "Write to FILE instead of standard output (refused if it exists).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+                             help: L("json, wg-quick, ovpn or mobileconfig (default: the profile's own).")),
+                  OptionSpec("include-secrets", help: L("Write the secret values too (root only).")),
+                  OptionSpec("output", value: "file", help: L("Write to FILE instead of standard output (refused if it exists)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {

@@ -3,7 +3,7 @@ import VPNCore
 
 enum ListCommand {
     static let spec = CommandSpec(
-        name: "list", abstract: "List the saved profiles.",
+        name: "list", abstract: L("List the saved profiles."),
         examples: [
             "vpnctl list",
             "vpnctl list --json",
@@ -38,7 +38,7 @@ enum ListCommand {
                                                                : "no profiles for you: none names you or a group of yours in its policy")
             return .ok
         }
-        inv.output.table(["NAME", "PROTOCOL", "ENABLED", "REVISION", "ID"],
+        inv.output.table([L("NAME"), L("PROTOCOL"), L("ENABLED"), L("REVISION"), "ID"],
                          rows.map { [$0.name, $0.protocol, $0.enabled ? "yes" : "no", "\($0.revision)", $0.id] })
         return .ok
     }

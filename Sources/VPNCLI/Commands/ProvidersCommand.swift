@@ -4,7 +4,7 @@ import VPNSystem
 
 enum ProvidersCommand {
     static let spec = CommandSpec(
-        name: "providers", abstract: "List the providers: built-in ones and installed plugins, with whether each may run.",
+        name: "providers", abstract: L("List the providers: built-in ones and installed plugins, with whether each may run."),
         discussion: """
         Plugins are found by the manifests in /usr/lib/vpnctl/providers (packages;
         VPNCTL_PROVIDERS_DIR replaces it) and <config dir>/providers (the
@@ -59,13 +59,13 @@ enum ProvidersCommand {
             inv.output.emit(Result(providers: rows))
             return .ok
         }
-        inv.output.table(["IDENTIFIER", "KIND", "PROTOCOL", "VERSION", "USER", "STATE"],
+        inv.output.table([L("IDENTIFIER"), L("KIND"), L("PROTOCOL"), L("VERSION"), L("USER"), L("STATE")],
                          rows.map { r in
                              let state = r.usable.map { $0 ? "ok" : "refused: \(r.problem ?? "")" } ?? "-"
                              return [r.identifier, r.kind, r.protocol, r.version ?? "-", r.user ?? "-", state]
                          })
         if !rows.contains(where: { $0.kind == "plugin" }) {
-            inv.output.note("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))")
+            inv.output.note(L("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))"))
         }
         return .ok
     }

@@ -7,7 +7,7 @@ import VPNSystem
 
 enum VerifyCommand {
     static let spec = CommandSpec(
-        name: "verify", abstract: "Prove that traffic to a probe really goes through the tunnel.",
+        name: "verify", abstract: L("Prove that traffic to a probe really goes through the tunnel."),
         discussion: """
         Checks (1) the interface exists and is up, (2) the kernel's route to the
         probe leaves through this tunnel's interface (RTM_GETROUTE), and (3) a TCP
@@ -21,10 +21,10 @@ enum VerifyCommand {
             "vpnctl verify office",
             "vpnctl verify office --probe http://198.19.0.1:8080/",
         ],
-        options: [OptionSpec("probe", value: "url|host:port", help: "A resource reachable only through the tunnel."),
-                  OptionSpec("dns", value: "name", help: "Also prove that NAME resolves through the tunnel's DNS server."),
-                  OptionSpec("timeout", value: "seconds", help: "Probe timeout (default 5).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        options: [OptionSpec("probe", value: "url|host:port", help: L("A resource reachable only through the tunnel.")),
+                  OptionSpec("dns", value: "name", help: L("Also prove that NAME resolves through the tunnel's DNS server.")),
+                  OptionSpec("timeout", value: "seconds", help: L("Probe timeout (default 5)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Check: Encodable {
@@ -45,15 +45,15 @@ enum VerifyCommand {
         do {
             return try ProbeTarget.parse(text)
         } catch .httpsUnsupported {
-            throw VPNError.usage("https probes are not supported; use http:// or HOST:PORT (a TCP connect proves the path too)")
+            throw VPNError.usage(L("https probes are not supported; use http:// or HOST:PORT (a TCP connect proves the path too)"))
         } catch {
-            throw VPNError.usage("invalid probe \(text.quotedForMessage): expected http://HOST[:PORT]/PATH or HOST:PORT", hint: "See 'vpnctl help verify'.")
+            throw VPNError.usage(L("invalid probe \(text.quotedForMessage): expected http://HOST[:PORT]/PATH or HOST:PORT"), hint: L("See 'vpnctl help verify'."))
         }
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         guard let probeText = inv.args.value("probe") else {
-            throw VPNError.usage("Missing required option '--probe <url|host:port>'", hint: "See 'vpnctl help verify'.")
+            throw VPNError.usage(L("Missing required option '--probe <url|host:port>'"), hint: L("See 'vpnctl help verify'."))
         }
         let probe = try parseProbe(probeText)
         let timeout = try inv.timeoutSeconds(default: 5)
@@ -69,7 +69,7 @@ enum VerifyCommand {
             inv.output.emit(Result(profile: profile.name, probe: probeText, verdict: report.verdict.rawValue, checks: checks))
         } else {
             for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(c.name): \(c.detail)") }
-            inv.output.line("verdict: \(report.verdict.rawValue)")
+            inv.output.line(L("verdict: \(report.verdict.rawValue)"))
         }
         return report.verdict.exitCode
     }
