@@ -16,30 +16,30 @@ public enum Localization {
     /// Chooses the language for this process from `environment`
     /// (English when `english`, as for JSON output) and loads its catalog.
     public static func configure(environment: [String: String], english: Bool = false) {
-        catalog = nil
-        language = nil
-        guard !english else { return }
+        let found = english ? nil : load(environment)
+        // Unchanged state is not written again (in-process tests run commands side by side).
+        if found?.language != language || (found == nil) != (catalog == nil) {
+            catalog = found?.catalog
+            language = found?.language
+        }
+    }
+
+    /// The catalog the environment asks for, and its language; nil for English.
+    public static func load(_ environment: [String: String]) -> (catalog: MessageCatalog, language: String)? {
         let candidates = preferredLanguages(environment)
-        guard !candidates.isEmpty else { return }
+        guard !candidates.isEmpty else { return nil }
         let directories = localeDirectories(environment)
         for candidate in candidates {
             guard let name = catalogName(candidate) else { continue }
-            if name == "en" { return }
+            if name == "en" { return nil }
             for directory in directories {
                 let path = "\(directory)/\(name)/LC_MESSAGES/vpnctl.mo"
                 guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true, limit: 4 << 20),
                       let c = MessageCatalog(bytes: bytes) else { continue }
-                catalog = c
-                language = name
-                return
+                return (c, name)
             }
         }
-    }
-
-    /// Uses `catalog` (tests, and the agent for a client's language).
-    public static func use(_ catalog: MessageCatalog?, language: String?) {
-        self.catalog = catalog
-        self.language = catalog == nil ? nil : language
+        return nil
     }
 
     /// The languages asked for, best first, as gettext reads them: the
@@ -91,7 +91,7 @@ public enum Localization {
 
     /// The translation of a message, with its arguments put in; the
     /// English text when there is no catalog or no entry.
-    public static func translate(_ text: LocalizedText) -> String {
+    public static func translate(_ text: LocalizedText, in catalog: MessageCatalog? = Localization.catalog) -> String {
         let format = catalog?.translation(of: text.format) ?? text.format
         return LocalizedText.render(format, text.arguments)
     }
