@@ -38,8 +38,10 @@ public enum VPNCLI {
     /// JSON output (errors included), and the processes that write what
     /// others read later (the supervisor's runtime records, the agent).
     static func speaksEnglishOnly(_ words: [String]) -> Bool {
-        if let first = words.first, ["__supervise", "__agent-run", "agent"].contains(first) { return true }
-        return words.prefix(while: { $0 != "--" }).contains("--json")
+        let options = words.prefix(while: { $0 != "--" })
+        if let first = words.first, ["__supervise", "__agent-run"].contains(first) { return true }
+        if words.first == "agent" && !options.contains("--help") && !options.contains("-h") { return true }
+        return options.contains("--json")
     }
 
     /// A failed write to stdout is an error, as in coreutils: "vpnctl: write

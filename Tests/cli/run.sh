@@ -170,8 +170,8 @@ test_languages() {
   for l in vi zh_Hans ru; do
     mkdir -p "$loc/$l/LC_MESSAGES" && msgfmt -o "$loc/$l/LC_MESSAGES/vpnctl.mo" "$ROOT/po/$l.po" || { echo "  msgfmt po/$l.po"; return 1; }
   done
-  # in ENV... -- ARGS: vpnctl with only these locale variables, and the catalogs.
-  in() {
+  # speak ENV... -- ARGS: vpnctl with only these locale variables, and the catalogs.
+  speak() {
     local env=(env -u LANGUAGE -u LC_ALL -u LC_MESSAGES -u LANG VPNCTL_LOCALEDIR="$loc")
     while [ "$1" != "--" ]; do env+=("$1"); shift; done
     shift
@@ -179,39 +179,39 @@ test_languages() {
   }
   local out rc
   # Empty store: the note of status, in each language.
-  out=$(in LANGUAGE=vi -- status 2>&1)
+  out=$(speak LANGUAGE=vi -- status 2>&1)
   expect_contains "LANGUAGE=vi status" "chưa có hồ sơ nào; thêm một hồ sơ bằng: vpnctl import FILE" "$out" || return 1
   "$BIN" import "$WORK/p.conf" --name office >/dev/null || return 1
-  out=$(in LANGUAGE=vi -- help list)
+  out=$(speak LANGUAGE=vi -- help list)
   expect_contains "LANGUAGE=vi help" "CÁCH DÙNG: vpnctl list" "$out" || return 1
   expect_contains "LANGUAGE=vi help" "Liệt kê các hồ sơ đã lưu." "$out" || return 1
-  out=$(in LANGUAGE=vi -- statsu 2>&1); rc=$?
+  out=$(speak LANGUAGE=vi -- statsu 2>&1); rc=$?
   expect_exit "LANGUAGE=vi unknown command" 2 $rc || return 1
   expect_contains "LANGUAGE=vi unknown command" "vpnctl: Lệnh không xác định 'statsu'" "$out" || return 1
-  out=$(in LANG=zh_CN.UTF-8 -- list)
+  out=$(speak LANG=zh_CN.UTF-8 -- list)
   expect_contains "LANG=zh_CN list" "名称" "$out" || return 1
   expect_contains "LANG=zh_CN list" "office" "$out" || return 1
-  out=$(in LANG=zh_CN.UTF-8 -- show nope 2>&1); rc=$?
+  out=$(speak LANG=zh_CN.UTF-8 -- show nope 2>&1); rc=$?
   expect_exit "LANG=zh_CN show nope" 9 $rc || return 1
   expect_contains "LANG=zh_CN show nope" "没有名为 'nope' 的配置" "$out" || return 1
-  out=$(in LC_ALL=ru_RU.UTF-8 -- status)
+  out=$(speak LC_ALL=ru_RU.UTF-8 -- status)
   expect_contains "LC_ALL=ru status" "ИМЯ" "$out" || return 1
   expect_contains "LC_ALL=ru status" "отключён" "$out" || return 1
-  out=$(in LC_ALL=ru_RU.UTF-8 -- start office --wait --no-wait 2>&1); rc=$?
+  out=$(speak LC_ALL=ru_RU.UTF-8 -- start office --wait --no-wait 2>&1); rc=$?
   expect_exit "LC_ALL=ru usage error" 2 $rc || return 1
   expect_contains "LC_ALL=ru usage error" "'--wait' и '--no-wait' нельзя использовать вместе" "$out" || return 1
   # C and POSIX are English whatever LANGUAGE says; so is a language without a catalog.
-  expect_contains "LC_ALL=C LANGUAGE=vi" "USAGE: vpnctl list" "$(in LC_ALL=C LANGUAGE=vi -- help list)" || return 1
-  expect_contains "LANG=de_DE" "USAGE: vpnctl list" "$(in LANG=de_DE.UTF-8 -- help list)" || return 1
+  expect_contains "LC_ALL=C LANGUAGE=vi" "USAGE: vpnctl list" "$(speak LC_ALL=C LANGUAGE=vi -- help list)" || return 1
+  expect_contains "LANG=de_DE" "USAGE: vpnctl list" "$(speak LANG=de_DE.UTF-8 -- help list)" || return 1
   # --json: stdout, stderr and the exit code byte for byte the same as in English.
   local args english got
   for args in "list --json" "status --json" "show office --json" "show nope --json" "help list --json" \
               "statsu --json" "start office --wait --no-wait --json" "is-connected office --json" "--version --json"; do
     # shellcheck disable=SC2086
-    english=$(in LC_ALL=C -- $args 2>"$WORK/en.err"; echo "exit $?")
+    english=$(speak LC_ALL=C -- $args 2>"$WORK/en.err"; echo "exit $?")
     for l in LANGUAGE=vi LANG=zh_CN.UTF-8 LC_ALL=ru_RU.UTF-8; do
       # shellcheck disable=SC2086
-      got=$(in "$l" -- $args 2>"$WORK/l.err"; echo "exit $?")
+      got=$(speak "$l" -- $args 2>"$WORK/l.err"; echo "exit $?")
       [ "$got" = "$english" ] || { echo "  $l vpnctl $args: stdout or exit code differ:"; diff <(echo "$english") <(echo "$got") | sed 's/^/    /'; return 1; }
       cmp -s "$WORK/en.err" "$WORK/l.err" || { echo "  $l vpnctl $args: stderr differs:"; diff "$WORK/en.err" "$WORK/l.err" | sed 's/^/    /'; return 1; }
     done
