@@ -97,6 +97,35 @@ def read_literal(text, i):
     raise ExtractError("unterminated marked literal")
 
 
+def read_multiline(text, i):
+    """From just after an opening triple quote: the msgid of a multi-line
+    literal as Swift builds it (the closing delimiter's indentation taken off
+    every line; a backslash at a line's end joins it to the next), and the
+    index after the closing triple quote."""
+    end = text.find('"""', i)
+    first = text.find("\n", i)
+    if end < 0 or first < 0 or first > end or text[i:first].strip():
+        raise ExtractError("a multi-line literal must start on the line after its triple quote")
+    lines = text[first + 1:end].split("\n")
+    indent = lines.pop()
+    if indent.strip():
+        raise ExtractError("the closing triple quote must be on a line of its own")
+    raw = ""
+    for n, line in enumerate(lines):
+        if line.strip() and not line.startswith(indent):
+            raise ExtractError("a line indented less than the closing triple quote")
+        line = line[len(indent):]
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2 == 1:
+            raw += line[:-1]
+        else:
+            raw += line + ("\\n" if n < len(lines) - 1 else "")
+    if '"' in raw.replace('\\"', ""):
+        raise ExtractError('write \\" for a double quote in a marked multi-line literal')
+    msgid, _ = read_literal(raw + '"', 0)
+    return msgid, end + 3
+
+
 def messages():
     """(msgid, ["path:line", ...]) in the order they first appear."""
     found = {}
@@ -113,7 +142,10 @@ def messages():
                 if text[text.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("//"):
                     continue
                 try:
-                    msgid, end = read_literal(text, m.end())
+                    if text.startswith('""', m.end()):
+                        msgid, end = read_multiline(text, m.end() + 2)
+                    else:
+                        msgid, end = read_literal(text, m.end())
                 except ExtractError as e:
                     raise SystemExit("%s:%d: %s" % (rel, line, e))
                 if not re.match(r"\s*\)", text[end:]):

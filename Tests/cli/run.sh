@@ -185,6 +185,10 @@ test_languages() {
   out=$(speak LANGUAGE=vi -- help list)
   expect_contains "LANGUAGE=vi help" "CÁCH DÙNG: vpnctl list" "$out" || return 1
   expect_contains "LANGUAGE=vi help" "Liệt kê các hồ sơ đã lưu." "$out" || return 1
+  # Multi-line help text (the extractor's msgid must be the literal Swift builds, a "\\" line included).
+  expect_contains "LANGUAGE=vi help stop" "Chờ tới khi đường hầm tắt" "$(speak LANGUAGE=vi -- help stop)" || return 1
+  expect_contains "LANGUAGE=ru help create" "--auth psk читает общий ключ" "$(speak LANGUAGE=ru -- help create)" || return 1
+  expect_contains "LANGUAGE=zh_CN help verify" "检查 (1) 接口存在且已启用" "$(speak LANGUAGE=zh_CN -- help verify)" || return 1
   out=$(speak LANGUAGE=vi -- statsu 2>&1); rc=$?
   expect_exit "LANGUAGE=vi unknown command" 2 $rc || return 1
   expect_contains "LANGUAGE=vi unknown command" "vpnctl: Lệnh không xác định 'statsu'" "$out" || return 1

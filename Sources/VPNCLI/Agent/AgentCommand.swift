@@ -8,13 +8,13 @@ import VPNSystem
 enum AgentCommand {
     static let spec = CommandSpec(
         name: "agent", abstract: L("Serve non-root users: run their tunnel commands as their profiles' policy allows (root; systemd runs it)."),
-        discussion: """
+        discussion: L("""
         Runs in the foreground and listens on <run-dir>/agent.sock (mode 0666), or on the
         socket systemd passes (LISTEN_FDS); tells systemd it is ready when NOTIFY_SOCKET
         is set. Callers are identified by the kernel (SO_PEERCRED) and their groups by
         the system; each profile's policy decides. Every request is logged on stderr.
         Stopping the agent stops no tunnel.
-        """,
+        """),
         examples: [
             "vpnctl agent   # as systemd runs it (systemctl enable --now vpnctl-agent.socket)",
             "vpnctl agent --admin-group netadmin",
@@ -140,12 +140,12 @@ enum AgentCommand {
 enum CanCommand {
     static let spec = CommandSpec(
         name: "can", abstract: L("Exit 0 if you may take an action on a profile, 11 if not; prints the reason."),
-        discussion: """
+        discussion: L("""
         The guard question for scripts and UIs. Actions: start, stop, toggle, status,
         stats, verify (granted by a profile's policy) and import, edit, remove, enable,
         disable, secret, trust (root and the admin group only). A user other than root
         is answered by the agent, with the policy it enforces.
-        """,
+        """),
         examples: [
             "vpnctl can start office && vpnctl start office",
             "vpnctl can edit office --json",

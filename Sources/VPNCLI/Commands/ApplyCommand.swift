@@ -10,13 +10,13 @@ import VPNSystem
 enum ApplyCommand {
     static let spec = CommandSpec(
         name: "apply", abstract: L("Make a set of profile files (a directory, or files) the managed profiles, for fleets."),
-        discussion: """
+        discussion: L("""
         Every file (a directory's regular files, dot files left out) is read as 'vpnctl import'
         reads it: a .mobileconfig gives a profile per VPN payload, any other file one profile
         named after the file. The output says created, updated, unchanged or removed per
         profile; with --json, 'changed' is true when anything changed (for Ansible's
         changed_when). Exit 0 whether or not something changed; a bad file changes nothing.
-        """,
+        """),
         examples: [
             "vpnctl apply /etc/vpnctl/fleet.d --dry-run",
             "vpnctl apply /etc/vpnctl/fleet.d --json",

@@ -7,7 +7,7 @@ import VPNSystem
 enum CompletionCommand {
     static let spec = CommandSpec(
         name: "completion", abstract: L("Print a shell completion script for bash, zsh or fish."),
-        discussion: """
+        discussion: L("""
         The script is generated from vpnctl's own command specs: every command, option and
         value. Profile, interface, secret and trust-anchor names are completed from the live
         system (through the hidden 'vpnctl __complete'), honouring --config-dir and --run-dir
@@ -15,7 +15,7 @@ enum CompletionCommand {
         each shell looks for them; to try one in the running shell:
           source <(vpnctl completion bash)        (zsh: the same with zsh)
           vpnctl completion fish | source
-        """,
+        """),
         examples: [
             "vpnctl completion bash > /etc/bash_completion.d/vpnctl",
             "vpnctl completion fish > ~/.config/fish/completions/vpnctl.fish",

@@ -10,7 +10,7 @@ import VPNSystem
 enum CreateCommand {
     static let spec = CommandSpec(
         name: "create", abstract: L("Create a profile from options (IKEv2), without a file."),
-        discussion: """
+        discussion: L("""
         vpnctl create office ikev2 --server vpn.example.com --remote-id vpn.example.com \\
           --auth psk --local-id me@example.com < psk.txt
         --auth psk reads the shared secret, --auth eap the password, from --secret-file
@@ -20,7 +20,7 @@ enum CreateCommand {
         the CA certificate as a trust anchor (the config dir's trust/, named by its SHA-256):
         the server's certificate must chain to it and carry the remote identifier.
         Then 'vpnctl start NAME'; 'vpnctl edit NAME' changes proposals, DPD, MOBIKE, MTU.
-        """,
+        """),
         examples: [
             "vpnctl create office ikev2 --server vpn.example.com --remote-id vpn.example.com --auth psk < psk.txt",
             "vpnctl create road ikev2 --server 198.18.0.1 --remote-id vpn.lab.test --auth eap --username bob --ca ca.crt",

@@ -8,7 +8,7 @@ import VPNSystem
 enum EditCommand {
     static let spec = CommandSpec(
         name: "edit", abstract: L("Edit a profile's JSON in your editor (or apply a file), then validate and save it."),
-        discussion: """
+        discussion: L("""
         The editor is $VISUAL, else $EDITOR, else 'editor' or 'vi' from PATH
         (vpnctl says which it used). The edited profile is saved only if it is
         valid, has no key vpnctl does not know, and nobody saved the profile
@@ -17,7 +17,7 @@ enum EditCommand {
         vpnctl offers to reopen it, and 'vpnctl edit PROFILE --from FILE'
         applies it later. Secrets are not in the JSON; set them with
         'vpnctl secret set'.
-        """,
+        """),
         examples: [
             "vpnctl edit office",
             "EDITOR=nano vpnctl edit office",

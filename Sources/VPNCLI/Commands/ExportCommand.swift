@@ -10,12 +10,12 @@ import VPNSystem
 enum ExportCommand {
     static let spec = CommandSpec(
         name: "export", abstract: L("Write a profile as a file another machine can import (wg-quick, .ovpn, .mobileconfig, JSON)."),
-        discussion: """
+        discussion: L("""
         The default format is the profile's own: wg-quick for WireGuard, .ovpn for OpenVPN,
         .mobileconfig for IKEv2 and providers. Secrets are left out and named (in a comment,
         or the profile's PayloadDescription) unless --include-secrets is given, by root.
         The file goes to standard output, or to --output FILE (created 0600 when it holds secrets).
-        """,
+        """),
         examples: [
             "vpnctl export office > office.conf",
             "vpnctl export office --format mobileconfig --output office.mobileconfig",

@@ -5,7 +5,7 @@ import VPNSystem
 enum ImportCommand {
     static let spec = CommandSpec(
         name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn or Apple .mobileconfig file."),
-        discussion: """
+        discussion: L("""
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
         certificate becomes a trust anchor of its own (the config dir's trust/, named by
@@ -17,7 +17,7 @@ enum ImportCommand {
         signed one is checked (--ca FILE also checks its signer's chain), and
         importing one with the same PayloadIdentifier again updates what it made.
         Use '-' to read the file from standard input.
-        """,
+        """),
         examples: [
             "vpnctl import office.conf",
             "vpnctl import client.ovpn --name work",

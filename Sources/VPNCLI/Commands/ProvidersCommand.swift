@@ -5,14 +5,14 @@ import VPNSystem
 enum ProvidersCommand {
     static let spec = CommandSpec(
         name: "providers", abstract: L("List the providers: built-in ones and installed plugins, with whether each may run."),
-        discussion: """
+        discussion: L("""
         Plugins are found by the manifests in /usr/lib/vpnctl/providers (packages;
         VPNCTL_PROVIDERS_DIR replaces it) and <config dir>/providers (the
         administrator's, /etc/vpnctl/providers by default, which wins for an
         identifier both have). A plugin may run when its manifest and executable are
         regular files owned by root and writable only by root, it declares
         'packet-tunnel', and it names an unprivileged user. See vpnctl-provider(7).
-        """,
+        """),
         examples: [
             "vpnctl providers",
             "vpnctl providers --json",

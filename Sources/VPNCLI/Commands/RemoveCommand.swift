@@ -4,10 +4,10 @@ import VPNCore
 enum RemoveCommand {
     static let spec = CommandSpec(
         name: "remove", aliases: ["delete", "rm"], abstract: L("Remove a profile and its secrets."),
-        discussion: """
+        discussion: L("""
         A running profile is stopped first (and vpnctl says so), so that nothing is
         left that no command could stop any more.
-        """,
+        """),
         examples: [
             "vpnctl remove office",
             "vpnctl rm office --json",

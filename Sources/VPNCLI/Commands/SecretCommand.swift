@@ -13,11 +13,11 @@ enum SecretCommand {
 
     static let setSpec = CommandSpec(
         name: "set", abstract: L("Set a secret; the value is read from standard input, never from the command line."),
-        discussion: """
+        discussion: L("""
         One trailing newline is removed. On a terminal, vpnctl asks for the value
         without echoing it. A name the profile does not refer to is refused (exit
         2, naming the ones it does) unless --force is given.
-        """,
+        """),
         examples: [
             "vpnctl secret set office password < pw.txt",
             "vpnctl secret set office private-key   # asks, without echo",
@@ -38,10 +38,10 @@ enum SecretCommand {
 
     static let removeSpec = CommandSpec(
         name: "remove", aliases: ["rm"], abstract: L("Remove one of a profile's secrets."),
-        discussion: """
+        discussion: L("""
         A secret the profile still refers to can be removed: 'vpnctl start'
         then names it as missing. A name that is not set is a usage error (exit 2).
-        """,
+        """),
         examples: [
             "vpnctl secret remove office password",
             "vpnctl secret rm office old-key --json",

@@ -3,7 +3,7 @@ import VPNCore
 enum StartCommand {
     static let spec = CommandSpec(
         name: "start", aliases: ["up", "connect"], abstract: L("Start a profile's tunnel and wait until it is connected."),
-        discussion: """
+        discussion: L("""
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
         Starting a connected profile is exit 0 with a note.
@@ -12,7 +12,7 @@ enum StartCommand {
         With includeAllNetworks in the profile, an nftables kill switch goes in
         before the provider starts and blocks everything outside the tunnel; it
         stays if the tunnel fails, until 'vpnctl stop'.
-        """,
+        """),
         examples: [
             "vpnctl start office --wait",
             "vpnctl up office --timeout 60",
@@ -44,12 +44,12 @@ enum StartCommand {
 enum StopCommand {
     static let spec = CommandSpec(
         name: "stop", aliases: ["down", "disconnect"], abstract: L("Stop a profile's tunnel (by its UUID; other tunnels are untouched)."),
-        discussion: """
+        discussion: L("""
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
         behind is cleaned up (its DNS restored from the backup it recorded). Stop is
         what removes a kill switch, also one a failed tunnel left blocking.
-        """,
+        """),
         examples: [
             "vpnctl stop office",
             "vpnctl down --all",

@@ -8,13 +8,13 @@ import VPNSystem
 enum StatsCommand {
     static let spec = CommandSpec(
         name: "stats", abstract: L("Show interface counters (the kernel's, as in /proc/net/dev): tunnels and the links under them."),
-        discussion: """
+        discussion: L("""
         These are interface counters, and estimates: tunnel counters count inner
         traffic, link counters include protocol overhead, and counters reset when an
         interface is recreated (reported as a reset, never as a negative rate).
         With no interface: the tunnel interfaces and the underlying links (ethernet,
         wifi, cellular). VPNCTL_PROC_NET_DEV may point at another file to parse.
-        """,
+        """),
         examples: [
             "vpnctl stats",
             "vpnctl stats --profile office --watch",

@@ -8,14 +8,14 @@ import VPNSystem
 enum StatusCommand {
     static let spec = CommandSpec(
         name: "status", abstract: L("Show the status of every profile, or of one; --watch prints each transition."),
-        discussion: """
+        discussion: L("""
         Status is derived every time from the runtime record and the live system: a
         record that says connected while its supervisor is dead reads disconnected,
         with its error. --watch is event-driven (inotify and pidfds): it also reports
         transitions it did not cause, such as a stop from another shell or a crash.
         The DNS column is the DNS in effect and its backend; a profile with a kill
         switch gets a line saying whether it is on or blocking (tunnel down).
-        """,
+        """),
         examples: [
             "vpnctl status",
             "vpnctl status office --json",

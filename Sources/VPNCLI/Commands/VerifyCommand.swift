@@ -8,7 +8,7 @@ import VPNSystem
 enum VerifyCommand {
     static let spec = CommandSpec(
         name: "verify", abstract: L("Prove that traffic to a probe really goes through the tunnel."),
-        discussion: """
+        discussion: L("""
         Checks (1) the interface exists and is up, (2) the kernel's route to the
         probe leaves through this tunnel's interface (RTM_GETROUTE), and (3) a TCP
         connect (HOST:PORT) or an HTTP GET (URL) to the probe succeeds.
@@ -16,7 +16,7 @@ enum VerifyCommand {
         not go through the tunnel, or the tunnel is not connected). Exit 4: the probe failed.
         With --dns NAME also (4) the tunnel's DNS server in effect is routed through
         the tunnel and (5) it answers NAME (a query sent to that server alone).
-        """,
+        """),
         examples: [
             "vpnctl verify office",
             "vpnctl verify office --probe http://198.19.0.1:8080/",
