@@ -60,7 +60,7 @@ enum VerifyCommand {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let status = try inv.controller.derive(profile)
-        let report = try Spinner(for: inv, when: true).during("verifying '\(profile.name)' with \(probeText)") {
+        let report = try Spinner(for: inv, when: true).during(L("verifying '\(profile.name)' with \(probeText)")) {
             try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"),
                                        probeOffTunnel: inv.context.agentCaller.map { $0.1.isAdmin($0.0) } ?? true)
         }
