@@ -33,7 +33,7 @@ enum ExportCommand {
         let format: ProfileExport.Format
         if let f = inv.args.value("format") {
             guard let parsed = ProfileExport.Format(rawValue: f) else {
-                throw VPNError.usage("unknown format \(f.quotedForMessage)", hint: "use json, wg-quick, ovpn or mobileconfig")
+                throw VPNError.usage(L("unknown format \(f.quotedForMessage)"), hint: L("use json, wg-quick, ovpn or mobileconfig"))
             }
             format = parsed
         } else {
@@ -41,11 +41,11 @@ enum ExportCommand {
         }
         let include = inv.args.flag("include-secrets")
         if include && geteuid() != 0 {
-            throw VPNError(.permissionDenied, "--include-secrets writes secret values, and only root may",
-                           hint: "run it as root, or export without --include-secrets and set the secrets on the other machine")
+            throw VPNError(.permissionDenied, L("--include-secrets writes secret values, and only root may"),
+                           hint: L("run it as root, or export without --include-secrets and set the secrets on the other machine"))
         }
         if include && inv.args.value("output") == nil && inv.context.stdoutIsTerminal {
-            throw VPNError.usage("--include-secrets would print secrets on a terminal", hint: "write them to a file: --output FILE")
+            throw VPNError.usage(L("--include-secrets would print secrets on a terminal"), hint: L("write them to a file: --output FILE"))
         }
         let store = manager.store
         var unreadable: [String: VPNError] = [:]
@@ -60,7 +60,7 @@ enum ExportCommand {
         if let path = inv.args.value("output") {
             do {
                 guard try FileSystem.info(path) == nil else {
-                    throw VPNError(.failure, "\(path.abbreviated(200)) already exists; vpnctl export does not overwrite", hint: "choose another --output, or remove it")
+                    throw VPNError(.failure, L("\(path.abbreviated(200)) already exists; vpnctl export does not overwrite"), hint: L("choose another --output, or remove it"))
                 }
                 try AtomicFile.write(out.bytes, to: path, mode: include ? 0o600 : 0o644)
             } catch let e as VPNError {
@@ -72,7 +72,7 @@ enum ExportCommand {
             inv.context.stdout.write(String(decoding: out.bytes, as: UTF8.self))
         }
         if !out.secretsLeftOut.isEmpty && !include {
-            inv.output.note("note: secrets left out: \(out.secretsLeftOut.joined(separator: ", ")) (set them on the other machine with 'vpnctl secret set', or export with --include-secrets as root)")
+            inv.output.note(L("note: secrets left out: \(out.secretsLeftOut.joined(separator: ", ")) (set them on the other machine with 'vpnctl secret set', or export with --include-secrets as root)"))
         }
         return .ok
     }

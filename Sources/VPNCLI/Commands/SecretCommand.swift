@@ -64,8 +64,8 @@ enum SecretCommand {
         let stored = try manager.store.secrets.names(profile.id)
         guard SecretStore.isValidName(name), stored.contains(name) else {
             let close = Suggest.closest(to: name, among: stored, limit: 3)
-            throw VPNError(.usage, "'\(profile.name)' has no secret named \(name.quotedForMessage)" + didYouMean(close),
-                           hint: stored.isEmpty ? "it has no secrets set" : "its secrets: \(stored.sorted().joined(separator: ", "))")
+            throw VPNError(.usage, L("'\(profile.name)' has no secret named \(name.quotedForMessage)") + didYouMean(close),
+                           hint: stored.isEmpty ? L("it has no secrets set") : L("its secrets: \(stored.sorted().joined(separator: ", "))"))
         }
         try manager.store.secrets.remove(profile.id, name: name)
         let reference = profile.secretReferences.first { $0.name == name }
@@ -81,7 +81,7 @@ enum SecretCommand {
     }
 
     static func didYouMean(_ close: [String]) -> String {
-        close.isEmpty ? "" : " (did you mean \(close.map(\.quotedForMessage).joined(separator: " or "))?)"
+        close.isEmpty ? "" : L(" (did you mean \(close.map(\.quotedForMessage).joined(separator: L(" or ")))?)")
     }
 
     /// `field` as in `show --json`'s secrets: one name for one concept.
@@ -118,10 +118,10 @@ enum SecretCommand {
         let referenced = profile.secretReferences.map(\.name)
         if !referenced.contains(name), !inv.args.flag("force") {
             let close = Suggest.closest(to: name, among: referenced, limit: 2)
-            throw VPNError(.usage, "'\(profile.name)' does not refer to a secret named \(name.quotedForMessage)" + didYouMean(close),
+            throw VPNError(.usage, L("'\(profile.name)' does not refer to a secret named \(name.quotedForMessage)") + didYouMean(close),
                            hint: referenced.isEmpty
-                               ? "it refers to no secrets; --force stores it anyway"
-                               : "it refers to: \(referenced.joined(separator: ", ")); --force stores another name anyway")
+                               ? L("it refers to no secrets; --force stores it anyway")
+                               : L("it refers to: \(referenced.joined(separator: ", ")); --force stores another name anyway"))
         }
         var value: [UInt8]
         if inv.context.stdinIsTerminal {
