@@ -58,7 +58,8 @@ public enum ImportFormat: String, Sendable {
         let result = try importProfile(bytes, name: name, source: source, options: options)
         let problems = ProfileValidator(secretExists: { result.secrets[$0] != nil }).problems(in: result.profile)
         if !problems.isEmpty {
-            throw VPNError.invalid("\(source) imports as an incomplete profile (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+            throw VPNError.invalid(problems.count == 1 ? L("\(source) imports as an incomplete profile (1 problem)")
+                                      : L("\(source) imports as an incomplete profile (\(problems.count) problems)"),
                                    problems: problems, hint: L("fix the file and import it again"))
         }
         return result

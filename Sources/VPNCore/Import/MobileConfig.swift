@@ -226,7 +226,8 @@ public enum MobileConfig {
                                      hint: L("import it without --name: each payload's UserDefinedName names its profile"))
             }
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) cannot be imported (\(problems.count) problem\(problems.count == 1 ? "" : "s")); nothing was imported",
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) cannot be imported (1 problem); nothing was imported")
+                                      : L("\(source) cannot be imported (\(problems.count) problems); nothing was imported"),
                                        problems: problems, hint: L("fix the profile and import it again"))
             }
             if items.isEmpty && anchors.isEmpty {

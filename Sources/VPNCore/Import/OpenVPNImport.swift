@@ -130,7 +130,7 @@ public enum OpenVPNImport {
         }
 
         mutating func apply(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "script-security" {
                 checkScriptSecurity(d)
                 return
@@ -165,7 +165,7 @@ public enum OpenVPNImport {
 
         /// 'dev' and 'dev-type': vpnctl makes tun devices only.
         mutating func checkDevice(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "dev" {
                 let dev = d.args.first ?? ""
                 if dev.hasPrefix("tap") { problems.append(L("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'")) }
@@ -176,7 +176,7 @@ public enum OpenVPNImport {
 
         /// 'proto', 'port' and 'rport': what a remote without its own uses.
         mutating func setDefaultTransport(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "proto" {
                 if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
                     defaultProto = p
@@ -201,7 +201,7 @@ public enum OpenVPNImport {
 
         /// Any other directive: passed on if the allow-list has it, else listed as not imported.
         mutating func passOn(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             let words = [d.name] + d.args
             switch OpenVPNDirectives.verdict(words) {
             case .allowed:
@@ -370,7 +370,8 @@ public enum OpenVPNImport {
 
         func result() throws -> ImportResult {
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) is not a usable OpenVPN client file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) is not a usable OpenVPN client file (1 problem)")
+                                      : L("\(source) is not a usable OpenVPN client file (\(problems.count) problems)"),
                                        problems: problems, hint: L("fix the file and import it again"))
             }
             if options.username != nil && seen["auth-user-pass"] == nil {

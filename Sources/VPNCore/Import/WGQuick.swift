@@ -14,7 +14,7 @@ public enum WGQuick {
         if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
         for rawLine in body.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
-            reader.read(rawLine, at: "line \(lineNumber)")
+            reader.read(rawLine, at: L("line \(lineNumber)"))
         }
         reader.finishPeer()
         return try reader.result(name: name, source: source)
@@ -186,7 +186,8 @@ public enum WGQuick {
             var problems = problems
             if !seen.contains("[interface]") { problems.append(L("no [Interface] section")) }
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) is not a usable wg-quick file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) is not a usable wg-quick file (1 problem)")
+                                      : L("\(source) is not a usable wg-quick file (\(problems.count) problems)"),
                                        problems: problems, hint: L("fix the file and import it again"))
             }
             let profile = Profile(name: name, protocol: .wireguard(config))
