@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds vpnctl_<version>_<arch>.deb from a release binary, its man pages and
 # the completion scripts, with dpkg-deb. `make deb` calls it.
-# Usage: packaging/build-deb.sh BINARY COMPLETIONS_DIR OUT_DIR
+# Usage: packaging/build-deb.sh BINARY COMPLETIONS_DIR OUT_DIR [LOCALE_DIR]
+# LOCALE_DIR holds <lang>/LC_MESSAGES/vpnctl.mo (make's build/locale).
 set -euo pipefail
 BIN=$(realpath "${1:?usage: build-deb.sh BINARY COMPLETIONS_DIR OUT_DIR}")
 COMPLETIONS=$(realpath "${2:?}")
 OUT=$(realpath "${3:?}")
+LOCALES=${4:+$(realpath "$4")}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 
@@ -48,6 +50,14 @@ install -m 0644 "$COMPLETIONS/vpnctl.bash" "$PKG/usr/share/bash-completion/compl
 install -m 0644 "$COMPLETIONS/_vpnctl" "$PKG/usr/share/zsh/vendor-completions/_vpnctl"
 install -m 0644 "$COMPLETIONS/vpnctl.fish" "$PKG/usr/share/fish/vendor_completions.d/vpnctl.fish"
 install -m 0644 "$HERE/debian/copyright" "$PKG/usr/share/doc/vpnctl/copyright"
+if [ -n "$LOCALES" ]; then
+  for mo in "$LOCALES"/*/LC_MESSAGES/vpnctl.mo; do
+    [ -f "$mo" ] || continue
+    lang=$(basename "$(dirname "$(dirname "$mo")")")
+    install -d "$PKG/usr/share/locale/$lang/LC_MESSAGES"
+    install -m 0644 "$mo" "$PKG/usr/share/locale/$lang/LC_MESSAGES/vpnctl.mo"
+  done
+fi
 install -m 0644 "$HERE/debian/lintian-overrides" "$PKG/usr/share/lintian/overrides/vpnctl"
 # A native package's changelog, dated by the last commit so that two builds
 # of one tree are the same (SOURCE_DATE_EPOCH wins when set).

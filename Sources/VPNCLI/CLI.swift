@@ -22,15 +22,26 @@ public enum VPNCLI {
     }
 
     public static var root: CommandSpec {
-        CommandSpec(name: "vpnctl", abstract: "Control VPN tunnels on Linux: profiles, tunnels and their status.",
-                    options: [OptionSpec("version", help: "Print the version.")],
+        CommandSpec(name: "vpnctl", abstract: L("Control VPN tunnels on Linux: profiles, tunnels and their status."),
+                    options: [OptionSpec("version", help: L("Print the version."))],
                     subcommands: commands)
     }
 
     /// Parses and runs one command line. `argv[0]` is the program name.
     /// Output that could not be written fails the command (see `finish`).
     public static func run(_ argv: [String], context: Context) -> Int32 {
-        finish(dispatch(argv, context: context), context)
+        Localization.configure(environment: context.environment, english: speaksEnglishOnly(Array(argv.dropFirst())))
+        return finish(dispatch(argv, context: context), context)
+    }
+
+    /// Whether the command line must not depend on the user's language:
+    /// JSON output (errors included), and the processes that write what
+    /// others read later (the supervisor's runtime records, the agent).
+    static func speaksEnglishOnly(_ words: [String]) -> Bool {
+        let options = words.prefix(while: { $0 != "--" })
+        if let first = words.first, ["__supervise", "__agent-run"].contains(first) { return true }
+        if words.first == "agent" && !options.contains("--help") && !options.contains("-h") { return true }
+        return options.contains("--json")
     }
 
     /// A failed write to stdout is an error, as in coreutils: "vpnctl: write
@@ -41,7 +52,7 @@ public enum VPNCLI {
         guard let failure = context.stdout.failure else { return code }
         if failure.rawValue != EPIPE {
             let text = failure.description
-            context.stderr.write("vpnctl: write error: \(text.prefix(1).uppercased() + text.dropFirst())\n")
+            context.stderr.write("vpnctl: " + L("write error: \(text.prefix(1).uppercased() + text.dropFirst())") + "\n")
         }
         return code == 0 ? ExitCode.failure.rawValue : code
     }
@@ -67,8 +78,8 @@ public enum VPNCLI {
         case .help(let path):
             guard let spec = path == ["help"] ? Help.helpSpec : parser.spec(for: path) else {
                 let close = Suggest.closest(to: path.joined(separator: " "), among: commands.map(\.name), limit: 3)
-                early.error(VPNError(.usage, "No help for unknown command \(path.joined(separator: " ").quotedForMessage)" +
-                                     ParseState.didYouMean(close), hint: "See 'vpnctl help'."))
+                early.error(VPNError(.usage, L("No help for unknown command \(path.joined(separator: " ").quotedForMessage)") +
+                                     ParseState.didYouMean(close), hint: L("See 'vpnctl help'.")))
                 return ExitCode.usage.rawValue
             }
             let canonical = path == ["help"] ? path : parser.canonical(path)

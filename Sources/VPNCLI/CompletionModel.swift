@@ -43,7 +43,7 @@ struct CompletionModel {
         let subs = spec.subcommands.flatMap { sub -> [CommandSpec] in
             let expanded = expandingAliases(sub)
             return [expanded] + sub.aliases.map { alias in
-                CommandSpec(name: alias, abstract: "\(sub.abstract) (alias of \(sub.name))", discussion: sub.discussion,
+                CommandSpec(name: alias, abstract: L("\(sub.abstract) (alias of \(sub.name))"), discussion: sub.discussion,
                             examples: sub.examples, options: sub.options, positionals: sub.positionals,
                             subcommands: expanded.subcommands, run: sub.run)
             }

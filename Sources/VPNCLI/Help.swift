@@ -3,46 +3,46 @@ import VPNCore
 /// Renders help from the same specs the parser uses.
 public enum Help {
     public static func render(_ spec: CommandSpec, path: [String]) -> String {
-        var s = "OVERVIEW: \(spec.abstract)\n\n"
+        var s = L("OVERVIEW: \(spec.abstract)") + "\n\n"
         let name = (["vpnctl"] + path).joined(separator: " ")
         if path.isEmpty {
-            s += "USAGE: vpnctl <command> [<options>]\n\nCOMMANDS:\n"
+            s += L("USAGE: vpnctl <command> [<options>]") + "\n\n" + L("COMMANDS:") + "\n"
             s += columns(spec.subcommands.map { ($0.name, $0.abstract + aliasNote($0)) })
-            s += "\nGLOBAL OPTIONS:\n" + columns(GlobalOptionSpecs.all.map(optionRow) + spec.options.map(optionRow))
-            s += "\nEXIT CODES:\n" + columns(ExitCode.allCases.map { ("\($0.rawValue)", "\($0.meaning) (\($0.name))") })
-            s += "\nSee 'vpnctl help <command>' for details."
+            s += "\n" + L("GLOBAL OPTIONS:") + "\n" + columns(GlobalOptionSpecs.all.map(optionRow) + spec.options.map(optionRow))
+            s += "\n" + L("EXIT CODES:") + "\n" + columns(ExitCode.allCases.map { ("\($0.rawValue)", "\($0.meaning) (\($0.name))") })
+            s += "\n" + L("See 'vpnctl help <command>' for details.")
             return s
         }
         if !spec.subcommands.isEmpty {
-            s += "USAGE: \(name) <subcommand>\n\nSUBCOMMANDS:\n"
+            s += L("USAGE: \(name) <subcommand>") + "\n\n" + L("SUBCOMMANDS:") + "\n"
             s += columns(spec.subcommands.map { ($0.name, $0.abstract + aliasNote($0)) })
-            s += "\nSee 'vpnctl help \(path.joined(separator: " ")) <subcommand>' for details."
+            s += "\n" + L("See 'vpnctl help \(path.joined(separator: " ")) <subcommand>' for details.")
             return s
         }
-        s += "USAGE: \(usage(spec, name: name))\n"
-        if !spec.aliases.isEmpty { s += "ALIASES: \(spec.aliases.joined(separator: ", "))\n" }
+        s += L("USAGE: \(usage(spec, name: name))") + "\n"
+        if !spec.aliases.isEmpty { s += L("ALIASES: \(spec.aliases.joined(separator: ", "))") + "\n" }
         if !spec.discussion.isEmpty { s += "\n\(spec.discussion)\n" }
         if !spec.positionals.isEmpty {
-            s += "\nARGUMENTS:\n" + columns(spec.positionals.map { ("<\($0.name)>", $0.help) })
+            s += "\n" + L("ARGUMENTS:") + "\n" + columns(spec.positionals.map { ("<\($0.name)>", $0.help) })
         }
         if !spec.options.isEmpty {
-            s += "\nOPTIONS:\n" + columns(spec.options.map(optionRow))
+            s += "\n" + L("OPTIONS:") + "\n" + columns(spec.options.map(optionRow))
         }
         if !spec.examples.isEmpty {
-            s += "\nEXAMPLES:\n" + spec.examples.map { "  \($0)\n" }.joined()
+            s += "\n" + L("EXAMPLES:") + "\n" + spec.examples.map { "  \($0)\n" }.joined()
         }
         let globals = GlobalOptionSpecs.all.map { "--\($0.name)" }.joined(separator: ", ")
-        s += "\n" + wrap("Global options (\(globals)) work with every command; see 'vpnctl help'.", width: 80)
+        s += "\n" + wrap(L("Global options (\(globals)) work with every command; see 'vpnctl help'."), width: 80)
         return s
     }
 
     /// `vpnctl help help`: help is not a command the parser runs, but it
     /// has help of its own.
     public static let helpSpec = CommandSpec(
-        name: "help", abstract: "Show help: the command list, or one command's usage, options and examples.",
-        discussion: "'vpnctl help COMMAND' is the same as 'vpnctl COMMAND --help'.",
+        name: "help", abstract: L("Show help: the command list, or one command's usage, options and examples."),
+        discussion: L("'vpnctl help COMMAND' is the same as 'vpnctl COMMAND --help'."),
         examples: ["vpnctl help", "vpnctl help start", "vpnctl help secret set"],
-        positionals: [PositionalSpec("command", optional: true, variadic: true, help: "A command (and subcommand) to explain.")])
+        positionals: [PositionalSpec("command", optional: true, variadic: true, help: L("A command (and subcommand) to explain."))])
 
     /// Words joined into lines of at most `width` characters.
     static func wrap(_ text: String, width: Int) -> String {
@@ -59,7 +59,7 @@ public enum Help {
 
     /// " (also: up, connect)" for a command with aliases.
     static func aliasNote(_ spec: CommandSpec) -> String {
-        spec.aliases.isEmpty ? "" : " (also: \(spec.aliases.joined(separator: ", ")))"
+        spec.aliases.isEmpty ? "" : L(" (also: \(spec.aliases.joined(separator: ", ")))")
     }
 
     public static func usage(_ spec: CommandSpec, name: String) -> String {
@@ -71,7 +71,7 @@ public enum Help {
 
     static func optionRow(_ o: OptionSpec) -> (String, String) {
         let short = o.short.map { "-\($0), " } ?? ""
-        return (short + o.synopsis, o.help + (o.repeatable ? " (repeatable)" : ""))
+        return (short + o.synopsis, o.help + (o.repeatable ? L(" (repeatable)") : ""))
     }
 
     static func columns(_ rows: [(String, String)]) -> String {

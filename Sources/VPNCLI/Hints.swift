@@ -9,7 +9,7 @@ enum Hints {
         let parts = [e.remedy.map(command), e.hint].compactMap { $0 }
         if !parts.isEmpty { return parts.joined(separator: ", ") }
         if e.code == .permissionDenied, case .netlink = e.cause {
-            return "run as root (changing interfaces and routes needs CAP_NET_ADMIN)"
+            return L("run as root (changing interfaces and routes needs CAP_NET_ADMIN)")
         }
         return nil
     }
@@ -17,33 +17,35 @@ enum Hints {
     static func command(_ remedy: VPNError.Remedy) -> String {
         switch remedy {
         case .enable(let profile):
-            return "enable it with: vpnctl enable \(profile)"
+            return L("enable it with: vpnctl enable \(profile)")
         case .edit(let profile, let field, let secrets):
-            return "fix \(field ?? "it") with: vpnctl edit \(profile ?? "PROFILE")" + (secrets ? " (secrets: vpnctl secret set)" : "")
+            let command = "vpnctl edit \(profile ?? "PROFILE")"
+            let fix = field.map { L("fix \($0) with: \(command)") } ?? L("fix it with: \(command)")
+            return fix + (secrets ? L(" (secrets: vpnctl secret set)") : "")
         case .setSecret(let profile, let name):
-            return "set it with: vpnctl secret set \(profile ?? "<profile>") \(name) < file"
+            return L("set it with: \("vpnctl secret set \(profile ?? "<profile>") \(name) < file")")
         case .privileges:
-            return "run as root, or point --config-dir / --run-dir at a directory you own"
+            return L("run as root, or point --config-dir / --run-dir at a directory you own")
         case .importFirst:
-            return "there are no profiles yet; add one with: vpnctl import FILE"
+            return L("there are no profiles yet; add one with: vpnctl import FILE")
         case .list(let again):
-            return "list the profiles\(again ? " again" : "") with: vpnctl list"
+            return again ? L("list the profiles again with: vpnctl list") : L("list the profiles with: vpnctl list")
         case .grant(let profile, let group):
-            return "root or a member of group '\(group)' can grant it in the profile's policy: vpnctl edit \(profile)"
+            return L("root or a member of group '\(group)' can grant it in the profile's policy: \("vpnctl edit \(profile)")")
         case .reimport:
-            return "import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own)"
+            return L("import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own)")
         }
     }
 
     /// Advice for a failed start, by the error's kind: the provider's own
     /// when it has some, else the generic one, else the log.
     static func afterFailedStart(_ e: ConnectionError?, profile: Profile, logPath: String) -> String {
-        guard let kind = e?.kind else { return "see \(logPath)" }
+        guard let kind = e?.kind else { return L("see \(logPath)") }
         if let advice = (try? ProviderRegistry.provider(for: profile))?.advice(for: kind) { return advice }
         switch kind {
-        case .serverNotResponding: return "check that the server is up and reachable"
-        case .serverAddressResolutionFailed: return "check the endpoint's host name and DNS"
-        default: return "see \(logPath)"
+        case .serverNotResponding: return L("check that the server is up and reachable")
+        case .serverAddressResolutionFailed: return L("check the endpoint's host name and DNS")
+        default: return L("see \(logPath)")
         }
     }
 }

@@ -147,7 +147,7 @@ public struct Output {
         for p in e.problems { text += "  - \(p)\n" }
         let hint = Hints.text(for: e)
         if let hint {
-            text += e.code == .usage ? "\(hint)\n" : "hint: \(hint)\n"
+            text += e.code == .usage ? "\(hint)\n" : L("hint: \(hint)") + "\n"
         }
         context.stderr.write(prefix + " " + text.escapingControls(keepLineBreaks: true))
         if json {
@@ -200,7 +200,7 @@ public struct Output {
     public func table(_ header: [String], styled rows: [[StyledCell]], width: Int?, shrinking: [Int]) {
         var all = ([header.map { StyledCell($0) }] + rows).map { $0.map { StyledCell($0.text.escapingControls(keepLineBreaks: false), $0.colour) } }
         guard let columnCount = all.first?.count, columnCount > 0 else { return }
-        func widths() -> [Int] { Self.columnWidths(all, count: columnCount) { $0.text.count } }
+        func widths() -> [Int] { Self.columnWidths(all, count: columnCount) { $0.text.terminalWidth } }
         if let width {
             for column in shrinking where column < columnCount {
                 let w = widths()
@@ -220,7 +220,7 @@ public struct Output {
         for (n, r) in all.enumerated() {
             if n > 0 { s += "\n" }
             var text = ""
-            Self.append(r, w, to: &text) { c in (cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text, c.text.count) }
+            Self.append(r, w, to: &text) { c in (cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text, c.text.terminalWidth) }
             s += cut.map { String(text.prefix($0)) } ?? text
         }
         line(s)
@@ -232,7 +232,7 @@ public struct Output {
         let width: Int
         init(_ text: String) {
             self.text = text
-            width = text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? text.utf8.count : text.count
+            width = text.terminalWidth
         }
     }
 }
@@ -258,14 +258,14 @@ public enum ColorMode: String, CaseIterable, Sendable {
         var mode = ColorMode.auto
         if let word = args.value("color") {
             guard let m = ColorMode(rawValue: word) else {
-                throw VPNError(.usage, "Invalid value \(word.quotedForMessage) for '--color <when>'; expected auto, always or never",
-                               hint: "See 'vpnctl help'.")
+                throw VPNError(.usage, L("Invalid value \(word.quotedForMessage) for '--color <when>'; expected auto, always or never"),
+                               hint: L("See 'vpnctl help'."))
             }
             mode = m
         }
         if args.flag("no-color") {
             guard args.value("color") == nil || mode == .never else {
-                throw VPNError(.usage, "'--no-color' and '--color=\(mode.rawValue)' cannot be used together", hint: "See 'vpnctl help'.")
+                throw VPNError(.usage, L("'--no-color' and '--color=\(mode.rawValue)' cannot be used together"), hint: L("See 'vpnctl help'."))
             }
             mode = .never
         }

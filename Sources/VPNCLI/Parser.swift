@@ -47,7 +47,7 @@ public struct ArgumentParser {
         guard let _ = state.spec.run else {
             if path.isEmpty && args.positionals.isEmpty { return .help([]) }
             if !state.spec.subcommands.isEmpty {
-                throw state.usageError("'\(path.joined(separator: " "))' needs a subcommand: \(state.spec.subcommands.map(\.name).joined(separator: ", "))")
+                throw state.usageError(L("'\(path.joined(separator: " "))' needs a subcommand: \(state.spec.subcommands.map(\.name).joined(separator: ", "))"))
             }
             return .help(path)
         }
@@ -59,10 +59,10 @@ public struct ArgumentParser {
         let required = spec.positionals.filter { !$0.optional }
         if given.count < required.count {
             let missing = required[given.count]
-            throw usageError("Missing expected argument '<\(missing.name)>'")
+            throw usageError(L("Missing expected argument '<\(missing.name)>'"))
         }
         if spec.positionals.last?.variadic != true, given.count > spec.positionals.count {
-            throw usageError("Unexpected argument \(given[spec.positionals.count].quotedForMessage)")
+            throw usageError(L("Unexpected argument \(given[spec.positionals.count].quotedForMessage)"))
         }
     }
 
@@ -109,7 +109,7 @@ struct ParseState {
     static func didYouMean(_ close: [String]) -> String { close.isEmpty ? "" : "; " + Suggest.question(close) }
 
     func usageError(_ message: String) -> VPNError {
-        VPNError(.usage, message, hint: "See 'vpnctl help\(path.isEmpty ? "" : " " + path.joined(separator: " "))'.")
+        VPNError(.usage, message, hint: path.isEmpty ? L("See 'vpnctl help'.") : L("See 'vpnctl help \(path.joined(separator: " "))'."))
     }
 
     func lookup(_ name: String) -> OptionSpec? {
@@ -123,7 +123,7 @@ struct ParseState {
     mutating func record(_ option: OptionSpec, value: String?) throws {
         let seen = option.valueName == nil ? args.flags.contains(option.name) : args.values[option.name] != nil
         if seen && !option.repeatable {
-            throw usageError("Option '--\(option.name)' given more than once")
+            throw usageError(L("Option '--\(option.name)' given more than once"))
         }
         if let value { args.values[option.name, default: []].append(value) } else { args.flags.insert(option.name) }
     }
@@ -156,8 +156,8 @@ struct ParseState {
             if spec.name == root.name, word == "version", i == argv.count { return .version }
             let names = spec.subcommands.map(\.name)
             let close = Suggest.closest(to: word, among: names + (spec.name == root.name ? ["help"] : []), limit: 3)
-            let what = path.isEmpty ? "command" : "subcommand of '\(path.joined(separator: " "))'"
-            throw usageError("Unknown \(what) \(word.quotedForMessage)" + Self.didYouMean(close))
+            throw usageError((path.isEmpty ? L("Unknown command \(word.quotedForMessage)")
+                                           : L("Unknown subcommand of '\(path.joined(separator: " "))' \(word.quotedForMessage)")) + Self.didYouMean(close))
         }
         spec = sub
         path.append(sub.name)
@@ -175,7 +175,7 @@ struct ParseState {
         guard let option = lookup(name) else {
             let known = (spec.options + GlobalOptionSpecs.all).map(\.name)
             let close = Suggest.closest(to: name, among: known, limit: 3).map { "--\($0)" }
-            throw usageError("Unknown option \("--\(name)".quotedForMessage)" + Self.didYouMean(close))
+            throw usageError(L("Unknown option \("--\(name)".quotedForMessage)") + Self.didYouMean(close))
         }
         if option.name == "help" { wantsHelp = true; return }
         if option.valueName != nil {
@@ -183,13 +183,13 @@ struct ParseState {
                 try record(option, value: inline)
             } else {
                 guard i < argv.count, !(argv[i].hasPrefix("--") && argv[i].count > 2) else {
-                    throw usageError("Missing value for '\(option.synopsis)'")
+                    throw usageError(L("Missing value for '\(option.synopsis)'"))
                 }
                 try record(option, value: argv[i])
                 i += 1
             }
         } else {
-            if inline != nil { throw usageError("Option \("--\(name)".quotedForMessage) takes no value") }
+            if inline != nil { throw usageError(L("Option \("--\(name)".quotedForMessage) takes no value")) }
             try record(option, value: nil)
         }
     }
@@ -197,10 +197,10 @@ struct ParseState {
     /// Short options: "-v", "-h"; clusters of flags like "-vh".
     mutating func readShortOptions(_ word: String) throws {
         for c in word.dropFirst() {
-            guard let option = lookupShort(c) else { throw usageError("Unknown option \("-\(c)".quotedForMessage)") }
+            guard let option = lookupShort(c) else { throw usageError(L("Unknown option \("-\(c)".quotedForMessage)")) }
             if option.name == "help" { wantsHelp = true; continue }
             if option.valueName != nil {
-                guard word.count == 2, i < argv.count else { throw usageError("Missing value for '\(option.synopsis)'") }
+                guard word.count == 2, i < argv.count else { throw usageError(L("Missing value for '\(option.synopsis)'")) }
                 try record(option, value: argv[i])
                 i += 1
             } else {

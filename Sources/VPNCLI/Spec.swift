@@ -134,14 +134,14 @@ public struct CommandSpec: @unchecked Sendable {
 /// Options that every command accepts, anywhere on the line.
 public enum GlobalOptionSpecs {
     public static let all: [OptionSpec] = [
-        OptionSpec("json", help: "Print one JSON value on stdout (errors too, as {\"error\":...}); indented on a terminal."),
-        OptionSpec("config-dir", value: "dir", help: "Preferences and secrets directory (env VPNCTL_CONFIG_DIR; default /etc/vpnctl)."),
-        OptionSpec("run-dir", value: "dir", help: "Runtime state directory (env VPNCTL_RUN_DIR; default /run/vpnctl)."),
-        OptionSpec("verbose", short: "v", help: "Print each change made to the system."),
+        OptionSpec("json", help: L("Print one JSON value on stdout (errors too, as {\"error\":...}); indented on a terminal.")),
+        OptionSpec("config-dir", value: "dir", help: L("Preferences and secrets directory (env VPNCTL_CONFIG_DIR; default /etc/vpnctl).")),
+        OptionSpec("run-dir", value: "dir", help: L("Runtime state directory (env VPNCTL_RUN_DIR; default /run/vpnctl).")),
+        OptionSpec("verbose", short: "v", help: L("Print each change made to the system.")),
         OptionSpec("color", value: "when", kind: .choice(ColorMode.allCases.map(\.rawValue)),
-                   help: "auto (the default: only on a terminal, not with NO_COLOR or TERM=dumb), always or never."),
-        OptionSpec("no-color", help: "Never colour the output; the same as --color=never."),
-        OptionSpec("help", short: "h", help: "Show help for the command."),
+                   help: L("auto (the default: only on a terminal, not with NO_COLOR or TERM=dumb), always or never.")),
+        OptionSpec("no-color", help: L("Never colour the output; the same as --color=never.")),
+        OptionSpec("help", short: "h", help: L("Show help for the command.")),
     ]
 }
 

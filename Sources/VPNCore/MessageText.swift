@@ -9,6 +9,23 @@ extension String {
         return plain ? self : "'" + split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 
+    /// Columns the text takes on a terminal: two for each wide (East Asian)
+    /// character, such as the Chinese in a translated table header; one for
+    /// any other character.
+    public var terminalWidth: Int {
+        if utf8.allSatisfy({ $0 < 0x80 }) { return utf8.count }
+        var n = 0
+        for c in self {
+            let v = c.unicodeScalars.first!.value
+            let wide = (0x1100...0x115F).contains(v) || (0x2E80...0x303E).contains(v) || (0x3041...0x33FF).contains(v)
+                || (0x3400...0x4DBF).contains(v) || (0x4E00...0x9FFF).contains(v) || (0xA000...0xA4CF).contains(v)
+                || (0xAC00...0xD7A3).contains(v) || (0xF900...0xFAFF).contains(v) || (0xFE30...0xFE4F).contains(v)
+                || (0xFF00...0xFF60).contains(v) || (0xFFE0...0xFFE6).contains(v) || (0x20000...0x3FFFD).contains(v)
+            n += wide ? 2 : 1
+        }
+        return n
+    }
+
     /// The value in single quotes, cut to 100 characters and with control
     /// characters escaped, for error messages: a 1 MB value gives a short line.
     public var quotedForMessage: String { "'" + abbreviated(100).escapingControls(keepLineBreaks: false) + "'" }

@@ -74,7 +74,7 @@ public final class PreferencesStore: @unchecked Sendable {
         let saved: [Profile] = try transaction { prefs in
             for id in removing {
                 guard let i = prefs.profiles.firstIndex(where: { $0.id == id }) else {
-                    throw VPNError(.configurationStale, "profile \(id.lowercasedString) was removed meanwhile", remedy: .list(again: true))
+                    throw VPNError(.configurationStale, L("profile \(id.lowercasedString) was removed meanwhile"), remedy: .list(again: true))
                 }
                 prefs.profiles.remove(at: i)
             }
@@ -92,13 +92,13 @@ public final class PreferencesStore: @unchecked Sendable {
             guard stored.revision == profile.revision else {
                 throw VPNError(.configurationStale,
                                "profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))",
-                               hint: "load it again and redo the change")
+                               hint: L("load it again and redo the change"))
             }
             try checkUniqueName(profile, in: prefs.profiles)
             let (next, overflow) = stored.revision.addingReportingOverflow(1)
             guard !overflow else {
-                throw VPNError(.configurationReadWriteFailed, "profile '\(stored.name)' is at the highest revision (\(stored.revision))",
-                               hint: "set its revision in \(path) to a smaller number by hand")
+                throw VPNError(.configurationReadWriteFailed, L("profile '\(stored.name)' is at the highest revision (\(stored.revision))"),
+                               hint: L("set its revision in \(path) to a smaller number by hand"))
             }
             saved.revision = next
             prefs.profiles[i] = saved
@@ -119,11 +119,11 @@ public final class PreferencesStore: @unchecked Sendable {
     public func remove(id: UUID, revision: Int? = nil) throws {
         try transaction { prefs in
             guard let i = prefs.profiles.firstIndex(where: { $0.id == id }) else {
-                throw VPNError(.configurationUnknown, "no profile with id \(id.lowercasedString)")
+                throw VPNError(.configurationUnknown, L("no profile with id \(id.lowercasedString)"))
             }
             if let revision, prefs.profiles[i].revision != revision {
-                throw VPNError(.configurationStale, "profile '\(prefs.profiles[i].name)' changed since it was loaded",
-                               hint: "load it again and redo the change")
+                throw VPNError(.configurationStale, L("profile '\(prefs.profiles[i].name)' changed since it was loaded"),
+                               hint: L("load it again and redo the change"))
             }
             prefs.profiles.remove(at: i)
         }
@@ -141,8 +141,8 @@ public final class PreferencesStore: @unchecked Sendable {
 
     func checkUniqueName(_ profile: Profile, in profiles: [Profile]) throws {
         if profiles.contains(where: { $0.name == profile.name && $0.id != profile.id }) {
-            throw VPNError(.configurationInvalid, "a profile named '\(profile.name)' already exists",
-                           hint: "choose another name (import --name NAME)")
+            throw VPNError(.configurationInvalid, L("a profile named '\(profile.name)' already exists"),
+                           hint: L("choose another name (import --name NAME)"))
         }
     }
 
@@ -199,21 +199,21 @@ public enum PreferencesCodec {
            let unknown = tracker.unknownKeys().first, prefs.schemaVersion <= Preferences.currentSchemaVersion {
             let line = JSONSyntax.line(ofKey: unknown.key, in: bytes).map { ":\($0)" } ?? ""
             throw VPNError(.configurationReadWriteFailed, "\(path)\(line): \(unknown)",
-                           hint: "rename or remove the key by hand (vpnctl never rewrites a file it cannot read)")
+                           hint: L("rename or remove the key by hand (vpnctl never rewrites a file it cannot read)"))
         }
         if prefs.schemaVersion > Preferences.currentSchemaVersion {
             throw VPNError(.configurationReadWriteFailed,
                            "\(path): schemaVersion \(prefs.schemaVersion) is newer than this vpnctl understands (\(Preferences.currentSchemaVersion))",
-                           hint: "upgrade vpnctl")
+                           hint: L("upgrade vpnctl"))
         }
         if prefs.schemaVersion < 1 {
-            throw VPNError(.configurationReadWriteFailed, "\(path): schemaVersion \(prefs.schemaVersion) is not valid")
+            throw VPNError(.configurationReadWriteFailed, L("\(path): schemaVersion \(prefs.schemaVersion) is not valid"))
         }
         var seen = Set<UUID>(), names = Set<String>()
         for p in prefs.profiles {
             var which: String { "profile \(p.id.lowercasedString)" }
             if let problem = ProfileName.problems(p.name).first {
-                throw VPNError(.configurationReadWriteFailed, "\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)",
+                throw VPNError(.configurationReadWriteFailed, L("\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)"),
                                hint: hint)
             }
             if p.revision < 0 {
@@ -221,10 +221,10 @@ public enum PreferencesCodec {
                                "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
             }
             if !seen.insert(p.id).inserted {
-                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the id \(p.id.lowercasedString)")
+                throw VPNError(.configurationReadWriteFailed, L("\(path): two profiles share the id \(p.id.lowercasedString)"))
             }
             if !names.insert(p.name).inserted {
-                throw VPNError(.configurationReadWriteFailed, "\(path): two profiles share the name \(p.name.quotedForMessage)")
+                throw VPNError(.configurationReadWriteFailed, L("\(path): two profiles share the name \(p.name.quotedForMessage)"))
             }
         }
         return prefs

@@ -33,13 +33,13 @@ public final class ProfileManager {
     /// Finds a profile by exact name, or by UUID (any case).
     public func profile(named reference: String) throws -> Profile {
         guard isLoaded else {
-            throw VPNError(.configurationStale, "the preferences were not loaded", hint: "load before reading")
+            throw VPNError(.configurationStale, L("the preferences were not loaded"), hint: L("load before reading"))
         }
         if let id = UUID(uuidString: reference), let p = profiles.first(where: { $0.id == id }) { return p }
         if let p = profiles.first(where: { $0.name == reference }) { return p }
         let names = profiles.map(\.name)
         let close = Suggest.closest(to: reference, among: names, limit: 3)
-        let message = "no profile named \(reference.quotedForMessage)"
+        let message = L("no profile named \(reference.quotedForMessage)")
         if !close.isEmpty {
             throw VPNError(.configurationUnknown, message, hint: Suggest.question(close))
         }
@@ -50,8 +50,8 @@ public final class ProfileManager {
     @discardableResult
     public func save(_ profile: Profile) throws -> Profile {
         guard isLoaded else {
-            throw VPNError(.configurationStale, "cannot save '\(profile.name)' before the preferences are loaded",
-                           hint: "load the preferences first")
+            throw VPNError(.configurationStale, L("cannot save '\(profile.name)' before the preferences are loaded"),
+                           hint: L("load the preferences first"))
         }
         let saved = try store.save(profile)
         if let i = profiles.firstIndex(where: { $0.id == saved.id }) { profiles[i] = saved } else { profiles.append(saved) }
@@ -71,8 +71,8 @@ public enum Suggest {
     /// The one wording of every suggestion vpnctl makes.
     public static func question(_ close: [String]) -> String {
         guard let last = close.last else { return "" }
-        let quoted = close.dropLast().map(\.quotedForMessage)
-        return "did you mean " + (quoted.isEmpty ? last.quotedForMessage : quoted.joined(separator: ", ") + " or " + last.quotedForMessage) + "?"
+        if close.count == 1 { return L("did you mean \(last.quotedForMessage)?") }
+        return L("did you mean \(close.dropLast().map(\.quotedForMessage).joined(separator: ", ")) or \(last.quotedForMessage)?")
     }
 
     public static func closest(to word: String, among candidates: [String], limit: Int = 1) -> [String] {

@@ -28,11 +28,11 @@ public struct SecretStore: Sendable {
 
     public func set(_ id: UUID, name: String, value: [UInt8]) throws {
         guard SecretStore.isValidName(name) else {
-            throw VPNError.usage("\(name.quotedForMessage) is not a valid secret name",
-                                 hint: "use letters, digits, '.', '_' and '-' (at most 64 characters)")
+            throw VPNError.usage(L("\(name.quotedForMessage) is not a valid secret name"),
+                                 hint: L("use letters, digits, '.', '_' and '-' (at most 64 characters)"))
         }
         if value.count > SecretStore.maximumSize {
-            throw VPNError(.configurationInvalid, "secret '\(name)' is larger than \(FileSystem.sizeText(SecretStore.maximumSize)), the limit for a secret")
+            throw VPNError(.configurationInvalid, L("secret '\(name)' is larger than \(FileSystem.sizeText(SecretStore.maximumSize)), the limit for a secret"))
         }
         do {
             try FileSystem.ensurePrivateDirectory(FileSystem.parentDirectory(of: directory))
@@ -59,11 +59,11 @@ public struct SecretStore: Sendable {
                 try FileSystem.checkTrustedDirectory(dir)
             }
             guard let info = try FileSystem.checkTrustedFile(p) else {
-                throw VPNError(.configurationInvalid, "secret '\(name)' is not set",
+                throw VPNError(.configurationInvalid, L("secret '\(name)' is not set"),
                                remedy: .setSecret(profile: nil, name: name))
             }
             if info.mode & 0o077 != 0 {
-                throw VPNError(.permissionDenied, "secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))",
+                throw VPNError(.permissionDenied, L("secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))"),
                                hint: "chmod 600 \(p)")
             }
         } catch let e as VPNError {
@@ -115,11 +115,11 @@ func storeError(_ error: Error) -> VPNError {
     if let f = error as? FileSystem.FileProblem {
         switch f.kind {
         case .symlink:
-            return VPNError(.permissionDenied, f.description, hint: "replace the symlink with the file itself")
+            return VPNError(.permissionDenied, f.description, hint: L("replace the symlink with the file itself"))
         case .notRegular:
-            return VPNError(.configurationReadWriteFailed, f.description, hint: "replace it with a regular file, or remove it")
+            return VPNError(.configurationReadWriteFailed, f.description, hint: L("replace it with a regular file, or remove it"))
         case .tooLarge:
-            return VPNError(.configurationReadWriteFailed, f.description, hint: "that is not a file vpnctl wrote; move it away")
+            return VPNError(.configurationReadWriteFailed, f.description, hint: L("that is not a file vpnctl wrote; move it away"))
         }
     }
     if let t = error as? FileSystem.TrustProblem {

@@ -37,23 +37,23 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// One line for the exit-code tables in --help, the README and the man page.
+    /// One line for the exit-code tables in --help (translated there), the README and the man page.
     public var meaning: String {
         switch self {
-        case .ok: return "ok"
-        case .failure: return "other failure"
-        case .usage: return "usage error"
-        case .timedOut: return "timed out"
-        case .connectionFailed: return "connection failed"
-        case .configurationInvalid: return "configuration invalid"
-        case .configurationDisabled: return "configuration disabled"
-        case .configurationStale: return "configuration stale"
-        case .configurationReadWriteFailed: return "preferences read/write failed"
-        case .configurationUnknown: return "no such profile"
-        case .providerUnavailable: return "provider unavailable"
-        case .permissionDenied: return "permission denied"
-        case .notConnected: return "not connected"
-        case .noSuchInterface: return "no such interface"
+        case .ok: return L("ok")
+        case .failure: return L("other failure")
+        case .usage: return L("usage error")
+        case .timedOut: return L("timed out")
+        case .connectionFailed: return L("connection failed")
+        case .configurationInvalid: return L("configuration invalid")
+        case .configurationDisabled: return L("configuration disabled")
+        case .configurationStale: return L("configuration stale")
+        case .configurationReadWriteFailed: return L("preferences read/write failed")
+        case .configurationUnknown: return L("no such profile")
+        case .providerUnavailable: return L("provider unavailable")
+        case .permissionDenied: return L("permission denied")
+        case .notConnected: return L("not connected")
+        case .noSuchInterface: return L("no such interface")
         }
     }
 }

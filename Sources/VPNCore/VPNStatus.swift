@@ -20,6 +20,23 @@ public enum VPNStatus: Int, Encodable, CaseIterable, Sendable, CustomStringConve
 
     public var description: String { name }
 
+    /// The status word for people, in their language (JSON keeps `name`).
+    public var displayName: String {
+        switch self {
+        case .invalid: return L("invalid")
+        case .disconnected: return L("disconnected")
+        case .connecting: return L("connecting")
+        case .connected: return L("connected")
+        case .reasserting: return L("reasserting")
+        case .disconnecting: return L("disconnecting")
+        }
+    }
+
+    /// `displayName` for a status given by its name (any other word as it is).
+    public static func displayName(of name: String) -> String {
+        allCases.first { $0.name == name }?.displayName ?? name
+    }
+
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(name)

@@ -26,16 +26,16 @@ public struct ProfileValidator {
         var p: [String] = []
         if let d = profile.dnsSettings {
             for s in d.servers where IPAddress(s) == nil {
-                p.append("dnsSettings.servers: '\(OpenVPNDirectives.shown(s))' is not an IP address")
+                p.append(L("dnsSettings.servers: '\(OpenVPNDirectives.shown(s))' is not an IP address"))
             }
             for (field, list) in [("searchDomains", d.searchDomains), ("matchDomains", d.matchDomains)] {
                 for n in list where !isDomainName(n) {
-                    p.append("dnsSettings.\(field): '\(OpenVPNDirectives.shown(n))' is not a domain name")
+                    p.append(L("dnsSettings.\(field): '\(OpenVPNDirectives.shown(n))' is not a domain name"))
                 }
             }
         }
         if profile.excludeLocalNetworks && !profile.includeAllNetworks {
-            p.append("excludeLocalNetworks: only has a meaning with includeAllNetworks (set both, or neither)")
+            p.append(L("excludeLocalNetworks: only has a meaning with includeAllNetworks (set both, or neither)"))
         }
         return p
     }
@@ -63,7 +63,7 @@ public struct ProfileValidator {
         var p: [String] = []
         for (i, r) in o.rules.enumerated() {
             if let url = r.probeURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-                p.append("onDemand.rules[\(i)].probeURL: '\(url)' must be an http:// or https:// URL")
+                p.append(L("onDemand.rules[\(i)].probeURL: '\(url)' must be an http:// or https:// URL"))
             }
         }
         return p
@@ -72,13 +72,13 @@ public struct ProfileValidator {
     func policy(_ pol: Policy) -> [String] {
         var p: [String] = []
         for u in pol.users where u.isEmpty || u.contains(where: { $0 == ":" || $0 == " " }) {
-            p.append("policy.users: '\(u)' is not a user name")
+            p.append(L("policy.users: '\(u)' is not a user name"))
         }
         for g in pol.groups where g.isEmpty || g.contains(where: { $0 == ":" || $0 == " " }) {
-            p.append("policy.groups: '\(g)' is not a group name")
+            p.append(L("policy.groups: '\(g)' is not a group name"))
         }
         if let actions = pol.actions, Set(actions).count != actions.count {
-            p.append("policy.actions: an action is listed twice")
+            p.append(L("policy.actions: an action is listed twice"))
         }
         return p
     }
@@ -95,16 +95,16 @@ public enum ProfileName {
         if name.isEmpty { return ["empty"] }
         if isPlainlyFine(name) { return [] }
         var p: [String] = []
-        if name.count > 64 { p.append("longer than 64 characters") }
-        if name.hasPrefix("-") { p.append("\(name.quotedForMessage) starts with '-', which reads as an option") }
+        if name.count > 64 { p.append(L("longer than 64 characters")) }
+        if name.hasPrefix("-") { p.append(L("\(name.quotedForMessage) starts with '-', which reads as an option")) }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "/" }) {
-            p.append("contains a control character or '/'")
+            p.append(L("contains a control character or '/'"))
         }
         if let u = name.unicodeScalars.first(where: { $0.properties.generalCategory != .control && $0.needsEscapeOnTerminal }) {
-            p.append("contains an invisible formatting character (\(u.codePointText): a bidi control, zero-width or separator character)")
+            p.append(L("contains an invisible formatting character (\(u.codePointText): a bidi control, zero-width or separator character)"))
         }
-        if name.first?.isWhitespace == true || name.last?.isWhitespace == true { p.append("has leading or trailing spaces") }
-        if UUID(uuidString: name) != nil { p.append("looks like a UUID, which would be ambiguous with profile ids") }
+        if name.first?.isWhitespace == true || name.last?.isWhitespace == true { p.append(L("has leading or trailing spaces")) }
+        if UUID(uuidString: name) != nil { p.append(L("looks like a UUID, which would be ambiguous with profile ids")) }
         return p
     }
 }

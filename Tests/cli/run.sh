@@ -162,4 +162,65 @@ test_install() {
 }
 check "make install / uninstall with DESTDIR and PREFIX" test_install
 
+# --- Messages in the user's language; JSON and exit codes never change -------
+# The catalogs compiled from po/ here, so the check does not depend on make.
+test_languages() {
+  fresh_store i18n
+  local loc="$WORK/locale" l
+  for l in vi zh_Hans ru; do
+    mkdir -p "$loc/$l/LC_MESSAGES" && msgfmt -o "$loc/$l/LC_MESSAGES/vpnctl.mo" "$ROOT/po/$l.po" || { echo "  msgfmt po/$l.po"; return 1; }
+  done
+  # speak ENV... -- ARGS: vpnctl with only these locale variables, and the catalogs.
+  speak() {
+    local env=(env -u LANGUAGE -u LC_ALL -u LC_MESSAGES -u LANG VPNCTL_LOCALEDIR="$loc")
+    while [ "$1" != "--" ]; do env+=("$1"); shift; done
+    shift
+    "${env[@]}" "$BIN" "$@"
+  }
+  local out rc
+  # Empty store: the note of status, in each language.
+  out=$(speak LANGUAGE=vi -- status 2>&1)
+  expect_contains "LANGUAGE=vi status" "chưa có hồ sơ nào; thêm một hồ sơ bằng: vpnctl import FILE" "$out" || return 1
+  "$BIN" import "$WORK/p.conf" --name office >/dev/null || return 1
+  out=$(speak LANGUAGE=vi -- help list)
+  expect_contains "LANGUAGE=vi help" "CÁCH DÙNG: vpnctl list" "$out" || return 1
+  expect_contains "LANGUAGE=vi help" "Liệt kê các hồ sơ đã lưu." "$out" || return 1
+  # Multi-line help text (the extractor's msgid must be the literal Swift builds, a "\\" line included).
+  expect_contains "LANGUAGE=vi help stop" "Chờ tới khi đường hầm tắt" "$(speak LANGUAGE=vi -- help stop)" || return 1
+  expect_contains "LANGUAGE=ru help create" "--auth psk читает общий ключ" "$(speak LANGUAGE=ru -- help create)" || return 1
+  expect_contains "LANGUAGE=zh_CN help verify" "检查 (1) 接口存在且已启用" "$(speak LANGUAGE=zh_CN -- help verify)" || return 1
+  out=$(speak LANGUAGE=vi -- statsu 2>&1); rc=$?
+  expect_exit "LANGUAGE=vi unknown command" 2 $rc || return 1
+  expect_contains "LANGUAGE=vi unknown command" "vpnctl: Lệnh không xác định 'statsu'" "$out" || return 1
+  out=$(speak LANG=zh_CN.UTF-8 -- list)
+  expect_contains "LANG=zh_CN list" "名称" "$out" || return 1
+  expect_contains "LANG=zh_CN list" "office" "$out" || return 1
+  out=$(speak LANG=zh_CN.UTF-8 -- show nope 2>&1); rc=$?
+  expect_exit "LANG=zh_CN show nope" 9 $rc || return 1
+  expect_contains "LANG=zh_CN show nope" "没有名为 'nope' 的配置" "$out" || return 1
+  out=$(speak LC_ALL=ru_RU.UTF-8 -- status)
+  expect_contains "LC_ALL=ru status" "ИМЯ" "$out" || return 1
+  expect_contains "LC_ALL=ru status" "отключён" "$out" || return 1
+  out=$(speak LC_ALL=ru_RU.UTF-8 -- start office --wait --no-wait 2>&1); rc=$?
+  expect_exit "LC_ALL=ru usage error" 2 $rc || return 1
+  expect_contains "LC_ALL=ru usage error" "'--wait' и '--no-wait' нельзя использовать вместе" "$out" || return 1
+  # C and POSIX are English whatever LANGUAGE says; so is a language without a catalog.
+  expect_contains "LC_ALL=C LANGUAGE=vi" "USAGE: vpnctl list" "$(speak LC_ALL=C LANGUAGE=vi -- help list)" || return 1
+  expect_contains "LANG=de_DE" "USAGE: vpnctl list" "$(speak LANG=de_DE.UTF-8 -- help list)" || return 1
+  # --json: stdout, stderr and the exit code byte for byte the same as in English.
+  local args english got
+  for args in "list --json" "status --json" "show office --json" "show nope --json" "help list --json" \
+              "statsu --json" "start office --wait --no-wait --json" "is-connected office --json" "--version --json"; do
+    # shellcheck disable=SC2086
+    english=$(speak LC_ALL=C -- $args 2>"$WORK/en.err"; echo "exit $?")
+    for l in LANGUAGE=vi LANG=zh_CN.UTF-8 LC_ALL=ru_RU.UTF-8; do
+      # shellcheck disable=SC2086
+      got=$(speak "$l" -- $args 2>"$WORK/l.err"; echo "exit $?")
+      [ "$got" = "$english" ] || { echo "  $l vpnctl $args: stdout or exit code differ:"; diff <(echo "$english") <(echo "$got") | sed 's/^/    /'; return 1; }
+      cmp -s "$WORK/en.err" "$WORK/l.err" || { echo "  $l vpnctl $args: stderr differs:"; diff "$WORK/en.err" "$WORK/l.err" | sed 's/^/    /'; return 1; }
+    done
+  done
+}
+check "messages in vi, zh_Hans and ru (LANGUAGE, LANG, LC_ALL); --json output and exit codes identical to English" test_languages
+
 summary cli

@@ -12,7 +12,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d /tmp/vpnctl-pkg.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 source "$HERE/../lib/testlib.sh"
-unset VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR VPNCTL_PROC_NET_DEV NO_COLOR
+unset VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR VPNCTL_PROC_NET_DEV NO_COLOR VPNCTL_LOCALEDIR LANGUAGE LC_MESSAGES
+export LC_ALL=C
 
 VERSION=$("$BIN" --version | sed -n 's/^vpnctl //p')
 ARCH=$(dpkg --print-architecture)
@@ -20,7 +21,12 @@ mkdir -p "$WORK/completions"
 "$BIN" completion bash > "$WORK/completions/vpnctl.bash"
 "$BIN" completion zsh > "$WORK/completions/_vpnctl"
 "$BIN" completion fish > "$WORK/completions/vpnctl.fish"
-DEB=$(bash "$ROOT/packaging/build-deb.sh" "$BIN" "$WORK/completions" "$WORK/out") || { echo "FAIL - build-deb.sh"; exit 1; }
+LANGS="vi zh_Hans ru"
+for l in $LANGS; do
+  mkdir -p "$WORK/locale/$l/LC_MESSAGES" && msgfmt -o "$WORK/locale/$l/LC_MESSAGES/vpnctl.mo" "$ROOT/po/$l.po" \
+    || { echo "FAIL - msgfmt po/$l.po"; exit 1; }
+done
+DEB=$(bash "$ROOT/packaging/build-deb.sh" "$BIN" "$WORK/completions" "$WORK/out" "$WORK/locale") || { echo "FAIL - build-deb.sh"; exit 1; }
 R="$WORK/root"   # the scratch root the package goes into
 
 # A store with two profiles, one with a space in its name.
@@ -61,7 +67,10 @@ test_package_fields() {
            "-rw-r--r-- root/root ./usr/share/bash-completion/completions/vpnctl" \
            "-rw-r--r-- root/root ./usr/share/zsh/vendor-completions/_vpnctl" \
            "-rw-r--r-- root/root ./usr/share/fish/vendor_completions.d/vpnctl.fish" \
-           "-rw-r--r-- root/root ./usr/share/doc/vpnctl/copyright"; do
+           "-rw-r--r-- root/root ./usr/share/doc/vpnctl/copyright" \
+           "-rw-r--r-- root/root ./usr/share/locale/vi/LC_MESSAGES/vpnctl.mo" \
+           "-rw-r--r-- root/root ./usr/share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo" \
+           "-rw-r--r-- root/root ./usr/share/locale/ru/LC_MESSAGES/vpnctl.mo"; do
     grep -qxF -- "$f" <<<"$files" || { echo "  not in the package: $f"; echo "$files" | sed 's/^/    /'; return 1; }
   done
 }
@@ -101,6 +110,9 @@ test_install_use_purge() {
     || { echo "  the packaged agent unit does not run /usr/bin/vpnctl"; return 1; }
   expect_eq "installed --version" "vpnctl $VERSION" "$("$R/usr/bin/vpnctl" --version)" || return 1
   cmp -s "$R/usr/share/bash-completion/completions/vpnctl" "$WORK/completions/vpnctl.bash" || { echo "  installed bash script differs"; return 1; }
+  # The installed binary finds the installed catalogs (/usr/bin/../share/locale).
+  expect_contains "installed, LANGUAGE=vi" "CÁCH DÙNG:" "$(LC_ALL= LANGUAGE=vi "$R/usr/bin/vpnctl" help list)" || return 1
+  expect_contains "installed, LANG=ru_RU.UTF-8" "ИСПОЛЬЗОВАНИЕ:" "$(LC_ALL= LANG=ru_RU.UTF-8 "$R/usr/bin/vpnctl" help list)" || return 1
   # Each installed page renders without a warning at 80 columns.
   local page warn
   for page in "$R/usr/share/man/man1/vpnctl.1.gz" "$R/usr/share/man/man5/vpnctl-profile.5.gz" "$R/usr/share/man/man7/vpnctl-provider.7.gz"; do
@@ -195,7 +207,8 @@ test_make_install() {
   local f
   for f in bin/vpnctl share/man/man1/vpnctl.1 share/man/man5/vpnctl-profile.5 share/bash-completion/completions/vpnctl \
            share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
-           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service; do
+           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service \
+           share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
   grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \
@@ -204,6 +217,6 @@ test_make_install() {
   local left; left=$(find "$dest" -type f)
   [ -z "$left" ] || { echo "  left after uninstall: $left"; return 1; }
 }
-check "make install / uninstall: binary, the pages, three completion scripts, the agent's systemd units" test_make_install
+check "make install / uninstall: binary, the pages, three completion scripts, the agent's systemd units, the catalogs" test_make_install
 
 summary packaging

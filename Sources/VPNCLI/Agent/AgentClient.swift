@@ -38,8 +38,8 @@ enum AgentClient {
     }
 
     static func notRunning(_ command: String, _ socket: String) -> VPNError {
-        VPNError(.permissionDenied, "'\(command)' needs root or the vpnctl agent, and the agent is not running (no agent at \(socket))",
-                 hint: "start it with: systemctl start vpnctl-agent.socket (or run 'vpnctl agent' as root)")
+        VPNError(.permissionDenied, L("'\(command)' needs root or the vpnctl agent, and the agent is not running (no agent at \(socket))"),
+                 hint: L("start it with: systemctl start vpnctl-agent.socket (or run 'vpnctl agent' as root)"))
     }
 
     static func makeRequest(_ verb: AgentRequest.Verb, _ args: ParsedArguments, _ context: Context) -> AgentRequest {
@@ -89,7 +89,7 @@ enum AgentClient {
                     if context.stdout.failure != nil { return ExitCode.failure.rawValue }
                 }
             } catch {
-                return VPNCLI.report(VPNError(.failure, "the vpnctl agent's reply is malformed: \(error)"), to: output)
+                return VPNCLI.report(VPNError(.failure, L("the vpnctl agent's reply is malformed: \(error)")), to: output)
             }
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
@@ -99,7 +99,7 @@ enum AgentClient {
     }
 
     static func lost() -> VPNError {
-        VPNError(.failure, "the vpnctl agent closed the connection before it answered (it stopped or restarted)",
-                 hint: "tunnels are not affected; see 'vpnctl status' for the truth, then try again")
+        VPNError(.failure, L("the vpnctl agent closed the connection before it answered (it stopped or restarted)"),
+                 hint: L("tunnels are not affected; see 'vpnctl status' for the truth, then try again"))
     }
 }

@@ -7,22 +7,22 @@ import VPNSystem
 
 enum AgentCommand {
     static let spec = CommandSpec(
-        name: "agent", abstract: "Serve non-root users: run their tunnel commands as their profiles' policy allows (root; systemd runs it).",
-        discussion: """
+        name: "agent", abstract: L("Serve non-root users: run their tunnel commands as their profiles' policy allows (root; systemd runs it)."),
+        discussion: L("""
         Runs in the foreground and listens on <run-dir>/agent.sock (mode 0666), or on the
         socket systemd passes (LISTEN_FDS); tells systemd it is ready when NOTIFY_SOCKET
         is set. Callers are identified by the kernel (SO_PEERCRED) and their groups by
         the system; each profile's policy decides. Every request is logged on stderr.
         Stopping the agent stops no tunnel.
-        """,
+        """),
         examples: [
             "vpnctl agent   # as systemd runs it (systemctl enable --now vpnctl-agent.socket)",
             "vpnctl agent --admin-group netadmin",
         ],
-        options: [OptionSpec("admin-group", value: "group", help: "Members may do everything, as root may (default vpnctl)."),
-                  OptionSpec("request-timeout", value: "ms", help: "How long a client may take to send its request (default 2000)."),
-                  OptionSpec("max-clients", value: "n", help: "Requests read at once; more are told the agent is busy (default 512)."),
-                  OptionSpec("max-workers", value: "n", help: "Requests that wait (start, watch, ...) one user may have running (default 32).")],
+        options: [OptionSpec("admin-group", value: "group", help: L("Members may do everything, as root may (default vpnctl).")),
+                  OptionSpec("request-timeout", value: "ms", help: L("How long a client may take to send its request (default 2000).")),
+                  OptionSpec("max-clients", value: "n", help: L("Requests read at once; more are told the agent is busy (default 512).")),
+                  OptionSpec("max-workers", value: "n", help: L("Requests that wait (start, watch, ...) one user may have running (default 32)."))],
         run: run)
 
     static func number(_ inv: Invocation, _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
@@ -139,19 +139,19 @@ enum AgentCommand {
 
 enum CanCommand {
     static let spec = CommandSpec(
-        name: "can", abstract: "Exit 0 if you may take an action on a profile, 11 if not; prints the reason.",
-        discussion: """
+        name: "can", abstract: L("Exit 0 if you may take an action on a profile, 11 if not; prints the reason."),
+        discussion: L("""
         The guard question for scripts and UIs. Actions: start, stop, toggle, status,
         stats, verify (granted by a profile's policy) and import, edit, remove, enable,
         disable, secret, trust (root and the admin group only). A user other than root
         is answered by the agent, with the policy it enforces.
-        """,
+        """),
         examples: [
             "vpnctl can start office && vpnctl start office",
             "vpnctl can edit office --json",
         ],
-        positionals: [PositionalSpec("action", help: "The action: start, stop, toggle, status, stats, verify, ..."),
-                      PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("action", help: L("The action: start, stop, toggle, status, stats, verify, ...")),
+                      PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Result: Encodable {

@@ -9,22 +9,22 @@ import VPNSystem
 /// touched. All or nothing; a second run changes nothing.
 enum ApplyCommand {
     static let spec = CommandSpec(
-        name: "apply", abstract: "Make a set of profile files (a directory, or files) the managed profiles, for fleets.",
-        discussion: """
+        name: "apply", abstract: L("Make a set of profile files (a directory, or files) the managed profiles, for fleets."),
+        discussion: L("""
         Every file (a directory's regular files, dot files left out) is read as 'vpnctl import'
         reads it: a .mobileconfig gives a profile per VPN payload, any other file one profile
         named after the file. The output says created, updated, unchanged or removed per
         profile; with --json, 'changed' is true when anything changed (for Ansible's
         changed_when). Exit 0 whether or not something changed; a bad file changes nothing.
-        """,
+        """),
         examples: [
             "vpnctl apply /etc/vpnctl/fleet.d --dry-run",
             "vpnctl apply /etc/vpnctl/fleet.d --json",
         ],
-        options: [OptionSpec("dry-run", help: "Print the plan; change nothing."),
-                  OptionSpec("allow-empty", help: "With no profile files, remove every profile apply made (refused otherwise)."),
-                  OptionSpec("ca", value: "file", help: "Signed .mobileconfig files must be signed by a certificate this CA issued (PEM).")],
-        positionals: [PositionalSpec("path", variadic: true, kind: .file, help: "A directory of profile files, or a file; several may be given.")],
+        options: [OptionSpec("dry-run", help: L("Print the plan; change nothing.")),
+                  OptionSpec("allow-empty", help: L("With no profile files, remove every profile apply made (refused otherwise).")),
+                  OptionSpec("ca", value: "file", help: L("Signed .mobileconfig files must be signed by a certificate this CA issued (PEM)."))],
+        positionals: [PositionalSpec("path", variadic: true, kind: .file, help: L("A directory of profile files, or a file; several may be given."))],
         run: run)
 
     struct Row: Encodable {
@@ -56,7 +56,7 @@ enum ApplyCommand {
         for path in paths {
             let info: FileSystem.Info?
             do { info = try FileSystem.info(path) } catch { throw VPNError.from(error) }
-            guard let info else { throw VPNError(.usage, "\(path.abbreviated(200)): no such file or directory") }
+            guard let info else { throw VPNError(.usage, L("\(path.abbreviated(200)): no such file or directory")) }
             if info.isDirectory {
                 let names: [String]
                 do { names = try FileSystem.list(path) } catch { throw VPNError.from(error) }
@@ -90,7 +90,7 @@ enum ApplyCommand {
                     let c = try MobileConfig.read(bytes, source: path, defaultName: base,
                                                   options: MobileConfig.Options(signerAnchors: Crypto.looksLikeCMS(bytes) ? anchors : nil))
                     if anchors != nil && c.signer == nil {
-                        throw VPNError(.configurationInvalid, "\(path) is not signed, and --ca asks for signed profiles")
+                        throw VPNError(.configurationInvalid, L("\(path) is not signed, and --ca asks for signed profiles"))
                     }
                     for a in c.anchors { allAnchors[a.fingerprint] = Array(a.pem.utf8) }
                     for item in c.items {
@@ -118,7 +118,7 @@ enum ApplyCommand {
         }
         if !problems.isEmpty {
             throw VPNError.invalid("apply changed nothing: \(problems.filter { !$0.hasPrefix("  ") }.count) file\(problems.count == 1 ? "" : "s") cannot be imported",
-                                   problems: problems, hint: "fix the files and apply again")
+                                   problems: problems, hint: L("fix the files and apply again"))
         }
         for d in desired { for (fp, pem) in d.result.anchors { allAnchors[fp] = pem } }
 
@@ -129,11 +129,11 @@ enum ApplyCommand {
         var names: [String: String] = [:], keys = Set<String>()
         for d in desired {
             if let other = names[d.result.profile.name] {
-                throw VPNError(.configurationInvalid, "apply changed nothing: \(d.source) and \(other) both make a profile named '\(d.result.profile.name)'")
+                throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) and \(other) both make a profile named '\(d.result.profile.name)'"))
             }
             names[d.result.profile.name] = d.source
             if !keys.insert(key(d.origin)).inserted {
-                throw VPNError(.configurationInvalid, "apply changed nothing: \(d.source) repeats PayloadIdentifier \(d.origin.payloadIdentifier.quotedForMessage) of \(d.origin.profileIdentifier.quotedForMessage)")
+                throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) repeats PayloadIdentifier \(d.origin.payloadIdentifier.quotedForMessage) of \(d.origin.profileIdentifier.quotedForMessage)"))
             }
         }
 
@@ -149,7 +149,7 @@ enum ApplyCommand {
                 p.enabled = old.enabled
                 p.policy = old.policy
                 if let clash = existing.first(where: { $0.name == p.name && $0.id != old.id }) {
-                    throw VPNError(.configurationInvalid, "apply changed nothing: \(d.source) renames '\(old.name)' to '\(p.name)', which another profile has (\(clash.id.lowercasedString))")
+                    throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) renames '\(old.name)' to '\(p.name)', which another profile has (\(clash.id.lowercasedString))"))
                 }
                 let sameSecrets = d.result.secrets.allSatisfy { name, value in (try? store.secrets.read(old.id, name: name)) == value }
                 let change = p == old && sameSecrets ? "unchanged" : "updated"
@@ -159,8 +159,8 @@ enum ApplyCommand {
             } else {
                 if let clash = existing.first(where: { $0.name == p.name }) {
                     let whose = clash.origin.map { "imported from \($0.profileIdentifier.quotedForMessage) by hand" } ?? "made by hand"
-                    throw VPNError(.configurationInvalid, "apply changed nothing: \(d.source) makes a profile named '\(p.name)', and one exists (\(whose)); apply never touches it",
-                                   hint: "remove or rename that profile, or rename the file (or its UserDefinedName)")
+                    throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) makes a profile named '\(p.name)', and one exists (\(whose)); apply never touches it"),
+                                   hint: L("remove or rename that profile, or rename the file (or its UserDefinedName)"))
                 }
                 saving.append(p)
                 rows.append((result(p, d, "created"), d.result))
@@ -171,7 +171,7 @@ enum ApplyCommand {
         // An empty set is more often a missing mount or copy than an intent.
         if desired.isEmpty && !dropped.isEmpty && !inv.args.flag("allow-empty") {
             throw VPNError.usage("no profile files in \(inv.args.positionals.joined(separator: " ")): that would remove all \(dropped.count) profile\(dropped.count == 1 ? "" : "s") apply made",
-                                 hint: "give --allow-empty to remove them all")
+                                 hint: L("give --allow-empty to remove them all"))
         }
         applyRows += dropped.map { Row(name: $0.name, id: $0.id.lowercasedString, protocol: $0.protocol.kind.rawValue, change: "removed",
                                        source: $0.origin.map { $0.profileIdentifier.hasPrefix("file:") ? String($0.profileIdentifier.dropFirst(5)) : $0.profileIdentifier } ?? "") }
@@ -183,9 +183,9 @@ enum ApplyCommand {
                 if current.supervisorAlive {
                     let (_, stopped) = try TunnelActions.stop(inv, old, wait: true, timeout: 10)
                     if stopped.supervisorAlive {
-                        throw VPNError(.failure, "'\(old.name)' is still running; apply changed nothing", hint: "stop it with: vpnctl stop \(old.name)")
+                        throw VPNError(.failure, L("'\(old.name)' is still running; apply changed nothing"), hint: L("stop it with: vpnctl stop \(old.name)"))
                     }
-                    inv.output.note("stopped '\(old.name)' before removing it")
+                    inv.output.note(L("stopped '\(old.name)' before removing it"))
                 }
             }
             try MobileConfigImport.write(store, inv, saving: saving, rows: rows, dropped: dropped, anchors: allAnchors)
@@ -194,24 +194,24 @@ enum ApplyCommand {
                     try store.secrets.removeAll(old.id)
                     try inv.controller.runtime.remove(old.id)
                 } catch {
-                    inv.output.note("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)")
+                    inv.output.note(L("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)"))
                 }
             }
         } else if !dryRun && !allAnchors.isEmpty {
             let trust = TrustStore(configDirectory: inv.options.configDirectory)
             for (fp, pem) in allAnchors.sorted(by: { $0.key < $1.key }) where !trust.exists(fp) { try trust.install(pem, fingerprint: fp) }
         }
-        for note in notes { inv.output.note("note: \(note)") }
+        for note in notes { inv.output.note(L("note: \(note)")) }
         if inv.options.json {
             inv.output.emit(Result(dryRun: dryRun, changed: changed, profiles: applyRows, notes: notes))
             return .ok
         }
-        if dryRun { inv.output.line("dry run: nothing was changed; the plan:") }
+        if dryRun { inv.output.line(L("dry run: nothing was changed; the plan:")) }
         for r in applyRows {
             let verb = dryRun ? ["created": "create", "updated": "update", "removed": "remove"][r.change] ?? r.change : r.change
             inv.output.line("\(verb) '\(r.name)' (\(r.protocol)) from \(r.source)")
         }
-        if applyRows.isEmpty { inv.output.line("nothing to apply: no profile files and no managed profiles") }
+        if applyRows.isEmpty { inv.output.line(L("nothing to apply: no profile files and no managed profiles")) }
         return .ok
     }
 

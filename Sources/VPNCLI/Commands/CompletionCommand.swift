@@ -6,8 +6,8 @@ import VPNSystem
 /// scripts the names that only the live system knows.
 enum CompletionCommand {
     static let spec = CommandSpec(
-        name: "completion", abstract: "Print a shell completion script for bash, zsh or fish.",
-        discussion: """
+        name: "completion", abstract: L("Print a shell completion script for bash, zsh or fish."),
+        discussion: L("""
         The script is generated from vpnctl's own command specs: every command, option and
         value. Profile, interface, secret and trust-anchor names are completed from the live
         system (through the hidden 'vpnctl __complete'), honouring --config-dir and --run-dir
@@ -15,12 +15,12 @@ enum CompletionCommand {
         each shell looks for them; to try one in the running shell:
           source <(vpnctl completion bash)        (zsh: the same with zsh)
           vpnctl completion fish | source
-        """,
+        """),
         examples: [
             "vpnctl completion bash > /etc/bash_completion.d/vpnctl",
             "vpnctl completion fish > ~/.config/fish/completions/vpnctl.fish",
         ],
-        positionals: [PositionalSpec("shell", kind: .choice(CompletionShell.allCases.map(\.rawValue)), help: "bash, zsh or fish.")],
+        positionals: [PositionalSpec("shell", kind: .choice(CompletionShell.allCases.map(\.rawValue)), help: L("bash, zsh or fish."))],
         run: run)
 
     struct Result: Encodable {

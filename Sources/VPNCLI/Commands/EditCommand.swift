@@ -7,8 +7,8 @@ import VPNSystem
 
 enum EditCommand {
     static let spec = CommandSpec(
-        name: "edit", abstract: "Edit a profile's JSON in your editor (or apply a file), then validate and save it.",
-        discussion: """
+        name: "edit", abstract: L("Edit a profile's JSON in your editor (or apply a file), then validate and save it."),
+        discussion: L("""
         The editor is $VISUAL, else $EDITOR, else 'editor' or 'vi' from PATH
         (vpnctl says which it used). The edited profile is saved only if it is
         valid, has no key vpnctl does not know, and nobody saved the profile
@@ -17,14 +17,14 @@ enum EditCommand {
         vpnctl offers to reopen it, and 'vpnctl edit PROFILE --from FILE'
         applies it later. Secrets are not in the JSON; set them with
         'vpnctl secret set'.
-        """,
+        """),
         examples: [
             "vpnctl edit office",
             "EDITOR=nano vpnctl edit office",
             "vpnctl edit office --from /tmp/vpnctl-edit-Ab12Cd/office.json",
         ],
-        options: [OptionSpec("from", value: "file", help: "Apply this profile JSON instead of opening an editor (its revision is checked).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        options: [OptionSpec("from", value: "file", help: L("Apply this profile JSON instead of opening an editor (its revision is checked)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Result: Encodable {
@@ -57,7 +57,7 @@ enum EditCommand {
 
         func failKeeping(_ e: VPNError) -> VPNError {
             keep = true
-            let hint = "your edit is kept in \(file); apply it with: vpnctl edit \(original.name.shellQuoted) --from \(file)"
+            let hint = L("your edit is kept in \(file); apply it with: \("vpnctl edit \(original.name.shellQuoted) --from \(file)")")
                 + (Hints.text(for: e).map { "; \($0)" } ?? "")
             return VPNError(e.code, e.message, hint: hint, problems: e.problems)
         }
@@ -96,11 +96,11 @@ enum EditCommand {
         let bytes: [UInt8]
         do {
             guard let read = try FileSystem.readFileIfPresent(file, limit: maximumSize) else {
-                throw VPNError(.failure, "cannot read \(file): no such file", hint: "give the path of a profile JSON file")
+                throw VPNError(.failure, L("cannot read \(file): no such file"), hint: L("give the path of a profile JSON file"))
             }
             bytes = read
         } catch let e as FileSystem.FileProblem {
-            throw VPNError(.failure, "cannot read \(file): \(e)", hint: "give the path of a regular file")
+            throw VPNError(.failure, L("cannot read \(file): \(e)"), hint: L("give the path of a regular file"))
         }
         if bytes == (try json(original)) {
             reportUnchanged(original, emptyFile: false, inv)
@@ -121,11 +121,11 @@ enum EditCommand {
         }
         for fallback in ["editor", "vi"] {
             if let path = Processes.which(fallback, path: env["PATH"]) {
-                return (path, "VISUAL and EDITOR are not set; using \(path)")
+                return (path, L("VISUAL and EDITOR are not set; using \(path)"))
             }
         }
-        throw VPNError(.usage, "no editor: neither VISUAL nor EDITOR is set, and neither 'editor' nor 'vi' is on PATH",
-                       hint: "set one, e.g. EDITOR=nano vpnctl edit PROFILE, or apply a file with --from FILE")
+        throw VPNError(.usage, L("no editor: neither VISUAL nor EDITOR is set, and neither 'editor' nor 'vi' is on PATH"),
+                       hint: L("set one, e.g. EDITOR=nano vpnctl edit PROFILE, or apply a file with --from FILE"))
     }
 
     /// The profile as the user edits it: pretty, sorted JSON and a final newline.
@@ -141,15 +141,15 @@ enum EditCommand {
         do {
             status = try inv.context.runEditor(editor, file, inv.context.environment)
         } catch {
-            throw VPNError(.failure, "\(error)", hint: "check VISUAL / EDITOR")
+            throw VPNError(.failure, "\(error)", hint: L("check VISUAL / EDITOR"))
         }
         guard status == 0 else {
-            throw VPNError(.failure, "the editor exited with status \(status); nothing was saved")
+            throw VPNError(.failure, L("the editor exited with status \(status); nothing was saved"))
         }
         do {
             return try FileSystem.readFileIfPresent(file, limit: maximumSize) ?? []
         } catch let e as FileSystem.FileProblem {
-            throw VPNError(.failure, "cannot read the edited profile: \(e)", hint: "save the profile as a regular file; nothing was saved")
+            throw VPNError(.failure, L("cannot read the edited profile: \(e)"), hint: L("save the profile as a regular file; nothing was saved"))
         } catch {
             throw VPNError.from(error)
         }
@@ -165,12 +165,12 @@ enum EditCommand {
         do {
             (edited, unknown) = try Profile.parseStrictly(bytes)
         } catch let problem as JSONSyntax.Problem {
-            throw VPNError(.configurationInvalid, "\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)")
+            throw VPNError(.configurationInvalid, L("\(file):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
         } catch let problem as JSONDecodeProblem {
             throw VPNError(.configurationInvalid, "\(file): \(problem)")
         }
         if edited.id != original.id {
-            throw VPNError(.configurationInvalid, "the profile's id cannot change (it was \(original.id.lowercasedString))")
+            throw VPNError(.configurationInvalid, L("the profile's id cannot change (it was \(original.id.lowercasedString))"))
         }
         if !keepRevision || !hasMember("revision", bytes) {
             edited.revision = original.revision
@@ -179,7 +179,8 @@ enum EditCommand {
             JSONSyntax.line(ofKey: u.key, in: bytes).map { "line \($0): \(u)" } ?? "\(u)"
         } + validator.problems(in: edited)
         if !problems.isEmpty {
-            throw VPNError.invalid("the edited profile is not valid (\(problems.count) problem\(problems.count == 1 ? "" : "s"))", problems: problems)
+            throw VPNError.invalid(problems.count == 1 ? L("the edited profile is not valid (1 problem)")
+                                                       : L("the edited profile is not valid (\(problems.count) problems)"), problems: problems)
         }
         return edited
     }
@@ -193,18 +194,18 @@ enum EditCommand {
         if inv.options.json {
             inv.output.emit(Result(name: original.name, id: original.id.lowercasedString, revision: original.revision, changed: false))
         } else {
-            inv.output.line(emptyFile ? "empty file; nothing saved" : "no changes to '\(original.name)'")
+            inv.output.line(emptyFile ? L("empty file; nothing saved") : L("no changes to '\(original.name)'"))
         }
     }
 
     static func reportSaved(_ saved: Profile, validator: ProfileValidator, _ inv: Invocation) {
         for missing in validator.missingSecrets(in: saved) {
-            inv.output.note("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>")
+            inv.output.note(L("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>"))
         }
         if inv.options.json {
             inv.output.emit(Result(name: saved.name, id: saved.id.lowercasedString, revision: saved.revision, changed: true))
         } else {
-            inv.output.line("saved '\(saved.name)' (revision \(saved.revision))")
+            inv.output.line(L("saved '\(saved.name)' (revision \(saved.revision))"))
         }
     }
 
@@ -214,7 +215,7 @@ enum EditCommand {
     static func makePrivateTempDirectory(_ base: String) throws -> String {
         var template = Array("\(base)/vpnctl-edit-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw VPNError(.failure, "cannot create a temporary directory in \(base): \(Errno.current)")
+            throw VPNError(.failure, L("cannot create a temporary directory in \(base): \(Errno.current)"))
         }
         return String(cString: template)
     }

@@ -3,19 +3,19 @@ import VPNCore
 
 enum EnableCommand {
     static let enableSpec = CommandSpec(
-        name: "enable", abstract: "Enable a profile so it can be started.",
+        name: "enable", abstract: L("Enable a profile so it can be started."),
         examples: [
             "vpnctl enable office",
         ],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: { try run($0, enabled: true) })
 
     static let disableSpec = CommandSpec(
-        name: "disable", abstract: "Disable a profile; a disabled profile cannot be started.",
+        name: "disable", abstract: L("Disable a profile; a disabled profile cannot be started."),
         examples: [
             "vpnctl disable office",
         ],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: { try run($0, enabled: false) })
 
     struct Result: Encodable {
@@ -43,9 +43,9 @@ enum EnableCommand {
             inv.output.emit(Result(name: profile.name, id: profile.id.lowercasedString, enabled: enabled,
                                    revision: profile.revision, changed: changed))
         } else if changed {
-            inv.output.line("\(enabled ? "enabled" : "disabled") '\(profile.name)'")
+            inv.output.line(enabled ? L("enabled '\(profile.name)'") : L("disabled '\(profile.name)'"))
         } else {
-            inv.output.line("'\(profile.name)' is already \(enabled ? "enabled" : "disabled")")
+            inv.output.line(enabled ? L("'\(profile.name)' is already enabled") : L("'\(profile.name)' is already disabled"))
         }
         return .ok
     }

@@ -9,22 +9,22 @@ import VPNSystem
 /// stay behind (named) unless root asks for them with --include-secrets.
 enum ExportCommand {
     static let spec = CommandSpec(
-        name: "export", abstract: "Write a profile as a file another machine can import (wg-quick, .ovpn, .mobileconfig, JSON).",
-        discussion: """
+        name: "export", abstract: L("Write a profile as a file another machine can import (wg-quick, .ovpn, .mobileconfig, JSON)."),
+        discussion: L("""
         The default format is the profile's own: wg-quick for WireGuard, .ovpn for OpenVPN,
         .mobileconfig for IKEv2 and providers. Secrets are left out and named (in a comment,
         or the profile's PayloadDescription) unless --include-secrets is given, by root.
         The file goes to standard output, or to --output FILE (created 0600 when it holds secrets).
-        """,
+        """),
         examples: [
             "vpnctl export office > office.conf",
             "vpnctl export office --format mobileconfig --output office.mobileconfig",
         ],
         options: [OptionSpec("format", value: "format", kind: .choice(ProfileExport.Format.allCases.map(\.rawValue)),
-                             help: "json, wg-quick, ovpn or mobileconfig (default: the profile's own)."),
-                  OptionSpec("include-secrets", help: "Write the secret values too (root only)."),
-                  OptionSpec("output", value: "file", help: "Write to FILE instead of standard output (refused if it exists).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+                             help: L("json, wg-quick, ovpn or mobileconfig (default: the profile's own).")),
+                  OptionSpec("include-secrets", help: L("Write the secret values too (root only).")),
+                  OptionSpec("output", value: "file", help: L("Write to FILE instead of standard output (refused if it exists)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -33,7 +33,7 @@ enum ExportCommand {
         let format: ProfileExport.Format
         if let f = inv.args.value("format") {
             guard let parsed = ProfileExport.Format(rawValue: f) else {
-                throw VPNError.usage("unknown format \(f.quotedForMessage)", hint: "use json, wg-quick, ovpn or mobileconfig")
+                throw VPNError.usage(L("unknown format \(f.quotedForMessage)"), hint: L("use json, wg-quick, ovpn or mobileconfig"))
             }
             format = parsed
         } else {
@@ -41,11 +41,11 @@ enum ExportCommand {
         }
         let include = inv.args.flag("include-secrets")
         if include && geteuid() != 0 {
-            throw VPNError(.permissionDenied, "--include-secrets writes secret values, and only root may",
-                           hint: "run it as root, or export without --include-secrets and set the secrets on the other machine")
+            throw VPNError(.permissionDenied, L("--include-secrets writes secret values, and only root may"),
+                           hint: L("run it as root, or export without --include-secrets and set the secrets on the other machine"))
         }
         if include && inv.args.value("output") == nil && inv.context.stdoutIsTerminal {
-            throw VPNError.usage("--include-secrets would print secrets on a terminal", hint: "write them to a file: --output FILE")
+            throw VPNError.usage(L("--include-secrets would print secrets on a terminal"), hint: L("write them to a file: --output FILE"))
         }
         let store = manager.store
         var unreadable: [String: VPNError] = [:]
@@ -60,7 +60,7 @@ enum ExportCommand {
         if let path = inv.args.value("output") {
             do {
                 guard try FileSystem.info(path) == nil else {
-                    throw VPNError(.failure, "\(path.abbreviated(200)) already exists; vpnctl export does not overwrite", hint: "choose another --output, or remove it")
+                    throw VPNError(.failure, L("\(path.abbreviated(200)) already exists; vpnctl export does not overwrite"), hint: L("choose another --output, or remove it"))
                 }
                 try AtomicFile.write(out.bytes, to: path, mode: include ? 0o600 : 0o644)
             } catch let e as VPNError {
@@ -72,7 +72,7 @@ enum ExportCommand {
             inv.context.stdout.write(String(decoding: out.bytes, as: UTF8.self))
         }
         if !out.secretsLeftOut.isEmpty && !include {
-            inv.output.note("note: secrets left out: \(out.secretsLeftOut.joined(separator: ", ")) (set them on the other machine with 'vpnctl secret set', or export with --include-secrets as root)")
+            inv.output.note(L("note: secrets left out: \(out.secretsLeftOut.joined(separator: ", ")) (set them on the other machine with 'vpnctl secret set', or export with --include-secrets as root)"))
         }
         return .ok
     }

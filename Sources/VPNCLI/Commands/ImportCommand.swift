@@ -4,8 +4,8 @@ import VPNSystem
 
 enum ImportCommand {
     static let spec = CommandSpec(
-        name: "import", abstract: "Import a profile from a wg-quick .conf, OpenVPN .ovpn or Apple .mobileconfig file.",
-        discussion: """
+        name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn or Apple .mobileconfig file."),
+        discussion: L("""
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
         certificate becomes a trust anchor of its own (the config dir's trust/, named by
@@ -17,16 +17,16 @@ enum ImportCommand {
         signed one is checked (--ca FILE also checks its signer's chain), and
         importing one with the same PayloadIdentifier again updates what it made.
         Use '-' to read the file from standard input.
-        """,
+        """),
         examples: [
             "vpnctl import office.conf",
             "vpnctl import client.ovpn --name work",
         ],
-        options: [OptionSpec("name", value: "name", help: "Profile name (default: the file name without its extension)."),
-                  OptionSpec("username", value: "user", help: "The auth-user-pass username of an OpenVPN profile."),
-                  OptionSpec("ca", value: "file", help: "A signed .mobileconfig's signer must chain to this CA (PEM)."),
-                  OptionSpec("identity-password-stdin", help: "Read the password of a .mobileconfig's PKCS#12 identity from standard input.")],
-        positionals: [PositionalSpec("file", help: "The file to import.")],
+        options: [OptionSpec("name", value: "name", help: L("Profile name (default: the file name without its extension).")),
+                  OptionSpec("username", value: "user", help: L("The auth-user-pass username of an OpenVPN profile.")),
+                  OptionSpec("ca", value: "file", help: L("A signed .mobileconfig's signer must chain to this CA (PEM).")),
+                  OptionSpec("identity-password-stdin", help: L("Read the password of a .mobileconfig's PKCS#12 identity from standard input."))],
+        positionals: [PositionalSpec("file", help: L("The file to import."))],
         run: run)
 
     struct Result: Encodable {
@@ -50,11 +50,11 @@ enum ImportCommand {
                                               defaultName: defaultName(file))
         }
         if inv.args.value("ca") != nil || inv.args.flag("identity-password-stdin") {
-            throw VPNError.usage("--\(inv.args.value("ca") != nil ? "ca" : "identity-password-stdin") is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one")
+            throw VPNError.usage(L("--\(inv.args.value("ca") != nil ? "ca" : "identity-password-stdin") is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one"))
         }
         let name = inv.args.value("name") ?? defaultName(file)
         if let problem = ProfileName.problems(name).first {
-            throw VPNError(.usage, "invalid profile name \(name.quotedForMessage): \(problem)", hint: "choose another with --name NAME")
+            throw VPNError(.usage, L("invalid profile name \(name.quotedForMessage): \(problem)"), hint: L("choose another with --name NAME"))
         }
         let options = ImportOptions(username: inv.args.value("username"),
                                     baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file))
@@ -62,8 +62,8 @@ enum ImportCommand {
         let store = inv.store
         let existing = try store.load()
         if existing.contains(where: { $0.name == name }) {
-            throw VPNError(.configurationInvalid, "a profile named '\(name)' already exists",
-                           hint: "choose another name with --name NAME, or remove the old one first")
+            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"),
+                           hint: L("choose another name with --name NAME, or remove the old one first"))
         }
         // Secrets first, keyed by the new id; if the save fails they go again,
         // so a failed import leaves nothing behind.
@@ -80,12 +80,12 @@ enum ImportCommand {
             try? store.secrets.removeAll(result.profile.id)
             throw error
         }
-        for note in result.notes { inv.output.note("note: \(note)") }
+        for note in result.notes { inv.output.note(L("note: \(note)")) }
         let p = result.profile
         var publicKey: String? = nil
         if case .wireguard(let w) = p.protocol {
             publicKey = w.publicKey(readingSecret: { name in
-                guard let value = result.secrets[name] else { throw VPNError(.failure, "no secret \(name)") }
+                guard let value = result.secrets[name] else { throw VPNError(.failure, L("no secret \(name)")) }
                 return value
             })
         }
@@ -94,11 +94,11 @@ enum ImportCommand {
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
                                    trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey))
         } else {
-            inv.output.line("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))")
+            inv.output.line(L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"))
             if !result.secrets.isEmpty {
-                inv.output.line("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))")
+                inv.output.line(L("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))"))
             }
-            for fp in result.anchors.keys.sorted() { inv.output.line("trust anchor: \(fp)") }
+            for fp in result.anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
             for step in nextSteps(p, publicKey: publicKey, stored: Set(result.secrets.keys)) { inv.output.line(step) }
         }
         return .ok
@@ -130,7 +130,7 @@ enum ImportCommand {
             if file == "-" { return try inv.context.readStdin(limit) }
             guard let b = try FileSystem.readFileIfPresent(file, followSymlinks: true, limit: limit,
                                                             acceptPipe: isDescriptorPath(file)) else {
-                throw VPNError(.failure, "cannot read \(file.abbreviated(200)): no such file")
+                throw VPNError(.failure, L("cannot read \(file.abbreviated(200)): no such file"))
             }
             return b
         } catch let e as SystemError {
@@ -140,8 +140,8 @@ enum ImportCommand {
                 throw VPNError(.configurationInvalid,
                                "\(source) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file")
             }
-            throw VPNError(.failure, "cannot import \(e.description)",
-                           hint: "import a regular file, or pipe it in with: vpnctl import - < FILE")
+            throw VPNError(.failure, L("cannot import \(e.description)"),
+                           hint: L("import a regular file, or pipe it in with: vpnctl import - < FILE"))
         }
     }
 

@@ -3,7 +3,7 @@ import VPNCore
 
 enum ListCommand {
     static let spec = CommandSpec(
-        name: "list", abstract: "List the saved profiles.",
+        name: "list", abstract: L("List the saved profiles."),
         examples: [
             "vpnctl list",
             "vpnctl list --json",
@@ -34,12 +34,12 @@ enum ListCommand {
             return .ok
         }
         if rows.isEmpty {
-            inv.output.note(inv.context.visibleProfiles == nil ? "no profiles in \(inv.store.path); add one with: vpnctl import FILE"
-                                                               : "no profiles for you: none names you or a group of yours in its policy")
+            inv.output.note(inv.context.visibleProfiles == nil ? L("no profiles in \(inv.store.path); add one with: vpnctl import FILE")
+                                                               : L("no profiles for you: none names you or a group of yours in its policy"))
             return .ok
         }
-        inv.output.table(["NAME", "PROTOCOL", "ENABLED", "REVISION", "ID"],
-                         rows.map { [$0.name, $0.protocol, $0.enabled ? "yes" : "no", "\($0.revision)", $0.id] })
+        inv.output.table([L("NAME"), L("PROTOCOL"), L("ENABLED"), L("REVISION"), "ID"],
+                         rows.map { [$0.name, $0.protocol, $0.enabled ? L("yes") : L("no"), "\($0.revision)", $0.id] })
         return .ok
     }
 }

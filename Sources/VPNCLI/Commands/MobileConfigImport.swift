@@ -47,7 +47,7 @@ enum MobileConfigImport {
         let bytes: [UInt8]
         do {
             guard let b = try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: ImportFormat.maximumSize) else {
-                throw VPNError(.usage, "--ca \(path.abbreviated(200)): no such file")
+                throw VPNError(.usage, L("--ca \(path.abbreviated(200)): no such file"))
             }
             bytes = b
         } catch let e as VPNError {
@@ -61,7 +61,7 @@ enum MobileConfigImport {
             guard !certs.isEmpty else { throw Crypto.Problem("no certificate in it") }
             return certs
         } catch let p as Crypto.Problem {
-            throw VPNError(.usage, "--ca \(path.abbreviated(200)): \(p.message)", hint: "give the CA certificate that issued the signer's certificate (PEM)")
+            throw VPNError(.usage, "--ca \(path.abbreviated(200)): \(p.message)", hint: L("give the CA certificate that issued the signer's certificate (PEM)"))
         }
     }
 
@@ -70,7 +70,7 @@ enum MobileConfigImport {
     static func identityPassword(_ inv: Invocation, file: String) throws -> String? {
         guard inv.args.flag("identity-password-stdin") else { return nil }
         if file == "-" {
-            throw VPNError.usage("--identity-password-stdin reads standard input, which already holds the profile", hint: "give the profile as a file")
+            throw VPNError.usage(L("--identity-password-stdin reads standard input, which already holds the profile"), hint: L("give the profile as a file"))
         }
         var value: [UInt8]
         if inv.context.stdinIsTerminal {
@@ -116,8 +116,8 @@ enum MobileConfigImport {
             } else {
                 if let clash = existing.first(where: { $0.name == p.name }) {
                     let whose = clash.origin.map { "imported from \($0.profileIdentifier.quotedForMessage)" } ?? "made by hand"
-                    throw VPNError(.configurationInvalid, "\(source): a profile named '\(p.name)' already exists (\(whose)); nothing was imported",
-                                   hint: "remove or rename the other profile, or import with --name NAME (one VPN payload only)")
+                    throw VPNError(.configurationInvalid, L("\(source): a profile named '\(p.name)' already exists (\(whose)); nothing was imported"),
+                                   hint: L("remove or rename the other profile, or import with --name NAME (one VPN payload only)"))
                 }
                 saving.append(p)
                 rows.append((row(p, item, "created"), item.result))
@@ -137,10 +137,10 @@ enum MobileConfigImport {
             if current.supervisorAlive {
                 let (_, stopped) = try TunnelActions.stop(inv, old, wait: true, timeout: 10)
                 if stopped.supervisorAlive {
-                    throw VPNError(.failure, "'\(old.name)' (dropped from \(source)) is still running; nothing was changed",
-                                   hint: "stop it with: vpnctl stop \(old.name)")
+                    throw VPNError(.failure, L("'\(old.name)' (dropped from \(source)) is still running; nothing was changed"),
+                                   hint: L("stop it with: vpnctl stop \(old.name)"))
                 }
-                inv.output.note("stopped '\(old.name)' before removing it (its payload is gone from \(source))")
+                inv.output.note(L("stopped '\(old.name)' before removing it (its payload is gone from \(source))"))
             }
         }
 
@@ -150,7 +150,7 @@ enum MobileConfigImport {
                 try store.secrets.removeAll(old.id)
                 try inv.controller.runtime.remove(old.id)
             } catch {
-                inv.output.note("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)")
+                inv.output.note(L("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)"))
             }
         }
 
@@ -166,7 +166,7 @@ enum MobileConfigImport {
         let anchorRows = contents.anchors.map { Anchor(fingerprint: $0.fingerprint, subject: $0.subject, notAfter: $0.notAfter) }
         let signer = contents.signer.map { Signer(subject: $0.subject, issuer: $0.issuer, notAfter: $0.notAfter, chainVerified: contents.chainVerified) }
         let notes = contents.notes + contents.items.flatMap(\.result.notes)
-        for note in notes { inv.output.note("note: \(note)") }
+        for note in notes { inv.output.note(L("note: \(note)")) }
         let changed = results.contains { $0.change != "unchanged" }
         if inv.options.json {
             inv.output.emit(Result(identifier: contents.identifier, signer: signer, changed: changed, profiles: results,
@@ -176,20 +176,20 @@ enum MobileConfigImport {
         if let s = signer {
             inv.output.line("signed by: \(s.subject) (signature verified\(s.chainVerified ? ", chain checked against --ca" : "; the signer was not checked against a CA: give --ca FILE"))")
         } else {
-            inv.output.line("unsigned profile \(contents.identifier.quotedForMessage)")
+            inv.output.line(L("unsigned profile \(contents.identifier.quotedForMessage)"))
         }
         for r in results {
             switch r.change {
-            case "created": inv.output.line("imported '\(r.name)' (\(r.protocol), id \(r.id))")
-            case "updated": inv.output.line("updated '\(r.name)' (\(r.protocol), id \(r.id), revision \(r.revision))")
-            case "unchanged": inv.output.line("unchanged '\(r.name)' (\(r.protocol), id \(r.id))")
-            default: inv.output.line("removed '\(r.name)' (its payload is gone from the profile)")
+            case "created": inv.output.line(L("imported '\(r.name)' (\(r.protocol), id \(r.id))"))
+            case "updated": inv.output.line(L("updated '\(r.name)' (\(r.protocol), id \(r.id), revision \(r.revision))"))
+            case "unchanged": inv.output.line(L("unchanged '\(r.name)' (\(r.protocol), id \(r.id))"))
+            default: inv.output.line(L("removed '\(r.name)' (its payload is gone from the profile)"))
             }
             if !r.secrets.isEmpty && r.change != "unchanged" && r.change != "removed" {
-                inv.output.line("  secrets stored: \(r.secrets.joined(separator: ", "))")
+                inv.output.line(L("  secrets stored: \(r.secrets.joined(separator: ", "))"))
             }
         }
-        for a in anchorRows { inv.output.line("trust anchor: \(a.fingerprint) \(a.subject) (expires \(a.notAfter))") }
+        for a in anchorRows { inv.output.line(L("trust anchor: \(a.fingerprint) \(a.subject) (expires \(a.notAfter))")) }
         return .ok
     }
 

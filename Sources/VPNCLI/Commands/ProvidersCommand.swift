@@ -4,15 +4,15 @@ import VPNSystem
 
 enum ProvidersCommand {
     static let spec = CommandSpec(
-        name: "providers", abstract: "List the providers: built-in ones and installed plugins, with whether each may run.",
-        discussion: """
+        name: "providers", abstract: L("List the providers: built-in ones and installed plugins, with whether each may run."),
+        discussion: L("""
         Plugins are found by the manifests in /usr/lib/vpnctl/providers (packages;
         VPNCTL_PROVIDERS_DIR replaces it) and <config dir>/providers (the
         administrator's, /etc/vpnctl/providers by default, which wins for an
         identifier both have). A plugin may run when its manifest and executable are
         regular files owned by root and writable only by root, it declares
         'packet-tunnel', and it names an unprivileged user. See vpnctl-provider(7).
-        """,
+        """),
         examples: [
             "vpnctl providers",
             "vpnctl providers --json",
@@ -59,13 +59,13 @@ enum ProvidersCommand {
             inv.output.emit(Result(providers: rows))
             return .ok
         }
-        inv.output.table(["IDENTIFIER", "KIND", "PROTOCOL", "VERSION", "USER", "STATE"],
+        inv.output.table([L("IDENTIFIER"), L("KIND"), L("PROTOCOL"), L("VERSION"), L("USER"), L("STATE")],
                          rows.map { r in
                              let state = r.usable.map { $0 ? "ok" : "refused: \(r.problem ?? "")" } ?? "-"
                              return [r.identifier, r.kind, r.protocol, r.version ?? "-", r.user ?? "-", state]
                          })
         if !rows.contains(where: { $0.kind == "plugin" }) {
-            inv.output.note("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))")
+            inv.output.note(L("no plugins installed (manifests in \(catalog.directories.joined(separator: ", ")))"))
         }
         return .ok
     }

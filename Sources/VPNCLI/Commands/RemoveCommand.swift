@@ -3,16 +3,16 @@ import VPNCore
 
 enum RemoveCommand {
     static let spec = CommandSpec(
-        name: "remove", aliases: ["delete", "rm"], abstract: "Remove a profile and its secrets.",
-        discussion: """
+        name: "remove", aliases: ["delete", "rm"], abstract: L("Remove a profile and its secrets."),
+        discussion: L("""
         A running profile is stopped first (and vpnctl says so), so that nothing is
         left that no command could stop any more.
-        """,
+        """),
         examples: [
             "vpnctl remove office",
             "vpnctl rm office --json",
         ],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Result: Encodable {
@@ -29,17 +29,17 @@ enum RemoveCommand {
         if current.supervisorAlive {
             let (_, stopped) = try TunnelActions.stop(inv, profile, wait: true, timeout: 10)
             if stopped.supervisorAlive {
-                throw VPNError(.failure, "'\(profile.name)' is still running; it was not removed", hint: "stop it with: vpnctl stop \(profile.name)")
+                throw VPNError(.failure, L("'\(profile.name)' is still running; it was not removed"), hint: L("stop it with: vpnctl stop \(profile.name)"))
             }
-            inv.output.note("stopped '\(profile.name)' before removing it")
+            inv.output.note(L("stopped '\(profile.name)' before removing it"))
         } else {
             var cleaned = controller.cleanUpAfterDeadSupervisor(current)
             cleaned += controller.removeKillSwitch(profile, searchPath: inv.context.environment["PATH"])
-            if !cleaned.isEmpty { inv.output.note("cleaned up after '\(profile.name)': \(cleaned.joined(separator: ", "))") }
+            if !cleaned.isEmpty { inv.output.note(L("cleaned up after '\(profile.name)': \(cleaned.joined(separator: ", "))")) }
             // A kill switch that could not be removed would be left with nothing to name it.
             if let ks = try controller.runtime.read(profile.id)?.killSwitch {
-                throw VPNError(.failure, "'\(profile.name)' still has its kill switch (nftables table inet \(ks.table)); it was not removed",
-                               hint: "stop it with 'vpnctl stop \(profile.name)' in the network namespace it runs in")
+                throw VPNError(.failure, L("'\(profile.name)' still has its kill switch (nftables table inet \(ks.table)); it was not removed"),
+                               hint: L("stop it with 'vpnctl stop \(profile.name)' in the network namespace it runs in"))
             }
         }
         try manager.remove(profile)
@@ -47,7 +47,7 @@ enum RemoveCommand {
         if inv.options.json {
             inv.output.emit(Result(removed: profile.name, id: profile.id.lowercasedString))
         } else {
-            inv.output.line("removed '\(profile.name)'")
+            inv.output.line(L("removed '\(profile.name)'"))
         }
         return .ok
     }

@@ -3,12 +3,12 @@ import VPNCore
 
 enum ShowCommand {
     static let spec = CommandSpec(
-        name: "show", abstract: "Show one profile; secrets are named, never shown.",
+        name: "show", abstract: L("Show one profile; secrets are named, never shown."),
         examples: [
             "vpnctl show office",
             "vpnctl show office --json",
         ],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct SecretRow: Encodable {

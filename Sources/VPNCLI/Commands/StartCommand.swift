@@ -2,8 +2,8 @@ import VPNCore
 
 enum StartCommand {
     static let spec = CommandSpec(
-        name: "start", aliases: ["up", "connect"], abstract: "Start a profile's tunnel and wait until it is connected.",
-        discussion: """
+        name: "start", aliases: ["up", "connect"], abstract: L("Start a profile's tunnel and wait until it is connected."),
+        discussion: L("""
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
         Starting a connected profile is exit 0 with a note.
@@ -12,21 +12,21 @@ enum StartCommand {
         With includeAllNetworks in the profile, an nftables kill switch goes in
         before the provider starts and blocks everything outside the tunnel; it
         stays if the tunnel fails, until 'vpnctl stop'.
-        """,
+        """),
         examples: [
             "vpnctl start office --wait",
             "vpnctl up office --timeout 60",
             "vpnctl start office --no-wait",
         ],
-        options: [OptionSpec("wait", help: "Wait until connected (the default)."),
-                  OptionSpec("no-wait", help: "Return as soon as the start request is accepted."),
-                  OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take (default 20).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        options: [OptionSpec("wait", help: L("Wait until connected (the default).")),
+                  OptionSpec("no-wait", help: L("Return as soon as the start request is accepted.")),
+                  OptionSpec("timeout", value: "seconds", help: L("How long the first handshake may take (default 20)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         if inv.args.flag("wait") && inv.args.flag("no-wait") {
-            throw VPNError.usage("'--wait' and '--no-wait' cannot be used together", hint: "See 'vpnctl help start'.")
+            throw VPNError.usage(L("'--wait' and '--no-wait' cannot be used together"), hint: L("See 'vpnctl help start'."))
         }
         let timeout = try inv.timeoutSeconds(default: 20)
         let manager = try inv.loadedManager()
@@ -35,7 +35,7 @@ enum StartCommand {
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "start", profile: StatusJSON(status: status)))
         } else if status.status == .connected {
-            inv.output.line("connected '\(profile.name)' (\(status.interface ?? "?"))")
+            inv.output.line(L("connected '\(profile.name)' (\(status.interface ?? "?"))"))
         }
         return code
     }
@@ -43,21 +43,21 @@ enum StartCommand {
 
 enum StopCommand {
     static let spec = CommandSpec(
-        name: "stop", aliases: ["down", "disconnect"], abstract: "Stop a profile's tunnel (by its UUID; other tunnels are untouched).",
-        discussion: """
+        name: "stop", aliases: ["down", "disconnect"], abstract: L("Stop a profile's tunnel (by its UUID; other tunnels are untouched)."),
+        discussion: L("""
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
         behind is cleaned up (its DNS restored from the backup it recorded). Stop is
         what removes a kill switch, also one a failed tunnel left blocking.
-        """,
+        """),
         examples: [
             "vpnctl stop office",
             "vpnctl down --all",
         ],
-        options: [OptionSpec("all", help: "Stop every running profile."),
-                  OptionSpec("no-wait", help: "Return as soon as the stop request is sent."),
-                  OptionSpec("timeout", value: "seconds", help: "How long to wait (default 10).")],
-        positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")],
+        options: [OptionSpec("all", help: L("Stop every running profile.")),
+                  OptionSpec("no-wait", help: L("Return as soon as the stop request is sent.")),
+                  OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 10)."))],
+        positionals: [PositionalSpec("profile", optional: true, help: L("The profile's name or UUID."))],
         run: run)
 
     struct AllResult: Encodable {
@@ -71,8 +71,8 @@ enum StopCommand {
         let manager = try inv.loadedManager()
         let all = inv.args.flag("all")
         if all == !inv.args.positionals.isEmpty {
-            throw VPNError.usage(all ? "give a profile or --all, not both" : "Missing expected argument '<profile>' (or --all)",
-                                 hint: "See 'vpnctl help stop'.")
+            throw VPNError.usage(all ? L("give a profile or --all, not both") : L("Missing expected argument '<profile>' (or --all)"),
+                                 hint: L("See 'vpnctl help stop'."))
         }
         let wait = !inv.args.flag("no-wait")
         if all {
@@ -82,10 +82,10 @@ enum StopCommand {
                 // A kill switch left blocking by a failed tunnel is stopped too.
                 guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
-                if !inv.options.json { inv.output.line("stopped '\(p.name)'") }
+                if !inv.options.json { inv.output.line(L("stopped '\(p.name)'")) }
             }
             if inv.options.json { inv.output.emit(AllResult(profiles: results.map(StatusJSON.init))) }
-            else if results.isEmpty { inv.output.note("no tunnel is running") }
+            else if results.isEmpty { inv.output.note(L("no tunnel is running")) }
             return .ok
         }
         let profile = try manager.profile(named: inv.args.positionals[0])
@@ -94,7 +94,7 @@ enum StopCommand {
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: status)))
         } else if wasRunning && wait {
-            inv.output.line("stopped '\(profile.name)'")
+            inv.output.line(L("stopped '\(profile.name)'"))
         }
         return code
     }
@@ -102,12 +102,12 @@ enum StopCommand {
 
 enum ToggleCommand {
     static let spec = CommandSpec(
-        name: "toggle", abstract: "Connect if disconnected, disconnect if connected; then show a status card.",
+        name: "toggle", abstract: L("Connect if disconnected, disconnect if connected; then show a status card."),
         examples: [
             "vpnctl toggle office",
         ],
-        options: [OptionSpec("timeout", value: "seconds", help: "How long to wait (default 20).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        options: [OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 20)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -142,12 +142,12 @@ enum ToggleCommand {
 
 enum IsConnectedCommand {
     static let spec = CommandSpec(
-        name: "is-connected", abstract: "Exit 0 if the profile is connected, 12 if not; prints nothing (with --json, {\"connected\": ...}).",
+        name: "is-connected", abstract: L("Exit 0 if the profile is connected, 12 if not; prints nothing (with --json, {\"connected\": ...})."),
         examples: [
             "vpnctl is-connected office && echo connected",
             "vpnctl is-connected office --json",
         ],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Result: Encodable {

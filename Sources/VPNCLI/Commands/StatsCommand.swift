@@ -7,25 +7,25 @@ import VPNSystem
 
 enum StatsCommand {
     static let spec = CommandSpec(
-        name: "stats", abstract: "Show interface counters (the kernel's, as in /proc/net/dev): tunnels and the links under them.",
-        discussion: """
+        name: "stats", abstract: L("Show interface counters (the kernel's, as in /proc/net/dev): tunnels and the links under them."),
+        discussion: L("""
         These are interface counters, and estimates: tunnel counters count inner
         traffic, link counters include protocol overhead, and counters reset when an
         interface is recreated (reported as a reset, never as a negative rate).
         With no interface: the tunnel interfaces and the underlying links (ethernet,
         wifi, cellular). VPNCTL_PROC_NET_DEV may point at another file to parse.
-        """,
+        """),
         examples: [
             "vpnctl stats",
             "vpnctl stats --profile office --watch",
             "vpnctl stats utun0 --json",
         ],
-        options: [OptionSpec("profile", value: "profile", help: "The tunnel interface of this profile, with this session's bytes."),
-                  OptionSpec("all", help: "Every interface."),
-                  OptionSpec("prometheus", help: "node_exporter textfile-collector format."),
-                  OptionSpec("watch", help: "Sample repeatedly and show rates per second."),
-                  OptionSpec("interval", value: "seconds", help: "With --watch: seconds between samples (default 1).")],
-        positionals: [PositionalSpec("interface", optional: true, variadic: true, help: "Interfaces to show.")],
+        options: [OptionSpec("profile", value: "profile", help: L("The tunnel interface of this profile, with this session's bytes.")),
+                  OptionSpec("all", help: L("Every interface.")),
+                  OptionSpec("prometheus", help: L("node_exporter textfile-collector format.")),
+                  OptionSpec("watch", help: L("Sample repeatedly and show rates per second.")),
+                  OptionSpec("interval", value: "seconds", help: L("With --watch: seconds between samples (default 1)."))],
+        positionals: [PositionalSpec("interface", optional: true, variadic: true, help: L("Interfaces to show."))],
         run: run)
 
     typealias Row = StatsRow
@@ -33,17 +33,17 @@ enum StatsCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let args = inv.args
         if args.flag("prometheus") && inv.options.json {
-            throw VPNError.usage("'--json' and '--prometheus' cannot be used together", hint: "See 'vpnctl help stats'.")
+            throw VPNError.usage(L("'--json' and '--prometheus' cannot be used together"), hint: L("See 'vpnctl help stats'."))
         }
         if args.flag("all") && (!args.positionals.isEmpty || args.value("profile") != nil) {
-            throw VPNError.usage("'--all' cannot be combined with interfaces or '--profile'", hint: "See 'vpnctl help stats'.")
+            throw VPNError.usage(L("'--all' cannot be combined with interfaces or '--profile'"), hint: L("See 'vpnctl help stats'."))
         }
         var interval = 1.0
         if let text = args.value("interval") {
-            guard args.flag("watch") else { throw VPNError.usage("'--interval' needs '--watch'", hint: "See 'vpnctl help stats'.") }
+            guard args.flag("watch") else { throw VPNError.usage(L("'--interval' needs '--watch'"), hint: L("See 'vpnctl help stats'.")) }
             guard let v = Double(text), v >= 0.05, v <= 3600 else {
-                throw VPNError.usage("invalid value \(text.quotedForMessage) for '--interval <seconds>': expected a number from 0.05 to 3600",
-                                     hint: "See 'vpnctl help stats'.")
+                throw VPNError.usage(L("invalid value \(text.quotedForMessage) for '--interval <seconds>': expected a number from 0.05 to 3600"),
+                                     hint: L("See 'vpnctl help stats'."))
             }
             interval = v
         }
@@ -86,15 +86,15 @@ enum StatsCommand {
         case .noSuchInterface(let name, let close):
             // `stats office` for `stats --profile office`: say so.
             if let manager = try? inv.loadedManager(), let profile = try? manager.profile(named: name) {
-                return VPNError(.noSuchInterface, "no interface named \(name.quotedForMessage); '\(profile.name)' is a profile",
-                                hint: "for its tunnel: vpnctl stats --profile \(profile.name.shellQuoted)")
+                return VPNError(.noSuchInterface, L("no interface named \(name.quotedForMessage); '\(profile.name)' is a profile"),
+                                hint: L("for its tunnel: vpnctl stats --profile \(profile.name.shellQuoted)"))
             }
-            return VPNError(.noSuchInterface, "no interface named \(name.quotedForMessage)",
+            return VPNError(.noSuchInterface, L("no interface named \(name.quotedForMessage)"),
                             hint: close.isEmpty ? "see them all with: vpnctl stats --all"
                                                 : Suggest.question(close))
         case .notConnected(let profile, let status):
-            return VPNError(.notConnected, "'\(profile)' is \(status.name); it has no tunnel interface",
-                            hint: "start it with: vpnctl start \(profile)")
+            return VPNError(.notConnected, L("'\(profile)' is \(status.displayName); it has no tunnel interface"),
+                            hint: L("start it with: vpnctl start \(profile)"))
         }
     }
 
@@ -158,9 +158,9 @@ enum StatsCommand {
 
     static func printTable(_ inv: Invocation, _ rows: [Row], session: StatsSession?) {
         if rows.isEmpty {
-            inv.output.note("no tunnel or link interfaces; see every interface with: vpnctl stats --all")
+            inv.output.note(L("no tunnel or link interfaces; see every interface with: vpnctl stats --all"))
         } else {
-            inv.output.table(["INTERFACE", "CLASS", "RX", "TX", "RX PKTS", "TX PKTS", "ERRORS", "DROPS"], rows.map { r in
+            inv.output.table([L("INTERFACE"), L("CLASS"), "RX", "TX", L("RX PKTS"), L("TX PKTS"), L("ERRORS"), L("DROPS")], rows.map { r in
                 let c = r.counters
                 return [c.name + (r.profile.map { " (\($0))" } ?? ""), r.facts.kind.rawValue, humanBytes(c.rxBytes), humanBytes(c.txBytes),
                         "\(c.rxPackets)", "\(c.txPackets)", "\(c.rxErrors &+ c.txErrors)", "\(c.rxDropped &+ c.txDropped)"]
@@ -169,9 +169,9 @@ enum StatsCommand {
         if let s = session {
             inv.output.line("")
             if s.resetDetected {
-                inv.output.line("this session (\(s.profile)): unknown: \(s.interface) was recreated since the session connected")
+                inv.output.line(L("this session (\(s.profile)): unknown: \(s.interface) was recreated since the session connected"))
             } else if let rx = s.rxBytes, let tx = s.txBytes {
-                inv.output.line("this session (\(s.profile), since \(s.since.map(Timestamp.iso8601) ?? "?")): rx \(humanBytes(rx))  tx \(humanBytes(tx))")
+                inv.output.line(L("this session (\(s.profile), since \(s.since.map(Timestamp.iso8601) ?? "?")): rx \(humanBytes(rx))  tx \(humanBytes(tx))"))
                 if let total = rows.first(where: { $0.counters.name == s.interface })?.counters,
                    total.rxBytes > rx || total.txBytes > tx {
                     inv.output.line("  (\(s.interface)'s totals above also count rx \(humanBytes(total.rxBytes &- rx))  tx \(humanBytes(total.txBytes &- tx)) "
@@ -186,11 +186,11 @@ enum StatsCommand {
     }
 
     static func printWatchTable(_ inv: Invocation, _ rows: [Row]) -> Int {
-        inv.output.table(["INTERFACE", "CLASS", "RX/S", "TX/S", "RX", "TX"], rows.map { r in
+        inv.output.table([L("INTERFACE"), L("CLASS"), "RX/S", "TX/S", "RX", "TX"], rows.map { r in
             [r.counters.name, r.facts.kind.rawValue, rate(r.rxRate, r.rxRate == nil && !r.resetDetected), rate(r.txRate, r.txRate == nil && !r.resetDetected),
              humanBytes(r.counters.rxBytes), humanBytes(r.counters.txBytes)]
         })
-        inv.output.line("(estimates from /proc/net/dev; Ctrl-C to stop)")
+        inv.output.line(L("(estimates from /proc/net/dev; Ctrl-C to stop)"))
         return rows.count + 2
     }
 

@@ -7,23 +7,23 @@ import VPNSystem
 
 enum StatusCommand {
     static let spec = CommandSpec(
-        name: "status", abstract: "Show the status of every profile, or of one; --watch prints each transition.",
-        discussion: """
+        name: "status", abstract: L("Show the status of every profile, or of one; --watch prints each transition."),
+        discussion: L("""
         Status is derived every time from the runtime record and the live system: a
         record that says connected while its supervisor is dead reads disconnected,
         with its error. --watch is event-driven (inotify and pidfds): it also reports
         transitions it did not cause, such as a stop from another shell or a crash.
         The DNS column is the DNS in effect and its backend; a profile with a kill
         switch gets a line saying whether it is on or blocking (tunnel down).
-        """,
+        """),
         examples: [
             "vpnctl status",
             "vpnctl status office --json",
             "vpnctl status --watch",
         ],
-        options: [OptionSpec("watch", help: "Print every transition as it happens (millisecond timestamps)."),
-                  OptionSpec("count", value: "n", help: "With --watch: exit after n transitions.")],
-        positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")],
+        options: [OptionSpec("watch", help: L("Print every transition as it happens (millisecond timestamps).")),
+                  OptionSpec("count", value: "n", help: L("With --watch: exit after n transitions."))],
+        positionals: [PositionalSpec("profile", optional: true, help: L("The profile's name or UUID."))],
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -31,7 +31,7 @@ enum StatusCommand {
         var profiles = manager.profiles
         if let name = inv.args.positionals.first { profiles = [try manager.profile(named: name)] }
         if inv.args.flag("watch") { return try watch(inv, manager, only: inv.args.positionals.first.map { _ in profiles }) }
-        if inv.args.value("count") != nil { throw VPNError.usage("'--count' needs '--watch'", hint: "See 'vpnctl help status'.") }
+        if inv.args.value("count") != nil { throw VPNError.usage(L("'--count' needs '--watch'"), hint: L("See 'vpnctl help status'.")) }
         let statuses = try StatusUseCase(controller: inv.controller).statuses(of: profiles)
         if inv.options.json {
             let value = JSONValue.object(["schemaVersion": .number("1"),
@@ -40,8 +40,8 @@ enum StatusCommand {
             return .ok
         }
         if statuses.isEmpty {
-            inv.output.note(inv.context.visibleProfiles == nil ? "no profiles; add one with: vpnctl import FILE"
-                                                               : "no profiles for you: none names you or a group of yours in its policy")
+            inv.output.note(inv.context.visibleProfiles == nil ? L("no profiles; add one with: vpnctl import FILE")
+                                                               : L("no profiles for you: none names you or a group of yours in its policy"))
             return .ok
         }
         if inv.context.stdoutIsTerminal {
@@ -49,8 +49,8 @@ enum StatusCommand {
             return .ok
         }
         let showDNS = DerivedStatus.showsDNS(statuses)
-        inv.output.table(["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + ["LAST ERROR"], statuses.map { d in
-            [d.name, d.status.name, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
+        inv.output.table([L("NAME"), L("STATUS"), L("INTERFACE"), L("SINCE")] + (showDNS ? ["DNS"] : []) + [L("LAST ERROR")], statuses.map { d in
+            [d.name, d.status.displayName, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
                 + (showDNS ? [d.dnsCell] : [])
                 + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
         })
@@ -98,19 +98,19 @@ enum StatusCommand {
         for d in statuses where d.isActive {
             guard let i = d.interface, profiles.first(where: { $0.id == d.id })?.protocol.kind == .wireguard,
                   let a = WireGuardActivity.read(interface: i) else { continue }
-            let handshake = a.latestHandshake.map { "handshake " + Timestamp.ago($0, now: now) } ?? "no handshake yet"
+            let handshake = a.latestHandshake.map { L("handshake \(Timestamp.ago($0, now: now))") } ?? L("no handshake yet")
             activity[d.id] = "\(handshake), rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
         }
         // Columns with nothing to say are left out at a terminal.
         let showDNS = DerivedStatus.showsDNS(statuses)
         let showActivity = !activity.isEmpty
         let showError = statuses.contains { $0.lastDisconnectError != nil }
-        let header = ["NAME", "STATUS", "INTERFACE", "SINCE"] + (showDNS ? ["DNS"] : []) + (showActivity ? ["ACTIVITY"] : [])
-            + (showError ? ["LAST ERROR"] : [])
+        let header = [L("NAME"), L("STATUS"), L("INTERFACE"), L("SINCE")] + (showDNS ? ["DNS"] : []) + (showActivity ? [L("ACTIVITY")] : [])
+            + (showError ? [L("LAST ERROR")] : [])
         let rows = statuses.map { d -> [StyledCell] in
             let since = d.connectedSince.map { inv.options.verbose ? Timestamp.local($0) : Timestamp.ago($0, now: now) } ?? "-"
             let error = d.lastDisconnectError.map { "\($0.name): \($0.message)" }
-            return [StyledCell(d.name), StyledCell(d.status.name, colour(d)), StyledCell(d.interface ?? "-"), StyledCell(since)]
+            return [StyledCell(d.name), StyledCell(d.status.displayName, colour(d)), StyledCell(d.interface ?? "-"), StyledCell(since)]
                 + (showDNS ? [StyledCell(d.dnsCell)] : [])
                 + (showActivity ? [StyledCell(activity[d.id] ?? "-")] : [])
                 + (showError ? [StyledCell(error ?? "-", error == nil || d.stopReason == .userInitiated ? nil : "31")] : [])
@@ -135,7 +135,7 @@ enum StatusCommand {
     static func watch(_ inv: Invocation, _ manager: ProfileManager, only: [Profile]?) throws -> ExitCode {
         var limit = Int.max
         if let c = inv.args.value("count") {
-            guard let n = Int(c), n > 0 else { throw VPNError.usage("invalid value \(c.quotedForMessage) for '--count <n>'", hint: "See 'vpnctl help status'.") }
+            guard let n = Int(c), n > 0 else { throw VPNError.usage(L("invalid value \(c.quotedForMessage) for '--count <n>'"), hint: L("See 'vpnctl help status'.")) }
             limit = n
         }
         let stdout = inv.context.stdout
@@ -146,7 +146,7 @@ enum StatusCommand {
         }, hangupOf: stdout.descriptor)
         let count = watch.begin()
         if !inv.options.json {
-            inv.output.note("watching \(count) profile\(count == 1 ? "" : "s"); Ctrl-C to stop")
+            inv.output.note(count == 1 ? L("watching 1 profile; Ctrl-C to stop") : L("watching \(count) profiles; Ctrl-C to stop"))
         }
         var printed = 0
         watch.run(keepGoing: { printed < limit && stdout.checkOpen() }) { t in
@@ -162,7 +162,7 @@ enum StatusCommand {
             inv.output.emitLine(WatchLine(time: Timestamp.iso8601(t.time), id: t.id.lowercasedString, name: t.name,
                                       status: t.status, previous: t.previous, interface: t.interface, error: t.error))
         } else {
-            var s = "\(Timestamp.clock(t.time))  \(t.name)  \(t.previous) -> \(t.status)"
+            var s = "\(Timestamp.clock(t.time))  \(t.name)  \(VPNStatus.displayName(of: t.previous)) -> \(VPNStatus.displayName(of: t.status))"
             if let interface = t.interface { s += "  \(interface)" }
             if let error = t.error { s += "  \(error.name): \(error.message)" }
             inv.output.line(s)

@@ -7,11 +7,11 @@ import VPNSystem
 /// one; they come from an administrator (`trust add`) or an imported profile.
 enum TrustCommand {
     static let spec = CommandSpec(
-        name: "trust", abstract: "List, show, add or remove trust anchors (the CA certificates profiles trust).",
+        name: "trust", abstract: L("List, show, add or remove trust anchors (the CA certificates profiles trust)."),
         subcommands: [listSpec, showSpec, addSpec, removeSpec])
 
     static let listSpec = CommandSpec(
-        name: "list", abstract: "List the trust anchors: fingerprint, subject, expiry and the profiles that use each.",
+        name: "list", abstract: L("List the trust anchors: fingerprint, subject, expiry and the profiles that use each."),
         examples: [
             "vpnctl trust list",
             "vpnctl trust list --json",
@@ -19,29 +19,29 @@ enum TrustCommand {
         run: runList)
 
     static let showSpec = CommandSpec(
-        name: "show", abstract: "Show one trust anchor and its certificate (PEM).",
+        name: "show", abstract: L("Show one trust anchor and its certificate (PEM)."),
         examples: [
             "vpnctl trust show 3f2a9c1e",
         ],
-        positionals: [PositionalSpec("fingerprint", help: "Its SHA-256 fingerprint, or 8 or more of its first hex digits.")],
+        positionals: [PositionalSpec("fingerprint", help: L("Its SHA-256 fingerprint, or 8 or more of its first hex digits."))],
         run: runShow)
 
     static let addSpec = CommandSpec(
-        name: "add", abstract: "Install the CA certificates of a file (PEM or DER) as trust anchors.",
+        name: "add", abstract: L("Install the CA certificates of a file (PEM or DER) as trust anchors."),
         discussion: "A file holding a private key is refused: a trust anchor is a certificate only.",
         examples: [
             "vpnctl trust add corp-ca.pem",
             "vpnctl trust add - < corp-ca.der",
         ],
-        positionals: [PositionalSpec("file", help: "The certificate file ('-' for standard input).")],
+        positionals: [PositionalSpec("file", help: L("The certificate file ('-' for standard input)."))],
         run: runAdd)
 
     static let removeSpec = CommandSpec(
-        name: "remove", aliases: ["rm"], abstract: "Remove a trust anchor that no profile uses.",
+        name: "remove", aliases: ["rm"], abstract: L("Remove a trust anchor that no profile uses."),
         examples: [
             "vpnctl trust remove 3f2a9c1e",
         ],
-        positionals: [PositionalSpec("fingerprint", help: "Its SHA-256 fingerprint, or 8 or more of its first hex digits.")],
+        positionals: [PositionalSpec("fingerprint", help: L("Its SHA-256 fingerprint, or 8 or more of its first hex digits."))],
         run: runRemove)
 
     struct Row: Encodable {
@@ -100,10 +100,10 @@ enum TrustCommand {
             return .ok
         }
         if rows.isEmpty {
-            inv.output.note("no trust anchors (import a profile that brings its CA, or: vpnctl trust add FILE)")
+            inv.output.note(L("no trust anchors (import a profile that brings its CA, or: vpnctl trust add FILE)"))
             return .ok
         }
-        inv.output.table(["FINGERPRINT", "SUBJECT", "EXPIRES", "USED BY"],
+        inv.output.table([L("FINGERPRINT"), L("SUBJECT"), L("EXPIRES"), L("USED BY")],
                          rows.map { [String($0.fingerprint.prefix(16)), $0.subject, String($0.notAfter.prefix(10)),
                                      $0.usedBy.isEmpty ? "-" : $0.usedBy.joined(separator: ",")] })
         return .ok
@@ -133,16 +133,16 @@ enum TrustCommand {
         let bytes = try ImportCommand.readInput(file, inv)
         let text = String(decoding: bytes, as: UTF8.self)
         if text.containsUTF8("PRIVATE KEY-----") {
-            throw VPNError(.configurationInvalid, "\(file) holds a private key; a trust anchor is a certificate only",
-                           hint: "give the CA certificate alone (and treat that key as exposed)")
+            throw VPNError(.configurationInvalid, L("\(file) holds a private key; a trust anchor is a certificate only"),
+                           hint: L("give the CA certificate alone (and treat that key as exposed)"))
         }
         let certs: [Crypto.Certificate]
         do {
             certs = text.containsUTF8("-----BEGIN") ? try Crypto.certificates(pem: text) : [try Crypto.certificate(der: bytes)]
         } catch let p as Crypto.Problem {
-            throw VPNError(.configurationInvalid, "\(file): \(p.message)", hint: "give a PEM or DER X.509 certificate")
+            throw VPNError(.configurationInvalid, "\(file): \(p.message)", hint: L("give a PEM or DER X.509 certificate"))
         }
-        guard !certs.isEmpty else { throw VPNError(.configurationInvalid, "\(file): no certificate in it") }
+        guard !certs.isEmpty else { throw VPNError(.configurationInvalid, L("\(file): no certificate in it")) }
         let trust = TrustStore(configDirectory: inv.options.configDirectory)
         for c in certs { try trust.install(Array(c.pem.utf8), fingerprint: c.fingerprint) }
         let profiles = try inv.store.load()
@@ -151,7 +151,7 @@ enum TrustCommand {
         if inv.options.json {
             inv.output.emit(AddResult(added: rows))
         } else {
-            for r in rows { inv.output.line("trust anchor: \(r.fingerprint) \(r.subject) (expires \(r.notAfter))") }
+            for r in rows { inv.output.line(L("trust anchor: \(r.fingerprint) \(r.subject) (expires \(r.notAfter))")) }
         }
         return .ok
     }
@@ -162,14 +162,14 @@ enum TrustCommand {
         let fp = try trust.resolve(inv.args.positionals[0])
         let using = users(fp, profiles)
         if !using.isEmpty {
-            throw VPNError(.configurationInvalid, "trust anchor \(fp.prefix(16))… is used by \(using.map { "'\($0)'" }.joined(separator: ", ")); it was not removed",
-                           hint: "remove or edit those profiles first")
+            throw VPNError(.configurationInvalid, L("trust anchor \(fp.prefix(16))… is used by \(using.map { "'\($0)'" }.joined(separator: ", ")); it was not removed"),
+                           hint: L("remove or edit those profiles first"))
         }
         try trust.remove(fp)
         if inv.options.json {
             inv.output.emit(RemoveResult(removed: fp))
         } else {
-            inv.output.line("removed trust anchor \(fp)")
+            inv.output.line(L("removed trust anchor \(fp)"))
         }
         return .ok
     }

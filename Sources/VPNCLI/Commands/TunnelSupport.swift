@@ -110,8 +110,8 @@ extension Invocation {
     func timeoutSeconds(default value: Int) throws -> Int {
         guard let text = args.value("timeout") else { return value }
         guard let n = Int(text), n > 0, n <= 86400 else {
-            throw VPNError.usage("invalid value '\(text)' for '--timeout <seconds>': expected a whole number of seconds (1–86400)",
-                                 hint: "See 'vpnctl help \(args.command.joined(separator: " "))'.")
+            throw VPNError.usage(L("invalid value '\(text)' for '--timeout <seconds>': expected a whole number of seconds (1–86400)"),
+                                 hint: L("See 'vpnctl help \(args.command.joined(separator: " "))'."))
         }
         return n
     }
@@ -127,7 +127,7 @@ func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
         if d.lastDisconnectError != nil && d.stopReason != .userInitiated { symbol = "✗"; colour = "31" }
         else { symbol = "○"; colour = "90" }
     }
-    var s = "\(out.paint(symbol + " " + d.status.name, colour))  \(d.name)"
+    var s = "\(out.paint(symbol + " " + d.status.displayName, colour))  \(d.name)"
     if let i = d.interface { s += "  \(i)" }
     if let e = d.lastDisconnectError, d.status == .disconnected, d.stopReason != .userInitiated {
         s += "  " + out.paint("\(e.name): \(e.message)", "31")
@@ -149,7 +149,7 @@ enum TunnelActions {
         let logPath = tunnels.controller.runtime.logPath(profile.id)
         let spinner = Spinner(for: inv, when: wait)
         let log = LogFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, inv: inv, spinner: spinner)
-        let observer = UseCaseObserver { log.echo(); spinner.tick("connecting \(profile.name)") }
+        let observer = UseCaseObserver { log.echo(); spinner.tick(L("connecting \(profile.name)")) }
         defer { log.echo(); spinner.clear() }
         do {
             let outcome = try tunnels.start(profile, wait: wait, timeout: timeout, observer: observer) { cleaned in
@@ -157,16 +157,16 @@ enum TunnelActions {
             }
             switch outcome {
             case .alreadyConnected(let d):
-                inv.output.note("'\(profile.name)' is already connected (\(d.interface ?? "?"))")
+                inv.output.note(L("'\(profile.name)' is already connected (\(d.interface ?? "?"))"))
             case .accepted(let d):
-                inv.output.note("start requested; status: \(d.status.name)")
+                inv.output.note(L("start requested; status: \(d.status.displayName)"))
             case .connected:
                 break
             }
             return (.ok, outcome.status)
         } catch let f as StartFailure {
             let e = f.error
-            let hint = f.timedOut ? "the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it"
+            let hint = f.timedOut ? L("the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it")
                                   : Hints.afterFailedStart(f.status.lastDisconnectError, profile: profile, logPath: f.logPath)
             throw VPNError(e.code, e.message, hint: hint)
         }
@@ -177,17 +177,17 @@ enum TunnelActions {
         let log = LogFollower(path: tunnels.controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
         let spinner = Spinner(for: inv, when: wait)
         let outcome = try tunnels.stop(profile, wait: wait, timeout: timeout,
-                                       observer: UseCaseObserver { spinner.tick("disconnecting \(profile.name)") })
+                                       observer: UseCaseObserver { spinner.tick(L("disconnecting \(profile.name)")) })
         spinner.clear()
         switch outcome {
         case .notRunning(_, let cleaned):
             if !cleaned.isEmpty {
-                inv.output.note("'\(profile.name)' had no live supervisor; cleaned up: \(cleaned.joined(separator: ", "))")
+                inv.output.note(L("'\(profile.name)' had no live supervisor; cleaned up: \(cleaned.joined(separator: ", "))"))
             } else {
-                inv.output.note("'\(profile.name)' is not running")
+                inv.output.note(L("'\(profile.name)' is not running"))
             }
         case .requested:
-            inv.output.note("stop requested; status: disconnecting")
+            inv.output.note(L("stop requested; status: \(VPNStatus.disconnecting.displayName)"))
         case .stopped:
             log.echo()
         }

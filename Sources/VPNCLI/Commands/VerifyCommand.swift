@@ -7,8 +7,8 @@ import VPNSystem
 
 enum VerifyCommand {
     static let spec = CommandSpec(
-        name: "verify", abstract: "Prove that traffic to a probe really goes through the tunnel.",
-        discussion: """
+        name: "verify", abstract: L("Prove that traffic to a probe really goes through the tunnel."),
+        discussion: L("""
         Checks (1) the interface exists and is up, (2) the kernel's route to the
         probe leaves through this tunnel's interface (RTM_GETROUTE), and (3) a TCP
         connect (HOST:PORT) or an HTTP GET (URL) to the probe succeeds.
@@ -16,15 +16,15 @@ enum VerifyCommand {
         not go through the tunnel, or the tunnel is not connected). Exit 4: the probe failed.
         With --dns NAME also (4) the tunnel's DNS server in effect is routed through
         the tunnel and (5) it answers NAME (a query sent to that server alone).
-        """,
+        """),
         examples: [
             "vpnctl verify office",
             "vpnctl verify office --probe http://198.19.0.1:8080/",
         ],
-        options: [OptionSpec("probe", value: "url|host:port", help: "A resource reachable only through the tunnel."),
-                  OptionSpec("dns", value: "name", help: "Also prove that NAME resolves through the tunnel's DNS server."),
-                  OptionSpec("timeout", value: "seconds", help: "Probe timeout (default 5).")],
-        positionals: [PositionalSpec("profile", help: "The profile's name or UUID.")],
+        options: [OptionSpec("probe", value: "url|host:port", help: L("A resource reachable only through the tunnel.")),
+                  OptionSpec("dns", value: "name", help: L("Also prove that NAME resolves through the tunnel's DNS server.")),
+                  OptionSpec("timeout", value: "seconds", help: L("Probe timeout (default 5)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
     struct Check: Encodable {
@@ -45,22 +45,22 @@ enum VerifyCommand {
         do {
             return try ProbeTarget.parse(text)
         } catch .httpsUnsupported {
-            throw VPNError.usage("https probes are not supported; use http:// or HOST:PORT (a TCP connect proves the path too)")
+            throw VPNError.usage(L("https probes are not supported; use http:// or HOST:PORT (a TCP connect proves the path too)"))
         } catch {
-            throw VPNError.usage("invalid probe \(text.quotedForMessage): expected http://HOST[:PORT]/PATH or HOST:PORT", hint: "See 'vpnctl help verify'.")
+            throw VPNError.usage(L("invalid probe \(text.quotedForMessage): expected http://HOST[:PORT]/PATH or HOST:PORT"), hint: L("See 'vpnctl help verify'."))
         }
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         guard let probeText = inv.args.value("probe") else {
-            throw VPNError.usage("Missing required option '--probe <url|host:port>'", hint: "See 'vpnctl help verify'.")
+            throw VPNError.usage(L("Missing required option '--probe <url|host:port>'"), hint: L("See 'vpnctl help verify'."))
         }
         let probe = try parseProbe(probeText)
         let timeout = try inv.timeoutSeconds(default: 5)
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let status = try inv.controller.derive(profile)
-        let report = try Spinner(for: inv, when: true).during("verifying '\(profile.name)' with \(probeText)") {
+        let report = try Spinner(for: inv, when: true).during(L("verifying '\(profile.name)' with \(probeText)")) {
             try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"),
                                        probeOffTunnel: inv.context.agentCaller.map { $0.1.mayProbeOffTunnel($0.0) } ?? true)
         }
@@ -69,7 +69,7 @@ enum VerifyCommand {
             inv.output.emit(Result(profile: profile.name, probe: probeText, verdict: report.verdict.rawValue, checks: checks))
         } else {
             for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(c.name): \(c.detail)") }
-            inv.output.line("verdict: \(report.verdict.rawValue)")
+            inv.output.line(L("verdict: \(report.verdict.rawValue)"))
         }
         return report.verdict.exitCode
     }

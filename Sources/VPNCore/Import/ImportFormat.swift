@@ -58,8 +58,9 @@ public enum ImportFormat: String, Sendable {
         let result = try importProfile(bytes, name: name, source: source, options: options)
         let problems = ProfileValidator(secretExists: { result.secrets[$0] != nil }).problems(in: result.profile)
         if !problems.isEmpty {
-            throw VPNError.invalid("\(source) imports as an incomplete profile (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                   problems: problems, hint: "fix the file and import it again")
+            throw VPNError.invalid(problems.count == 1 ? L("\(source) imports as an incomplete profile (1 problem)")
+                                      : L("\(source) imports as an incomplete profile (\(problems.count) problems)"),
+                                   problems: problems, hint: L("fix the file and import it again"))
         }
         return result
     }
@@ -67,11 +68,11 @@ public enum ImportFormat: String, Sendable {
     public static func importProfile(_ bytes: [UInt8], name: String, source: String,
                                      options: ImportOptions = ImportOptions()) throws -> ImportResult {
         if bytes.count > maximumSize {
-            throw VPNError(.configurationInvalid, "\(source) is larger than 1 MiB; that is not a VPN configuration file")
+            throw VPNError(.configurationInvalid, L("\(source) is larger than 1 MiB; that is not a VPN configuration file"))
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw VPNError(.configurationInvalid, "\(source) is not UTF-8 text",
-                           hint: "vpnctl imports wg-quick .conf and OpenVPN .ovpn files")
+            throw VPNError(.configurationInvalid, L("\(source) is not UTF-8 text"),
+                           hint: L("vpnctl imports wg-quick .conf and OpenVPN .ovpn files"))
         }
         switch detect(text) {
         case .wgQuick:
@@ -81,11 +82,11 @@ public enum ImportFormat: String, Sendable {
         case .json:
             return try jsonProfile(Array(text.utf8), name: name, source: source)
         case .mobileconfig:
-            throw VPNError(.configurationInvalid, "\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which may hold several profiles",
-                           hint: "import it with: vpnctl import FILE")
+            throw VPNError(.configurationInvalid, L("\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which may hold several profiles"),
+                           hint: L("import it with: vpnctl import FILE"))
         case nil:
-            throw VPNError(.configurationInvalid, "cannot tell what kind of file \(source) is",
-                           hint: "vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files")
+            throw VPNError(.configurationInvalid, L("cannot tell what kind of file \(source) is"),
+                           hint: L("vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files"))
         }
     }
 
@@ -96,9 +97,9 @@ public enum ImportFormat: String, Sendable {
         do {
             p = try Profile.parse(bytes)
         } catch let problem as JSONSyntax.Problem {
-            throw VPNError(.configurationInvalid, "\(source):\(problem.line):\(problem.column): malformed JSON: \(problem.message)")
+            throw VPNError(.configurationInvalid, L("\(source):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"))
         } catch let problem as JSONDecodeProblem {
-            throw VPNError(.configurationInvalid, "\(source): not a vpnctl profile: \(problem)")
+            throw VPNError(.configurationInvalid, L("\(source): not a vpnctl profile: \(problem)"))
         }
         p.id = UUID()
         p.revision = 0

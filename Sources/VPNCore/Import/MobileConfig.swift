@@ -67,20 +67,20 @@ public enum MobileConfig {
                 signer = signed.signer
                 chainVerified = signed.chainVerified
             } catch let p as Crypto.Problem {
-                throw VPNError(.configurationInvalid, "\(source): signed profile refused: \(p.message)",
+                throw VPNError(.configurationInvalid, L("\(source): signed profile refused: \(p.message)"),
                                hint: p.message.contains("chain") ? "check --ca names the CA that issued the signer's certificate"
                                    : "get an unaltered copy of the profile from its publisher")
             }
         } else if options.signerAnchors != nil {
-            throw VPNError(.configurationInvalid, "\(source) is not signed, so --ca cannot check its signer",
-                           hint: "import it without --ca, or ask its publisher for a signed copy")
+            throw VPNError(.configurationInvalid, L("\(source) is not signed, so --ca cannot check its signer"),
+                           hint: L("import it without --ca, or ask its publisher for a signed copy"))
         }
         let plist: PropertyList
         do {
             plist = try PropertyList.parse(plistBytes)
         } catch let p as PropertyList.Problem {
-            throw VPNError(.configurationInvalid, "\(source) is not a readable configuration profile: \(p.message)",
-                           hint: "check the file is a .mobileconfig (plutil -lint FILE on a Mac)")
+            throw VPNError(.configurationInvalid, L("\(source) is not a readable configuration profile: \(p.message)"),
+                           hint: L("check the file is a .mobileconfig (plutil -lint FILE on a Mac)"))
         }
         var mapper = Mapper(source: source, defaultName: defaultName, options: options)
         var contents = try mapper.map(plist)
@@ -153,28 +153,28 @@ public enum MobileConfig {
 
         mutating func map(_ plist: PropertyList) throws -> Contents {
             guard let top = plist.dict else {
-                throw VPNError(.configurationInvalid, "\(source): the property list is \(plist.kindName), not a configuration profile (a dictionary)")
+                throw VPNError(.configurationInvalid, L("\(source): the property list is \(plist.kindName), not a configuration profile (a dictionary)"))
             }
             if MobileConfig.flag(top["IsEncrypted"]) == true || top["EncryptedPayloadContent"] != nil {
-                throw VPNError(.configurationInvalid, "\(source) is an encrypted profile (IsEncrypted): its payloads are encrypted for one device's key, which vpnctl does not have",
-                               hint: "ask the publisher (your MDM) for an unencrypted export of the profile")
+                throw VPNError(.configurationInvalid, L("\(source) is an encrypted profile (IsEncrypted): its payloads are encrypted for one device's key, which vpnctl does not have"),
+                               hint: L("ask the publisher (your MDM) for an unencrypted export of the profile"))
             }
             guard let type = top["PayloadType"]?.string else {
-                throw VPNError(.configurationInvalid, "\(source): no PayloadType; a configuration profile's is 'Configuration'")
+                throw VPNError(.configurationInvalid, L("\(source): no PayloadType; a configuration profile's is 'Configuration'"))
             }
             guard type == "Configuration" else {
-                throw VPNError(.configurationInvalid, "\(source): PayloadType is \(type.quotedForMessage), not 'Configuration'",
-                               hint: "vpnctl imports whole configuration profiles (.mobileconfig)")
+                throw VPNError(.configurationInvalid, L("\(source): PayloadType is \(type.quotedForMessage), not 'Configuration'"),
+                               hint: L("vpnctl imports whole configuration profiles (.mobileconfig)"))
             }
             guard let identifier = top["PayloadIdentifier"]?.string, !identifier.isEmpty else {
-                throw VPNError(.configurationInvalid, "\(source): the profile has no PayloadIdentifier",
-                               hint: "every configuration profile names itself with a PayloadIdentifier; add one")
+                throw VPNError(.configurationInvalid, L("\(source): the profile has no PayloadIdentifier"),
+                               hint: L("every configuration profile names itself with a PayloadIdentifier; add one"))
             }
             if let v = top["PayloadVersion"], MobileConfig.text(v).flatMap(Double.init) != 1 {
-                problems.append("PayloadVersion \(MobileConfig.text(v) ?? v.kindName) is not 1")
+                problems.append(L("PayloadVersion \(MobileConfig.text(v) ?? v.kindName) is not 1"))
             }
             guard let content = top["PayloadContent"]?.array else {
-                throw VPNError(.configurationInvalid, "\(source): PayloadContent is missing or not an array of payloads")
+                throw VPNError(.configurationInvalid, L("\(source): PayloadContent is missing or not an array of payloads"))
             }
             let topKnown: Set<String> = ["PayloadType", "PayloadVersion", "PayloadIdentifier", "PayloadUUID", "PayloadDisplayName",
                                          "PayloadDescription", "PayloadOrganization", "PayloadContent", "PayloadRemovalDisallowed",
@@ -186,7 +186,7 @@ public enum MobileConfig {
             var payloads: [(String, [String: PropertyList])] = []
             for (i, value) in content.enumerated() {
                 guard let p = value.dict else {
-                    problems.append("payload \(i + 1): \(value.kindName), not a dictionary")
+                    problems.append(L("payload \(i + 1): \(value.kindName), not a dictionary"))
                     continue
                 }
                 payloads.append((label(p, index: i), p))
@@ -200,13 +200,13 @@ public enum MobileConfig {
             var items: [Item] = []
             for (label, p) in payloads {
                 guard let type = p["PayloadType"]?.string else {
-                    problems.append("\(label): no PayloadType")
+                    problems.append(L("\(label): no PayloadType"))
                     continue
                 }
                 if type == MobileConfig.vpnType {
                     if let item = readVPN(p, label) { items.append(item) }
                 } else if type == "com.apple.vpn.managed.applayer" {
-                    problems.append("\(label): per-app VPN (com.apple.vpn.managed.applayer) is not supported; vpnctl routes whole hosts")
+                    problems.append(L("\(label): per-app VPN (com.apple.vpn.managed.applayer) is not supported; vpnctl routes whole hosts"))
                 } else if !MobileConfig.trustTypes.contains(type) && type != MobileConfig.identityType {
                     notes.append("\(label): a \(type.quotedForMessage) payload is not imported (vpnctl takes VPN, certificate and identity payloads)")
                 }
@@ -214,23 +214,24 @@ public enum MobileConfig {
             var seenNames: [String: String] = [:], seenIDs = Set<String>()
             for item in items {
                 if let other = seenNames[item.result.profile.name] {
-                    problems.append("\(item.payloadName): its profile name '\(item.result.profile.name)' is also \(other)'s; give the payloads distinct UserDefinedName values")
+                    problems.append(L("\(item.payloadName): its profile name '\(item.result.profile.name)' is also \(other)'s; give the payloads distinct UserDefinedName values"))
                 }
                 seenNames[item.result.profile.name] = item.payloadName
                 if !seenIDs.insert(item.payloadIdentifier).inserted {
-                    problems.append("\(item.payloadName): a second VPN payload with PayloadIdentifier \(item.payloadIdentifier.quotedForMessage)")
+                    problems.append(L("\(item.payloadName): a second VPN payload with PayloadIdentifier \(item.payloadIdentifier.quotedForMessage)"))
                 }
             }
             if options.name != nil && items.count > 1 {
-                throw VPNError.usage("--name names one profile, and \(source) has \(items.count) VPN payloads",
-                                     hint: "import it without --name: each payload's UserDefinedName names its profile")
+                throw VPNError.usage(L("--name names one profile, and \(source) has \(items.count) VPN payloads"),
+                                     hint: L("import it without --name: each payload's UserDefinedName names its profile"))
             }
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) cannot be imported (\(problems.count) problem\(problems.count == 1 ? "" : "s")); nothing was imported",
-                                       problems: problems, hint: "fix the profile and import it again")
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) cannot be imported (1 problem); nothing was imported")
+                                      : L("\(source) cannot be imported (\(problems.count) problems); nothing was imported"),
+                                       problems: problems, hint: L("fix the profile and import it again"))
             }
             if items.isEmpty && anchors.isEmpty {
-                throw VPNError(.configurationInvalid, "\(source) has no VPN or certificate payload; nothing to import")
+                throw VPNError(.configurationInvalid, L("\(source) has no VPN or certificate payload; nothing to import"))
             }
             var c = Contents(identifier: identifier, displayName: top["PayloadDisplayName"]?.string)
             c.items = items
@@ -243,7 +244,7 @@ public enum MobileConfig {
 
         mutating func readAnchor(_ p: [String: PropertyList], _ label: String) {
             guard let data = p["PayloadContent"]?.data else {
-                problems.append("\(label): PayloadContent is missing or not data (the certificate)")
+                problems.append(L("\(label): PayloadContent is missing or not data (the certificate)"))
                 return
             }
             let text = String(decoding: data, as: UTF8.self)
@@ -251,11 +252,11 @@ public enum MobileConfig {
                 let certs: [Crypto.Certificate]
                 if text.containsUTF8("-----BEGIN ") {
                     if text.containsUTF8("PRIVATE KEY-----") {
-                        problems.append("\(label): it holds a private key; a trust payload holds certificates only (treat the key as exposed)")
+                        problems.append(L("\(label): it holds a private key; a trust payload holds certificates only (treat the key as exposed)"))
                         return
                     }
                     certs = try Crypto.certificates(pem: text)
-                    if certs.isEmpty { problems.append("\(label): no PEM certificate in it"); return }
+                    if certs.isEmpty { problems.append(L("\(label): no PEM certificate in it")); return }
                 } else {
                     certs = [try Crypto.certificate(der: data)]
                 }
@@ -269,16 +270,16 @@ public enum MobileConfig {
 
         mutating func readIdentity(_ p: [String: PropertyList], _ label: String) {
             guard let data = p["PayloadContent"]?.data else {
-                problems.append("\(label): PayloadContent is missing or not data (the PKCS#12 file)")
+                problems.append(L("\(label): PayloadContent is missing or not data (the PKCS#12 file)"))
                 return
             }
             guard let uuid = p["PayloadUUID"]?.string else {
-                problems.append("\(label): no PayloadUUID, so no VPN payload can refer to this identity")
+                problems.append(L("\(label): no PayloadUUID, so no VPN payload can refer to this identity"))
                 return
             }
             guard let password = p["Password"]?.string ?? options.identityPassword else {
                 brokenIdentities.insert(uuid)
-                problems.append("\(label): no Password for the PKCS#12 file; give it with --identity-password-stdin (or add Password to the payload)")
+                problems.append(L("\(label): no Password for the PKCS#12 file; give it with --identity-password-stdin (or add Password to the payload)"))
                 return
             }
             do {
@@ -302,7 +303,7 @@ public enum MobileConfig {
 
         mutating func readVPN(_ p: [String: PropertyList], _ label: String) -> Item? {
             guard let identifier = p["PayloadIdentifier"]?.string, !identifier.isEmpty else {
-                problems.append("\(label): no PayloadIdentifier (a re-import finds its profile by it)")
+                problems.append(L("\(label): no PayloadIdentifier (a re-import finds its profile by it)"))
                 return nil
             }
             let name = options.name ?? p["UserDefinedName"]?.string ?? p["PayloadDisplayName"]?.string ?? defaultName
@@ -322,7 +323,7 @@ public enum MobileConfig {
                 result = ikev2(p, label, name: name)
             case "VPN":
                 guard let vendor = p["VendorConfig"]?.dict else {
-                    problems.append("\(label): VPNType VPN needs a VendorConfig dictionary (the provider's configuration)")
+                    problems.append(L("\(label): VPNType VPN needs a VendorConfig dictionary (the provider's configuration)"))
                     return nil
                 }
                 if sub.hasPrefix("com.wireguard.") {
@@ -330,14 +331,14 @@ public enum MobileConfig {
                 } else if MobileConfig.openVPNSubTypes.contains(sub) {
                     result = openvpn(vendor, vpn, label, name: name)
                 } else if sub.isEmpty {
-                    problems.append("\(label): VPNType VPN without a VPNSubType (the provider's identifier)")
+                    problems.append(L("\(label): VPNType VPN without a VPNSubType (the provider's identifier)"))
                 } else {
                     result = provider(sub, vendor, vpn, label, name: name)
                 }
             case "":
-                problems.append("\(label): no VPNType")
+                problems.append(L("\(label): no VPNType"))
             default:
-                problems.append("\(label): VPNType \(type.quotedForMessage) is not supported (vpnctl carries IKEv2, WireGuard, OpenVPN and provider VPNs)")
+                problems.append(L("\(label): VPNType \(type.quotedForMessage) is not supported (vpnctl carries IKEv2, WireGuard, OpenVPN and provider VPNs)"))
             }
             guard var r = result, problems.count == before else { return nil }
             readOnDemand(p, vpn: type == "IKEv2" ? (p["IKEv2"]?.dict ?? [:]) : vpn, label, into: &r.profile)
@@ -365,7 +366,7 @@ public enum MobileConfig {
 
         mutating func wireguard(_ vendor: [String: PropertyList], _ p: [String: PropertyList], _ label: String, name: String) -> ImportResult? {
             guard let text = vendor["WgQuickConfig"]?.string else {
-                problems.append("\(label): VendorConfig has no WgQuickConfig string (the wg-quick configuration)")
+                problems.append(L("\(label): VendorConfig has no WgQuickConfig string (the wg-quick configuration)"))
                 return nil
             }
             let others = vendor.keys.filter { $0 != "WgQuickConfig" }.sorted()
@@ -394,7 +395,7 @@ public enum MobileConfig {
             for key in keys {
                 let directive = order(key).0
                 guard let raw = MobileConfig.text(vendor[key]!) else {
-                    problems.append("\(label): VendorConfig.\(key) is \(vendor[key]!.kindName); OpenVPN directives are text")
+                    problems.append(L("\(label): VendorConfig.\(key) is \(vendor[key]!.kindName); OpenVPN directives are text"))
                     continue
                 }
                 if directive.hasPrefix("vpn-") || directive == "OVPN_ACCESS_SERVER_USERNAME" || directive.hasPrefix("OVPN_") {
@@ -404,7 +405,7 @@ public enum MobileConfig {
                 if OpenVPNImport.blockTags.contains(directive.lowercased()) && raw.containsUTF8("-----BEGIN") {
                     let body = raw.replacingAll("\\n", with: "\n")
                     if body.split(whereSeparator: \.isNewline).contains(where: { String($0).trimmingSpaces().hasPrefix("<") }) {
-                        problems.append("\(label): VendorConfig.\(key) has a line starting with '<' inside an inline file")
+                        problems.append(L("\(label): VendorConfig.\(key) has a line starting with '<' inside an inline file"))
                         continue
                     }
                     blocks.append((key, "<\(directive)>\n\(body)\n</\(directive)>"))
@@ -413,15 +414,15 @@ public enum MobileConfig {
                 if OpenVPNImport.blockTags.contains(directive.lowercased()) {
                     // A configuration profile is self-contained: a file name here
                     // would make the importer read a file of this machine.
-                    problems.append("\(label): VendorConfig.\(key) is not an inline PEM; a configuration profile carries its files inline, never by name")
+                    problems.append(L("\(label): VendorConfig.\(key) is not an inline PEM; a configuration profile carries its files inline, never by name"))
                     continue
                 }
                 if raw.contains(where: \.isNewline) || raw.containsUTF8("\\n") {
-                    problems.append("\(label): VendorConfig.\(key) spans lines; only inline files (ca, cert, key, tls-auth, ...) may")
+                    problems.append(L("\(label): VendorConfig.\(key) spans lines; only inline files (ca, cert, key, tls-auth, ...) may"))
                     continue
                 }
                 if directive.unicodeScalars.contains(where: { $0 == " " || $0 == "\t" || $0.value < 0x20 }) {
-                    problems.append("\(label): VendorConfig key \(key.quotedForMessage) is not a directive name")
+                    problems.append(L("\(label): VendorConfig key \(key.quotedForMessage) is not a directive name"))
                     continue
                 }
                 lines.append((key, raw == "NOARGS" ? directive : "\(directive) \(raw)"))
@@ -442,7 +443,7 @@ public enum MobileConfig {
             if let uuid = vpn["PayloadCertificateUUID"]?.string {
                 guard let id = identities[uuid] else {
                     if !brokenIdentities.contains(uuid) {
-                        problems.append("\(label): VPN.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                        problems.append(L("\(label): VPN.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile"))
                     }
                     return nil
                 }
@@ -489,7 +490,7 @@ public enum MobileConfig {
             var secrets: [String: [UInt8]] = [:]
             for key in vendor.keys.sorted() {
                 guard let value = MobileConfig.text(vendor[key]!) else {
-                    problems.append("\(label): VendorConfig.\(key) is \(vendor[key]!.kindName); a provider configuration holds text, numbers and flags only")
+                    problems.append(L("\(label): VendorConfig.\(key) is \(vendor[key]!.kindName); a provider configuration holds text, numbers and flags only"))
                     continue
                 }
                 if MobileConfig.looksSecret(key) {
@@ -528,11 +529,11 @@ public enum MobileConfig {
 
         mutating func ikev2(_ p: [String: PropertyList], _ label: String, name: String) -> ImportResult? {
             guard let ike = p["IKEv2"]?.dict else {
-                problems.append("\(label): VPNType IKEv2 needs an IKEv2 dictionary")
+                problems.append(L("\(label): VPNType IKEv2 needs an IKEv2 dictionary"))
                 return nil
             }
             guard let server = ike["RemoteAddress"]?.string, !server.isEmpty else {
-                problems.append("\(label): IKEv2.RemoteAddress is missing (the server)")
+                problems.append(L("\(label): IKEv2.RemoteAddress is missing (the server)"))
                 return nil
             }
             var c = IKEv2Configuration(serverAddress: server, remoteIdentifier: ike["RemoteIdentifier"]?.string,
@@ -543,7 +544,7 @@ public enum MobileConfig {
             case "SharedSecret":
                 c.authenticationMethod = .sharedSecret
                 guard let s = ike["SharedSecret"]?.string ?? ike["SharedSecret"]?.data.map({ String(decoding: $0, as: UTF8.self) }), !s.isEmpty else {
-                    problems.append("\(label): IKEv2.AuthenticationMethod SharedSecret without a SharedSecret")
+                    problems.append(L("\(label): IKEv2.AuthenticationMethod SharedSecret without a SharedSecret"))
                     return nil
                 }
                 secrets["shared-secret"] = Array(s.utf8)
@@ -551,24 +552,24 @@ public enum MobileConfig {
             case "Certificate":
                 c.authenticationMethod = .certificate
                 guard let uuid = ike["PayloadCertificateUUID"]?.string else {
-                    problems.append("\(label): IKEv2.AuthenticationMethod Certificate without a PayloadCertificateUUID (the identity payload)")
+                    problems.append(L("\(label): IKEv2.AuthenticationMethod Certificate without a PayloadCertificateUUID (the identity payload)"))
                     return nil
                 }
                 guard let id = identities[uuid] else {
                     if !brokenIdentities.contains(uuid) {
-                        problems.append("\(label): IKEv2.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile")
+                        problems.append(L("\(label): IKEv2.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile"))
                     }
                     return nil
                 }
                 secrets["identity"] = Array(id.certificate.pem.utf8) + id.privateKeyPEM
                 c.identitySecret = "identity"
             case let other:
-                problems.append("\(label): IKEv2.AuthenticationMethod \(other.quotedForMessage) is not None, SharedSecret or Certificate")
+                problems.append(L("\(label): IKEv2.AuthenticationMethod \(other.quotedForMessage) is not None, SharedSecret or Certificate"))
                 return nil
             }
             if MobileConfig.flag(ike["ExtendedAuthEnabled"]) == true || ike["AuthName"] != nil {
                 guard let user = options.username ?? ike["AuthName"]?.string, !user.isEmpty else {
-                    problems.append("\(label): IKEv2.ExtendedAuthEnabled (EAP) without AuthName; give the username with --username")
+                    problems.append(L("\(label): IKEv2.ExtendedAuthEnabled (EAP) without AuthName; give the username with --username"))
                     return nil
                 }
                 c.username = user
@@ -643,43 +644,43 @@ public enum MobileConfig {
             let rulesValue = p["OnDemandRules"] ?? vpn["OnDemandRules"]
             if let e = enabledValue {
                 guard let b = MobileConfig.flag(e) else {
-                    problems.append("\(label): OnDemandEnabled is \(e.kindName), not a flag (true/false, 1/0)")
+                    problems.append(L("\(label): OnDemandEnabled is \(e.kindName), not a flag (true/false, 1/0)"))
                     return
                 }
                 profile.onDemand.enabled = b
             }
             guard let rulesValue else { return }
             guard let rules = rulesValue.array else {
-                problems.append("\(label): OnDemandRules is \(rulesValue.kindName), not an array")
+                problems.append(L("\(label): OnDemandRules is \(rulesValue.kindName), not an array"))
                 return
             }
             var ignored = Set<String>()
             for (i, value) in rules.enumerated() {
-                guard let r = value.dict else { problems.append("\(label): OnDemandRules[\(i)] is not a dictionary"); continue }
+                guard let r = value.dict else { problems.append(L("\(label): OnDemandRules[\(i)] is not a dictionary")); continue }
                 let actions: [String: OnDemandRule.Action] = ["Connect": .connect, "Disconnect": .disconnect,
                                                               "EvaluateConnection": .evaluateConnection, "Ignore": .ignore]
                 guard let a = r["Action"]?.string, let action = actions[a] else {
-                    problems.append("\(label): OnDemandRules[\(i)].Action must be Connect, Disconnect, EvaluateConnection or Ignore")
+                    problems.append(L("\(label): OnDemandRules[\(i)].Action must be Connect, Disconnect, EvaluateConnection or Ignore"))
                     continue
                 }
                 var rule = OnDemandRule(action: action)
                 if let t = r["InterfaceTypeMatch"] {
                     let types: [String: OnDemandRule.InterfaceType] = ["Ethernet": .ethernet, "WiFi": .wifi, "Cellular": .cellular, "Any": .any]
                     guard let s = t.string, let type = types[s] else {
-                        problems.append("\(label): OnDemandRules[\(i)].InterfaceTypeMatch must be Ethernet, WiFi or Cellular")
+                        problems.append(L("\(label): OnDemandRules[\(i)].InterfaceTypeMatch must be Ethernet, WiFi or Cellular"))
                         continue
                     }
                     rule.interfaceType = type
                 }
                 if let d = r["DNSDomainMatch"] {
                     guard let list = d.array?.compactMap(\.string), list.count == d.array?.count else {
-                        problems.append("\(label): OnDemandRules[\(i)].DNSDomainMatch must be an array of strings")
+                        problems.append(L("\(label): OnDemandRules[\(i)].DNSDomainMatch must be an array of strings"))
                         continue
                     }
                     rule.dnsSearchDomains = list
                 }
                 if let u = r["URLStringProbe"] {
-                    guard let s = u.string else { problems.append("\(label): OnDemandRules[\(i)].URLStringProbe is not a string"); continue }
+                    guard let s = u.string else { problems.append(L("\(label): OnDemandRules[\(i)].URLStringProbe is not a string")); continue }
                     rule.probeURL = s
                 }
                 for k in r.keys where !["Action", "InterfaceTypeMatch", "DNSDomainMatch", "URLStringProbe"].contains(k) { ignored.insert(k) }
@@ -699,7 +700,7 @@ public enum MobileConfig {
             for (key, path) in flags {
                 guard let v = vpn[key] else { continue }
                 guard let b = MobileConfig.flag(v) else {
-                    problems.append("\(label): \(key) is \(v.kindName), not a flag (true/false, 1/0)")
+                    problems.append(L("\(label): \(key) is \(v.kindName), not a flag (true/false, 1/0)"))
                     continue
                 }
                 profile[keyPath: path] = b
@@ -714,10 +715,10 @@ public enum MobileConfig {
             let servers = dns["ServerAddresses"]?.array?.compactMap(\.string) ?? []
             let domains = (dns["SearchDomains"]?.array?.compactMap(\.string) ?? []) + (dns["DomainName"]?.string.map { [$0] } ?? [])
             for s in servers where IPAddress(s) == nil {
-                problems.append("\(label): DNS.ServerAddresses \(s.quotedForMessage) is not an IP address")
+                problems.append(L("\(label): DNS.ServerAddresses \(s.quotedForMessage) is not an IP address"))
             }
             for d in domains where !isDomainName(d) {
-                problems.append("\(label): DNS search domain \(d.quotedForMessage) is not a domain name")
+                problems.append(L("\(label): DNS search domain \(d.quotedForMessage) is not a domain name"))
             }
             let match = dns["SupplementalMatchDomains"]?.array?.compactMap(\.string) ?? []
             for d in match where !isDomainName(d) {

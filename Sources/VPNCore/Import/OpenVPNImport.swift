@@ -91,11 +91,11 @@ public enum OpenVPNImport {
                 body.append(lines[i - 1])
             }
             if !closed {
-                problems.append("line \(lineNumber): <\(tag)> is never closed (truncated file?)")
+                problems.append(L("line \(lineNumber): <\(tag)> is never closed (truncated file?)"))
             } else if !blockTags.contains(tag) {
-                problems.append("line \(lineNumber): unknown inline block <\(tag)>")
+                problems.append(L("line \(lineNumber): unknown inline block <\(tag)>"))
             } else if blocks[tag] != nil {
-                problems.append("line \(lineNumber): a second <\(tag)> block")
+                problems.append(L("line \(lineNumber): a second <\(tag)> block"))
             } else {
                 blocks[tag] = (lineNumber, body.joined(separator: "\n") + "\n")
             }
@@ -104,14 +104,14 @@ public enum OpenVPNImport {
 
         mutating func readDirective(_ trimmed: String, at lineNumber: Int) {
             guard var words = OpenVPNDirectives.tokenize(trimmed) else {
-                problems.append("line \(lineNumber): openvpn cannot read '\(OpenVPNDirectives.shown(trimmed))' (a quote never closed, or a stray '\\')")
+                problems.append(L("line \(lineNumber): openvpn cannot read '\(OpenVPNDirectives.shown(trimmed))' (a quote never closed, or a stray '\\')"))
                 return
             }
             guard !words.isEmpty else { return }
             // What vpnctl passes on is written into the file openvpn reads, so a
             // control character (a lone CR, NUL, ESC...) never gets through.
             if trimmed.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
-                problems.append("line \(lineNumber): a control character in '\(OpenVPNDirectives.shown(OpenVPNDirectives.name(words)))' (binary or corrupted file?)")
+                problems.append(L("line \(lineNumber): a control character in '\(OpenVPNDirectives.shown(OpenVPNDirectives.name(words)))' (binary or corrupted file?)"))
                 return
             }
             // openvpn reads 'setenv opt D ...' as D itself: so does vpnctl, with D's rules.
@@ -130,13 +130,13 @@ public enum OpenVPNImport {
         }
 
         mutating func apply(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "script-security" {
                 checkScriptSecurity(d)
                 return
             }
             if OpenVPNDirectives.runsProgram.contains(d.name) {
-                problems.append("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)")
+                problems.append(L("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)"))
                 return
             }
             if case .wrapper(let why) = OpenVPNDirectives.verdict([d.name] + d.args) {
@@ -160,33 +160,33 @@ public enum OpenVPNImport {
         /// Levels 0 and 1 run no program and are dropped; any other is refused.
         mutating func checkScriptSecurity(_ d: Directive) {
             if let level = d.args.first.flatMap(Int.init), (0...1).contains(level) { return }
-            problems.append("line \(d.line): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)")
+            problems.append(L("line \(d.line): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)"))
         }
 
         /// 'dev' and 'dev-type': vpnctl makes tun devices only.
         mutating func checkDevice(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "dev" {
                 let dev = d.args.first ?? ""
-                if dev.hasPrefix("tap") { problems.append("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'") }
+                if dev.hasPrefix("tap") { problems.append(L("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'")) }
             } else if d.args.first != "tun" {
-                problems.append("\(at): 'dev-type \(OpenVPNDirectives.shown(d.args.first ?? ""))': only tun is supported")
+                problems.append(L("\(at): 'dev-type \(OpenVPNDirectives.shown(d.args.first ?? ""))': only tun is supported"))
             }
         }
 
         /// 'proto', 'port' and 'rport': what a remote without its own uses.
         mutating func setDefaultTransport(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             if d.name == "proto" {
                 if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
                     defaultProto = p
                 } else {
-                    problems.append("\(at): 'proto \(OpenVPNDirectives.shown(d.args.first ?? ""))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                    problems.append(L("\(at): 'proto \(OpenVPNDirectives.shown(d.args.first ?? ""))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))"))
                 }
             } else if let p = d.args.first.flatMap(Int.init), (1...65535).contains(p) {
                 defaultPort = p
             } else {
-                problems.append("\(at): '\(d.name) \(OpenVPNDirectives.shown(d.args.first ?? ""))': the port must be 1–65535")
+                problems.append(L("\(at): '\(d.name) \(OpenVPNDirectives.shown(d.args.first ?? ""))': the port must be 1–65535"))
             }
         }
 
@@ -195,13 +195,13 @@ public enum OpenVPNImport {
             if ["0", "1"].contains(direction) {
                 config.options.append("key-direction \(direction)")
             } else {
-                problems.append("\(at): tls-auth direction '\(OpenVPNDirectives.shown(direction))' must be 0 or 1")
+                problems.append(L("\(at): tls-auth direction '\(OpenVPNDirectives.shown(direction))' must be 0 or 1"))
             }
         }
 
         /// Any other directive: passed on if the allow-list has it, else listed as not imported.
         mutating func passOn(_ d: Directive) {
-            let at = "line \(d.line)"
+            let at = L("line \(d.line)")
             let words = [d.name] + d.args
             switch OpenVPNDirectives.verdict(words) {
             case .allowed:
@@ -212,7 +212,7 @@ public enum OpenVPNImport {
                 }
             case .badArguments(let usage):
                 let line = OpenVPNDirectives.shown(d.wrapped + words.joined(separator: " "))
-                problems.append("\(at): '\(line)' does not fit '\(usage)'")
+                problems.append(L("\(at): '\(line)' does not fit '\(usage)'"))
             default:
                 unsupported.append("'\(d.shown)' (line \(d.line))")
             }
@@ -221,25 +221,25 @@ public enum OpenVPNImport {
         /// Checks each 'remote' against the defaults the whole file set.
         mutating func resolveRemotes() {
             for d in remoteDirectives {
-                guard let host = d.args.first, !host.isEmpty else { problems.append("line \(d.line): 'remote' needs a host"); continue }
+                guard let host = d.args.first, !host.isEmpty else { problems.append(L("line \(d.line): 'remote' needs a host")); continue }
                 guard Endpoint.isHostName(host) || IPAddress(host) != nil else {
-                    problems.append("line \(d.line): remote host '\(OpenVPNDirectives.shown(host))' is not a host name or an IP address")
+                    problems.append(L("line \(d.line): remote host '\(OpenVPNDirectives.shown(host))' is not a host name or an IP address"))
                     continue
                 }
                 let proto = d.args.count > 2 ? d.args[2] : defaultProto
                 guard OpenVPNImport.protocols.contains(proto) else {
-                    problems.append("line \(d.line): remote protocol '\(OpenVPNDirectives.shown(proto))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                    problems.append(L("line \(d.line): remote protocol '\(OpenVPNDirectives.shown(proto))': use one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))"))
                     continue
                 }
                 // Without its own port a remote uses 'port' (already checked).
                 let port = d.args.count > 1 ? Int(d.args[1]) : defaultPort
                 guard let port, (1...65535).contains(port) else {
-                    problems.append("line \(d.line): remote port '\(OpenVPNDirectives.shown(d.args.count > 1 ? d.args[1] : String(defaultPort)))' is not 1–65535")
+                    problems.append(L("line \(d.line): remote port '\(OpenVPNDirectives.shown(d.args.count > 1 ? d.args[1] : String(defaultPort)))' is not 1–65535"))
                     continue
                 }
                 config.remotes.append(.init(host: host, port: port, proto: proto))
             }
-            if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append("no 'remote' directive (the server to connect to)") }
+            if config.remotes.isEmpty && remoteDirectives.isEmpty { problems.append(L("no 'remote' directive (the server to connect to)")) }
         }
 
         // MARK: Keys and certificates
@@ -261,12 +261,12 @@ public enum OpenVPNImport {
                 let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
                 do {
                     guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true, limit: ImportFormat.maximumSize) else {
-                        problems.append("line \(d.line): \(tag) file '\(OpenVPNDirectives.shown(path))' does not exist")
+                        problems.append(L("line \(d.line): \(tag) file '\(OpenVPNDirectives.shown(path))' does not exist"))
                         return nil
                     }
                     return bytes
                 } catch {
-                    problems.append("line \(d.line): cannot read \(tag) file '\(OpenVPNDirectives.shown(path))': \(error)")
+                    problems.append(L("line \(d.line): cannot read \(tag) file '\(OpenVPNDirectives.shown(path))': \(error)"))
                     return nil
                 }
             }
@@ -277,7 +277,7 @@ public enum OpenVPNImport {
             if let ca = material("ca", seen["ca"]) {
                 addAnchors(String(decoding: ca, as: UTF8.self))
             } else if seen["ca"] == nil && blocks["ca"] == nil {
-                problems.append("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one")
+                problems.append(L("no CA (<ca> block or 'ca' file): vpnctl never trusts a server without one"))
             }
         }
 
@@ -286,16 +286,16 @@ public enum OpenVPNImport {
         mutating func addAnchors(_ text: String) {
             let pem = PEM.blocks(text)
             if text.containsUTF8("PRIVATE KEY-----") {
-                problems.append("<ca>: it holds a private key; a CA holds certificates only: remove the key from the file (and treat it as exposed)")
+                problems.append(L("<ca>: it holds a private key; a CA holds certificates only: remove the key from the file (and treat it as exposed)"))
                 return
             }
             guard pem.contains(where: { $0.label == "CERTIFICATE" }) else {
-                problems.append("<ca>: no PEM certificate in it")
+                problems.append(L("<ca>: no PEM certificate in it"))
                 return
             }
             for (i, block) in pem.enumerated() where block.label == "CERTIFICATE" {
                 guard let der = block.der else {
-                    problems.append("<ca>: certificate \(i + 1) is not valid base64")
+                    problems.append(L("<ca>: certificate \(i + 1) is not valid base64"))
                     continue
                 }
                 let fp = SHA256.hex(der)
@@ -312,7 +312,7 @@ public enum OpenVPNImport {
         mutating func importCertificate() -> Bool {
             guard let cert = material("cert", seen["cert"]) else { return true }
             guard String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") else {
-                problems.append("<cert>: no PEM certificate in it")
+                problems.append(L("<cert>: no PEM certificate in it"))
                 return false
             }
             config.certificate = String(decoding: cert, as: UTF8.self)
@@ -323,7 +323,7 @@ public enum OpenVPNImport {
         mutating func importKey() -> Bool {
             guard let key = material("key", seen["key"]) else { return true }
             guard String(decoding: key, as: UTF8.self).containsUTF8("PRIVATE KEY-----") else {
-                problems.append("<key>: no PEM private key in it")
+                problems.append(L("<key>: no PEM private key in it"))
                 return false
             }
             secrets["key"] = key
@@ -336,7 +336,7 @@ public enum OpenVPNImport {
             for (tag, secretName) in [("tls-crypt", "tls-crypt"), ("tls-auth", "tls-auth"), ("tls-crypt-v2", "tls-crypt-v2")] {
                 guard let m = material(tag, seen[tag]) else { continue }
                 guard String(decoding: m, as: UTF8.self).containsUTF8("-----BEGIN OpenVPN") else {
-                    problems.append("<\(tag)>: not an OpenVPN static key")
+                    problems.append(L("<\(tag)>: not an OpenVPN static key"))
                     continue
                 }
                 secrets[secretName] = m
@@ -370,12 +370,13 @@ public enum OpenVPNImport {
 
         func result() throws -> ImportResult {
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) is not a usable OpenVPN client file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                       problems: problems, hint: "fix the file and import it again")
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) is not a usable OpenVPN client file (1 problem)")
+                                      : L("\(source) is not a usable OpenVPN client file (\(problems.count) problems)"),
+                                       problems: problems, hint: L("fix the file and import it again"))
             }
             if options.username != nil && seen["auth-user-pass"] == nil {
-                throw VPNError.usage("--username is for a profile with auth-user-pass, and \(source) has none",
-                                     hint: "import it without --username (it authenticates with its certificate)")
+                throw VPNError.usage(L("--username is for a profile with auth-user-pass, and \(source) has none"),
+                                     hint: L("import it without --username (it authenticates with its certificate)"))
             }
             var result = ImportResult(profile: Profile(name: name, protocol: .openvpn(config)), secrets: secrets, notes: notes)
             result.anchors = anchors
@@ -430,18 +431,18 @@ public struct TrustStore: Sendable {
     public func certificate(_ fingerprint: String) throws -> String {
         let file = path(fingerprint)
         guard TrustAnchor.isFingerprint(fingerprint) else {
-            throw VPNError(.configurationInvalid, "'\(OpenVPNDirectives.shown(fingerprint))' is not a trust anchor fingerprint (64 hex digits)",
+            throw VPNError(.configurationInvalid, L("'\(OpenVPNDirectives.shown(fingerprint))' is not a trust anchor fingerprint (64 hex digits)"),
                            remedy: .edit(profile: nil, field: "caFingerprints"))
         }
         let bytes: [UInt8]
         do {
             guard let b = try FileSystem.readFileIfPresent(file) else {
-                throw VPNError(.configurationInvalid, "trust anchor \(file) is not installed",
-                               hint: "import the profile again, or install that CA certificate as \(file)")
+                throw VPNError(.configurationInvalid, L("trust anchor \(file) is not installed"),
+                               hint: L("import the profile again, or install that CA certificate as \(file)"))
             }
             bytes = b
         } catch let e as SystemError {
-            throw VPNError(.configurationInvalid, "cannot read trust anchor \(file): \(e)")
+            throw VPNError(.configurationInvalid, L("cannot read trust anchor \(file): \(e)"))
         }
         let blocks = PEM.blocks(String(decoding: bytes, as: UTF8.self))
         let certificates = blocks.filter { $0.label == "CERTIFICATE" }.count
@@ -449,8 +450,8 @@ public struct TrustStore: Sendable {
             let held = certificates == blocks.count ? "\(certificates) certificate\(certificates == 1 ? "" : "s")"
                 : "\(certificates) certificate\(certificates == 1 ? "" : "s") and \(blocks.count - certificates) other PEM block\(blocks.count - certificates == 1 ? "" : "s")"
             let what = blocks.count == 1 && certificates == 1 ? "a certificate whose SHA-256 is not its name" : held
-            throw VPNError(.configurationInvalid, "trust anchor \(file) holds \(what); an anchor is exactly one certificate, named by its SHA-256",
-                           hint: "or leave in the file only the certificate whose SHA-256 is its name", remedy: .reimport)
+            throw VPNError(.configurationInvalid, L("trust anchor \(file) holds \(what); an anchor is exactly one certificate, named by its SHA-256"),
+                           hint: L("or leave in the file only the certificate whose SHA-256 is its name"), remedy: .reimport)
         }
         return PEM.encode(label: "CERTIFICATE", der: der)
     }
@@ -458,7 +459,7 @@ public struct TrustStore: Sendable {
     /// The CA bundle openvpn gets for one run: exactly these anchors, each checked.
     public func bundle(_ fingerprints: [String]) throws -> [UInt8] {
         guard !fingerprints.isEmpty else {
-            throw VPNError(.configurationInvalid, "the profile names no trust anchor", hint: "import the profile again with its <ca>")
+            throw VPNError(.configurationInvalid, L("the profile names no trust anchor"), hint: L("import the profile again with its <ca>"))
         }
         return Array(try fingerprints.map(certificate).joined().utf8)
     }

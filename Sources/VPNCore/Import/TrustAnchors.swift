@@ -34,12 +34,12 @@ extension TrustStore {
     public func entry(_ fingerprint: String) throws -> Entry {
         let pem = try certificate(fingerprint)
         guard let der = PEM.blocks(pem).first?.der else {
-            throw VPNError(.configurationInvalid, "trust anchor \(path(fingerprint)) is not a PEM certificate")
+            throw VPNError(.configurationInvalid, L("trust anchor \(path(fingerprint)) is not a PEM certificate"))
         }
         do {
             return Entry(fingerprint: fingerprint, certificate: try Crypto.certificate(der: der))
         } catch let p as Crypto.Problem {
-            throw VPNError(.configurationInvalid, "trust anchor \(path(fingerprint)): \(p.message)", remedy: .reimport)
+            throw VPNError(.configurationInvalid, L("trust anchor \(path(fingerprint)): \(p.message)"), remedy: .reimport)
         }
     }
 
@@ -49,15 +49,15 @@ extension TrustStore {
         let all = try fingerprints()
         if all.contains(ref) { return ref }
         guard ref.count >= 8, ref.allSatisfy(\.isHexDigit) else {
-            throw VPNError(.configurationUnknown, "no trust anchor \(reference.quotedForMessage)",
-                           hint: "name an anchor by its SHA-256 fingerprint, or 8 or more of its first hex digits (vpnctl trust list)")
+            throw VPNError(.configurationUnknown, L("no trust anchor \(reference.quotedForMessage)"),
+                           hint: L("name an anchor by its SHA-256 fingerprint, or 8 or more of its first hex digits (vpnctl trust list)"))
         }
         let matches = all.filter { $0.hasPrefix(ref) }
         if matches.count == 1 { return matches[0] }
         if matches.isEmpty {
-            throw VPNError(.configurationUnknown, "no trust anchor starts with \(reference.quotedForMessage)", hint: "list them with: vpnctl trust list")
+            throw VPNError(.configurationUnknown, L("no trust anchor starts with \(reference.quotedForMessage)"), hint: L("list them with: vpnctl trust list"))
         }
-        throw VPNError(.usage, "\(matches.count) trust anchors start with \(reference.quotedForMessage)", hint: "give more of the fingerprint")
+        throw VPNError(.usage, L("\(matches.count) trust anchors start with \(reference.quotedForMessage)"), hint: L("give more of the fingerprint"))
     }
 
     public func remove(_ fingerprint: String) throws {

@@ -14,7 +14,7 @@ public enum WGQuick {
         if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
         for rawLine in body.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
-            reader.read(rawLine, at: "line \(lineNumber)")
+            reader.read(rawLine, at: L("line \(lineNumber)"))
         }
         reader.finishPeer()
         return try reader.result(name: name, source: source)
@@ -54,14 +54,14 @@ public enum WGQuick {
 
         mutating func readHeader(_ trimmed: String, at: String) {
             guard trimmed.hasSuffix("]") else {
-                problems.append("\(at): section header \(trimmed.quotedForMessage) has no closing ']'")
+                problems.append(L("\(at): section header \(trimmed.quotedForMessage) has no closing ']'"))
                 return
             }
             switch trim(trimmed.dropFirst().dropLast()).lowercased() {
             case "interface":
                 finishPeer()
                 if section == "interface" || seen.contains("[interface]") {
-                    problems.append("\(at): a second [Interface] section")
+                    problems.append(L("\(at): a second [Interface] section"))
                 }
                 seen.insert("[interface]")
                 section = "interface"
@@ -71,7 +71,7 @@ public enum WGQuick {
                 peer = WireGuardPeer(publicKey: "")
                 seen = seen.filter { !$0.hasPrefix("peer.") }
             default:
-                problems.append("\(at): unknown section [\(trim(trimmed.dropFirst().dropLast()))] (expected [Interface] or [Peer])")
+                problems.append(L("\(at): unknown section [\(trim(trimmed.dropFirst().dropLast()))] (expected [Interface] or [Peer])"))
                 section = "unknown"
             }
         }
@@ -80,21 +80,21 @@ public enum WGQuick {
         /// applied to the current section.
         mutating func readSetting(_ trimmed: String, at: String) {
             guard let eq = trimmed.firstIndex(of: "=") else {
-                problems.append("\(at): expected 'Key = Value'")
+                problems.append(L("\(at): expected 'Key = Value'"))
                 return
             }
             let keyOriginal = trim(trimmed[..<eq])
             let key = keyOriginal.lowercased()
             let value = trim(trimmed[trimmed.index(after: eq)...])
             guard let section else {
-                problems.append("\(at): \(keyOriginal.quotedForMessage) appears before any [Interface] or [Peer] section")
+                problems.append(L("\(at): \(keyOriginal.quotedForMessage) appears before any [Interface] or [Peer] section"))
                 return
             }
             if section == "unknown" { return }
             let repeatable: Set<String> = ["address", "dns", "allowedips"]
             let seenKey = (section == "peer" ? "peer." : "interface.") + key
             if !repeatable.contains(key) && seen.contains(seenKey) {
-                problems.append("\(at): \(keyOriginal) is given twice in this section")
+                problems.append(L("\(at): \(keyOriginal) is given twice in this section"))
                 return
             }
             seen.insert(seenKey)
@@ -112,38 +112,38 @@ public enum WGQuick {
                     secrets[privateKeySecret] = Array(value.utf8)
                     config.privateKeySecret = privateKeySecret
                 } else {
-                    problems.append("\(at): PrivateKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                    problems.append(L("\(at): PrivateKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
                 }
             case "address":
                 for a in list(value) {
-                    if CIDR(a) == nil { problems.append("\(at): Address \(a.quotedForMessage) is not an IP address with an optional /prefix") }
+                    if CIDR(a) == nil { problems.append(L("\(at): Address \(a.quotedForMessage) is not an IP address with an optional /prefix")) }
                     config.addresses.append(a)
                 }
             case "dns":
                 for d in list(value) {
-                    if IPAddress(d) == nil && !isDomainName(d) { problems.append("\(at): DNS \(d.quotedForMessage) is neither an IP address nor a search domain") }
+                    if IPAddress(d) == nil && !isDomainName(d) { problems.append(L("\(at): DNS \(d.quotedForMessage) is neither an IP address nor a search domain")) }
                     config.dns.append(d)
                 }
             case "mtu":
                 if let n = Int(value), (576...65535).contains(n) { config.mtu = n }
-                else { problems.append("\(at): MTU \(value.quotedForMessage) must be a number from 576 to 65535") }
+                else { problems.append(L("\(at): MTU \(value.quotedForMessage) must be a number from 576 to 65535")) }
             case "listenport":
                 if let n = Int(value), (0...65535).contains(n) { config.listenPort = n }
-                else { problems.append("\(at): ListenPort \(value.quotedForMessage) must be a number from 0 to 65535") }
+                else { problems.append(L("\(at): ListenPort \(value.quotedForMessage) must be a number from 0 to 65535")) }
             case "table":
                 let t = value.lowercased()
                 if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
-                else { problems.append("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number") }
+                else { problems.append(L("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number")) }
             case "fwmark":
                 let t = value.lowercased()
                 if Fwmark(t) != nil { config.fwmark = t }
-                else { problems.append("\(at): FwMark \(value.quotedForMessage) must be off or a number") }
+                else { problems.append(L("\(at): FwMark \(value.quotedForMessage) must be off or a number")) }
             case "saveconfig":
                 notes.append("\(at): SaveConfig is ignored; vpnctl keeps the profile in its own store")
             case "preup", "postup", "predown", "postdown":
-                problems.append("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)")
+                problems.append(L("\(at): \(keyOriginal) runs a shell command; vpnctl refuses to import commands (remove the line)"))
             default:
-                problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Interface]")
+                problems.append(L("\(at): unknown key \(keyOriginal.quotedForMessage) in [Interface]"))
             }
         }
 
@@ -151,7 +151,7 @@ public enum WGQuick {
             switch key {
             case "publickey":
                 if WireGuardKey.isValid(value) { peer?.publicKey = value }
-                else { problems.append("\(at): PublicKey \(value.quotedForMessage) is not a WireGuard key (44 characters of base64 encoding 32 bytes)") }
+                else { problems.append(L("\(at): PublicKey \(value.quotedForMessage) is not a WireGuard key (44 characters of base64 encoding 32 bytes)")) }
             case "presharedkey":
                 if WireGuardKey.isValid(value) {
                     // The peer is not in config.peers yet: its index is the count.
@@ -159,35 +159,36 @@ public enum WGQuick {
                     secrets[secretName] = Array(value.utf8)
                     peer?.presharedKeySecret = secretName
                 } else {
-                    problems.append("\(at): PresharedKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                    problems.append(L("\(at): PresharedKey is not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
                 }
             case "allowedips":
                 for a in list(value) {
-                    if CIDR(a) == nil { problems.append("\(at): AllowedIPs \(a.quotedForMessage) is not a CIDR prefix") }
+                    if CIDR(a) == nil { problems.append(L("\(at): AllowedIPs \(a.quotedForMessage) is not a CIDR prefix")) }
                     peer?.allowedIPs.append(a)
                 }
             case "endpoint":
                 switch Endpoint.parse(value) {
                 case .success: peer?.endpoint = value
-                case .failure(.missingPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has no port (host:port)")
-                case .failure(.badPort): problems.append("\(at): Endpoint \(value.quotedForMessage) has a port outside 1–65535")
-                case .failure(.badHost): problems.append("\(at): Endpoint \(value.quotedForMessage) has an invalid host")
+                case .failure(.missingPort): problems.append(L("\(at): Endpoint \(value.quotedForMessage) has no port (host:port)"))
+                case .failure(.badPort): problems.append(L("\(at): Endpoint \(value.quotedForMessage) has a port outside 1–65535"))
+                case .failure(.badHost): problems.append(L("\(at): Endpoint \(value.quotedForMessage) has an invalid host"))
                 }
             case "persistentkeepalive":
                 if value.lowercased() == "off" { peer?.persistentKeepalive = 0 }
                 else if let n = Int(value), (0...65535).contains(n) { peer?.persistentKeepalive = n }
-                else { problems.append("\(at): PersistentKeepalive \(value.quotedForMessage) must be off or 0–65535 seconds") }
+                else { problems.append(L("\(at): PersistentKeepalive \(value.quotedForMessage) must be off or 0–65535 seconds")) }
             default:
-                problems.append("\(at): unknown key \(keyOriginal.quotedForMessage) in [Peer]")
+                problems.append(L("\(at): unknown key \(keyOriginal.quotedForMessage) in [Peer]"))
             }
         }
 
         func result(name: String, source: String) throws -> ImportResult {
             var problems = problems
-            if !seen.contains("[interface]") { problems.append("no [Interface] section") }
+            if !seen.contains("[interface]") { problems.append(L("no [Interface] section")) }
             if !problems.isEmpty {
-                throw VPNError.invalid("\(source) is not a usable wg-quick file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-                                       problems: problems, hint: "fix the file and import it again")
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) is not a usable wg-quick file (1 problem)")
+                                      : L("\(source) is not a usable wg-quick file (\(problems.count) problems)"),
+                                       problems: problems, hint: L("fix the file and import it again"))
             }
             let profile = Profile(name: name, protocol: .wireguard(config))
             return ImportResult(profile: profile, secrets: secrets, notes: notes)

@@ -40,7 +40,7 @@ public struct StartFailure: Error, Sendable {
     /// The documented error for it; front ends add their own hint.
     public var error: VPNError {
         if timedOut {
-            return VPNError(.timedOut, "'\(status.name)' is still connecting after \(timeoutSeconds) s")
+            return VPNError(.timedOut, L("'\(status.name)' is still connecting after \(timeoutSeconds) s"))
         }
         let e = status.lastDisconnectError
         return VPNError(.connectionFailed,
@@ -69,7 +69,7 @@ public struct TunnelUseCases {
     @discardableResult
     public func preflight(_ profile: Profile) throws -> (provider: any TunnelProvider, program: String) {
         if !profile.enabled {
-            throw VPNError(.configurationDisabled, "profile '\(profile.name)' is disabled", remedy: .enable(profile: profile.name))
+            throw VPNError(.configurationDisabled, L("profile '\(profile.name)' is disabled"), remedy: .enable(profile: profile.name))
         }
         let validator = ProfileValidator(secretExists: { store.secrets.exists(profile.id, name: $0) })
         let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
@@ -87,16 +87,16 @@ public struct TunnelUseCases {
             throw e.prefixed("profile '\(profile.name)': ")
         }
         if KillSwitch.wanted(by: profile), Processes.which("nft", path: path) == nil {
-            throw VPNError(.providerUnavailable, "nft is not installed (profile '\(profile.name)' has a kill switch: includeAllNetworks or enforceRoutes)",
-                           hint: "install it: apt-get install --no-install-recommends nftables")
+            throw VPNError(.providerUnavailable, L("nft is not installed (profile '\(profile.name)' has a kill switch: includeAllNetworks or enforceRoutes)"),
+                           hint: L("install it: apt-get install --no-install-recommends nftables"))
         }
         let needs = provider.requirements
         guard let program = Processes.which(needs.program, path: path) else {
-            throw VPNError(.providerUnavailable, "\(needs.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)",
-                           hint: "install it: apt-get install --no-install-recommends \(needs.package)")
+            throw VPNError(.providerUnavailable, L("\(needs.program) is not installed (the provider for \(profile.protocol.kind.rawValue) profiles)"),
+                           hint: L("install it: apt-get install --no-install-recommends \(needs.package)"))
         }
         if !canAdministerNetwork() {
-            throw VPNError(.permissionDenied, "starting a tunnel needs CAP_NET_ADMIN", hint: "run as root, or give vpnctl CAP_NET_ADMIN")
+            throw VPNError(.permissionDenied, L("starting a tunnel needs CAP_NET_ADMIN"), hint: L("run as root, or give vpnctl CAP_NET_ADMIN"))
         }
         return (provider, program)
     }
@@ -135,7 +135,7 @@ public struct TunnelUseCases {
         }
         withExtendedLifetime(startLock) {}
         guard let accepted else {
-            throw VPNError(.failure, "the tunnel supervisor did not start", hint: "see \(controller.runtime.logPath(profile.id))")
+            throw VPNError(.failure, L("the tunnel supervisor did not start"), hint: L("see \(controller.runtime.logPath(profile.id))"))
         }
         // Another supervisor (not started through this lock) holds the profile:
         // its outcome is the one to report.
@@ -157,7 +157,7 @@ public struct TunnelUseCases {
             guard let ks = try controller.runtime.read(other.id)?.killSwitch, ks.netns == here else { continue }
             throw VPNError(.failure, "profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); "
                            + "two would block each other's tunnels",
-                           hint: "stop it first: vpnctl stop \(other.name)")
+                           hint: L("stop it first: vpnctl stop \(other.name)"))
         }
     }
 
@@ -212,7 +212,7 @@ public struct TunnelUseCases {
             $0.status == .disconnected && !$0.supervisorAlive
         }
         guard let outcome else {
-            throw VPNError(.timedOut, "'\(profile.name)' did not stop within \(timeout) s", hint: "try again, or see the supervisor log")
+            throw VPNError(.timedOut, L("'\(profile.name)' did not stop within \(timeout) s"), hint: L("try again, or see the supervisor log"))
         }
         // The supervisor removes its kill switch on a stop; if it could not, this does.
         if outcome.record?.killSwitch != nil {
