@@ -50,21 +50,21 @@ public enum AppleIKEv2Parameters {
         let enc = encryption.first { $0.apple == encName }
         let integ = integrity.first { $0.apple == intName }
         if enc == nil {
-            r.problems.append("\(field).EncryptionAlgorithm \(encName.quotedForMessage) is not one of \(encryption.map(\.apple).joined(separator: ", "))")
+            r.problems.append(L("\(field).EncryptionAlgorithm \(encName.quotedForMessage) is not one of \(encryption.map(\.apple).joined(separator: ", "))"))
         }
         if integ == nil {
-            r.problems.append("\(field).IntegrityAlgorithm \(intName.quotedForMessage) is not one of \(integrity.map(\.apple).joined(separator: ", "))")
+            r.problems.append(L("\(field).IntegrityAlgorithm \(intName.quotedForMessage) is not one of \(integrity.map(\.apple).joined(separator: ", "))"))
         }
         var group: String? = "modp2048"
         if let g = dict["DiffieHellmanGroup"] {
             if let n = number(g), let known = groups.first(where: { $0.apple == n }) { group = known.swan } else {
                 group = nil
-                r.problems.append("\(field).DiffieHellmanGroup \(shown(g)) is not one of \(groups.map { String($0.apple) }.joined(separator: ", "))")
+                r.problems.append(L("\(field).DiffieHellmanGroup \(shown(g)) is not one of \(groups.map { String($0.apple) }.joined(separator: ", "))"))
             }
         }
         if let l = dict["LifeTimeInMinutes"] {
             if let n = number(l), (10...1440).contains(n) { r.lifetimeMinutes = n }
-            else { r.problems.append("\(field).LifeTimeInMinutes \(shown(l)) is not a number of minutes from 10 to 1440") }
+            else { r.problems.append(L("\(field).LifeTimeInMinutes \(shown(l)) is not a number of minutes from 10 to 1440")) }
         }
         r.unknownKeys = dict.keys.filter { !keys.contains($0) }.sorted()
         // Only a lifetime: no proposal of its own (strongSwan's defaults

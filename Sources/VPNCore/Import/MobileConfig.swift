@@ -598,12 +598,12 @@ public enum MobileConfig {
                                       notCarried: inout [String]) -> Bool {
             let before = problems.count
             let pfs = ike["EnablePFS"].map { MobileConfig.flag($0) }
-            if let pfs, pfs == nil { problems.append("\(label): IKEv2.EnablePFS is \(ike["EnablePFS"]!.kindName), not a flag (true/false, 1/0)") }
+            if let pfs, pfs == nil { problems.append(L("\(label): IKEv2.EnablePFS is \(ike["EnablePFS"]!.kindName), not a flag (true/false, 1/0)")) }
             if pfs == true { c.enablePFS = true }
             var lifetimes: [Int] = []
             for (key, isIKE) in [("IKESecurityAssociationParameters", true), ("ChildSecurityAssociationParameters", false)] {
                 guard let value = ike[key] else { continue }
-                guard let dict = value.dict else { problems.append("\(label): IKEv2.\(key) is \(value.kindName), not a dictionary"); continue }
+                guard let dict = value.dict else { problems.append(L("\(label): IKEv2.\(key) is \(value.kindName), not a dictionary")); continue }
                 let r = AppleIKEv2Parameters.read(dict, field: "\(label): IKEv2.\(key)", ike: isIKE, withGroup: pfs == true)
                 problems += r.problems
                 notCarried += r.unknownKeys.map { "\(key).\($0)" }
@@ -621,18 +621,18 @@ public enum MobileConfig {
             }
             if let v = ike["DeadPeerDetectionRate"] {
                 if let s = v.string, let rate = IKEv2Configuration.DeadPeerDetectionRate(rawValue: s.lowercased()) { c.deadPeerDetectionRate = rate }
-                else { problems.append("\(label): IKEv2.DeadPeerDetectionRate \(AppleIKEv2Parameters.shown(v)) is not None, Low, Medium or High") }
+                else { problems.append(L("\(label): IKEv2.DeadPeerDetectionRate \(AppleIKEv2Parameters.shown(v)) is not None, Low, Medium or High")) }
             }
             if let v = ike["DisableMOBIKE"] {
                 switch MobileConfig.flag(v) {
                 case true?: c.disableMOBIKE = true
                 case false?: break
-                case nil: problems.append("\(label): IKEv2.DisableMOBIKE is \(v.kindName), not a flag (true/false, 1/0)")
+                case nil: problems.append(L("\(label): IKEv2.DisableMOBIKE is \(v.kindName), not a flag (true/false, 1/0)"))
                 }
             }
             if let v = ike["MTU"] {
                 if let n = AppleIKEv2Parameters.number(v), (1280...1500).contains(n) { c.mtu = n }
-                else { problems.append("\(label): IKEv2.MTU \(AppleIKEv2Parameters.shown(v)) is not a number from 1280 to 1500") }
+                else { problems.append(L("\(label): IKEv2.MTU \(AppleIKEv2Parameters.shown(v)) is not a number from 1280 to 1500")) }
             }
             return problems.count == before
         }
@@ -722,7 +722,7 @@ public enum MobileConfig {
             }
             let match = dns["SupplementalMatchDomains"]?.array?.compactMap(\.string) ?? []
             for d in match where !isDomainName(d) {
-                problems.append("\(label): DNS.SupplementalMatchDomains \(d.quotedForMessage) is not a domain name")
+                problems.append(L("\(label): DNS.SupplementalMatchDomains \(d.quotedForMessage) is not a domain name"))
             }
             // Encrypted DNS (DoH, DoT) is not something vpnctl can set up:
             // its servers are not used in cleartext instead.
