@@ -20,6 +20,11 @@ import Testing
         let wide = AgentRequest(verb: .status, stdoutIsTerminal: true, terminalColumns: 132)
         #expect(try parse(String(wide.serialized.dropLast())).terminalColumns == 132)
         #expect(try parse(#"{"verb":"status","columns":99999999}"#).terminalColumns == nil)
+        // The client's language travels; only a catalog vpnctl ships (it names a file).
+        let vi = AgentRequest(verb: .status, language: "vi")
+        #expect(try parse(String(vi.serialized.dropLast())).language == "vi")
+        #expect(try parse(#"{"verb":"status","language":"../../etc"}"#).language == nil)
+        #expect(try parse(#"{"verb":"status","language":"de"}"#).language == nil)
     }
 
     @Test func whatTheBodySaysAboutItsSenderIsIgnored() throws {

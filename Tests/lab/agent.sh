@@ -47,6 +47,8 @@ agent_set_policy() {
 
 # as USER ARGS...: vpnctl as USER, on the system store: through the agent.
 as() { local u=$1; shift; runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$V" "$@"; }
+# as_vi USER ARGS...: the same, by a user who reads Vietnamese.
+as_vi() { local u=$1; shift; VPNCTL_LOCALEDIR=$(dirname "$V")/locale LANGUAGE=vi as "$u" "$@"; }
 
 test_agent_user_tunnel() {
   use office second || return 1
@@ -58,6 +60,11 @@ test_agent_user_tunnel() {
   expect_match "start's report, as root's" "^connected 'office' \(utun[0-9]+\)$" "$OUT" || return 1
   expect_field office status connected || return 1
   expect_eq "status --json as $u1 and as root" "$(cn "$V" status office --json)" "$(as "$u1" status office --json)" || return 1
+  # The agent answers in the client's language (its catalogs, beside the
+  # agent's binary); --json stays English and byte-identical.
+  expect_ok "status by $u1 in Vietnamese" as_vi "$u1" status office || return 1
+  expect_contains "the agent's table in Vietnamese" "TRẠNG THÁI" "$OUT" && expect_contains "the status word" "đã kết nối" "$OUT" || return 1
+  expect_eq "status --json by $u1 in Vietnamese" "$(cn "$V" status office --json)" "$(as_vi "$u1" status office --json)" || return 1
   expect_ok "verify by $u1" as "$u1" verify office --probe http://198.19.0.1:8080/ || return 1
   expect_contains "verify" "verdict: path proven" "$OUT" || return 1
   expect_run "stop by $u2" 11 as "$u2" stop office || return 1

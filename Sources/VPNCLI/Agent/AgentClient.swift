@@ -61,7 +61,7 @@ enum AgentClient {
                             flags: args.flags.filter { allowedFlags.contains($0) }, values: values,
                             stdoutIsTerminal: context.stdoutIsTerminal, stderrIsTerminal: context.stderrIsTerminal,
                             colorAllowed: (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb",
-                            terminalColumns: context.terminalWidth)
+                            terminalColumns: context.terminalWidth, language: Localization.language)
     }
 
     /// Sends the request and prints the reply's frames as they come.

@@ -141,6 +141,13 @@ enum AgentExecution {
     static func makeContext(_ request: AgentRequest, path: String?, stdout: TextSink, stderr: TextSink) -> Context {
         var environment = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"]
         if !request.colorAllowed { environment["NO_COLOR"] = "1" }
+        // The client's language, from the catalogs beside this binary (not a
+        // path from the client: `language` is one of Localization.languages).
+        if let language = request.language, !request.flag("json") {
+            environment["LANG"] = "C.UTF-8"
+            environment["LANGUAGE"] = language
+        }
+        Localization.configure(environment: environment, english: request.language == nil || request.flag("json"))
         var context = Context(environment: environment, stdout: stdout, stderr: stderr,
                               readStdin: { _ in [] }, stdinIsTerminal: false,
                               stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,

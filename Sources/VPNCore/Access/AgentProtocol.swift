@@ -75,9 +75,14 @@ public struct AgentRequest: Equatable, Sendable {
     public var colorAllowed: Bool
     /// The width of the client's terminal, so that `status` fits it.
     public var terminalColumns: Int?
+    /// The catalog the client speaks ("vi", "zh_Hans", "ru"; nil for
+    /// English, and always nil with --json): the agent answers in it. Only
+    /// the names in `Localization.languages` are taken (it names a file).
+    public var language: String?
 
     public init(verb: Verb, profile: String? = nil, canAction: PolicyAction? = nil, flags: [String] = [], values: [String: String] = [:],
-                stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false, colorAllowed: Bool = true, terminalColumns: Int? = nil) {
+                stdoutIsTerminal: Bool = false, stderrIsTerminal: Bool = false, colorAllowed: Bool = true, terminalColumns: Int? = nil,
+                language: String? = nil) {
         self.verb = verb
         self.profile = profile
         self.canAction = canAction
@@ -87,6 +92,7 @@ public struct AgentRequest: Equatable, Sendable {
         self.stderrIsTerminal = stderrIsTerminal
         self.colorAllowed = colorAllowed
         self.terminalColumns = terminalColumns.flatMap { (1...10_000).contains($0) ? $0 : nil }
+        self.language = language.flatMap { Localization.languages.contains($0) ? $0 : nil }
     }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }
@@ -101,6 +107,7 @@ public struct AgentRequest: Equatable, Sendable {
         members.append(("terminal", .array([.bool(stdoutIsTerminal), .bool(stderrIsTerminal)])))
         members.append(("color", .bool(colorAllowed)))
         if let terminalColumns { members.append(("columns", .number(String(terminalColumns)))) }
+        if let language { members.append(("language", .string(language))) }
         let object = JSONObject(members)
         return JSONValue.object(object).serialized + "\n"
     }
@@ -146,7 +153,8 @@ public struct AgentRequest: Equatable, Sendable {
             let terminal = try r.optional("terminal")?.array().map { try $0.bool() } ?? []
             return AgentRequest(verb: verb, profile: profile, canAction: canAction, flags: Array(Set(flags)), values: values,
                                 stdoutIsTerminal: terminal.first ?? false, stderrIsTerminal: terminal.dropFirst().first ?? false,
-                                colorAllowed: try r.bool("color") ?? true, terminalColumns: try r.int("columns"))
+                                colorAllowed: try r.bool("color") ?? true, terminalColumns: try r.int("columns"),
+                                language: try r.string("language"))
         } catch let e as AgentProtocolError {
             throw e
         } catch {
