@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// The live `NetworkSnapshot` of this network namespace: the default routes
+/// from /proc/net, the primary link's kernel facts (RTM_GETLINK, sysfs) and
+/// the resolver's file; while a tunnel's DNS is in that file, the text it
+/// replaced (the tunnel's own search domains are not the network's).
+public struct NetworkObserver {
+    public var runDirectory: String
+    public var resolvConfPath: String
+    public var sysfs: String
+
+    public init(runDirectory: String, resolvConfPath: String = ResolvConf.systemPath, sysfs: String = "/sys/class/net") {
+        self.runDirectory = runDirectory
+        self.resolvConfPath = resolvConfPath
+        self.sysfs = sysfs
+    }
+
+    /// `tunnels`: the interfaces of vpnctl's own tunnels, never primary.
+    public func snapshot(tunnels: Set<String>) -> NetworkSnapshot {
+        func text(_ path: String) -> String {
+            String(decoding: ((try? FileSystem.readFileIfPresent(path, followSymlinks: true)) ?? nil) ?? [], as: UTF8.self)
+        }
+        let routes = DefaultRoutes.parseIPv4(text("/proc/net/route")) + DefaultRoutes.parseIPv6(text("/proc/net/ipv6_route"))
+        var primary: NetworkSnapshot.PrimaryInterface?
+        if let name = DefaultRoutes.primary(routes, ignore: { tunnels.contains($0) || $0.hasPrefix("utun") }),
+           let link = try? LinkDump.link(named: name, counters: false) {
+            let uevent = text("\(sysfs)/\(name)/uevent")
+            let devtype = uevent.split(separator: "\n").first { $0.hasPrefix("DEVTYPE=") }.map { String($0.dropFirst(8)) }
+            var st = stat()
+            let wireless = lstat("\(sysfs)/\(name)/wireless", &st) == 0 || lstat("\(sysfs)/\(name)/phy80211", &st) == 0
+            primary = .init(name: name, ifindex: link.ifindex,
+                            type: OnDemandLinkClass.classify(arphrd: link.type, kind: link.kind, wireless: wireless, devtype: devtype))
+        }
+        let resolver: String
+        if let netns = NetworkNamespace.current(),
+           let t = try? ResolvConfStack(runDirectory: runDirectory, path: resolvConfPath, netns: netns).underlayText() {
+            resolver = t
+        } else {
+            resolver = text(resolvConfPath)
+        }
+        let facts = ResolvConfFacts.parse(resolver)
+        return NetworkSnapshot(primary: primary, searchDomains: facts.searchDomains, dnsServers: facts.servers)
+    }
+}
+
+/// Which profiles' on-demand is paused (by `vpnctl stop` or `ondemand
+/// pause`): a file in the run dir, so that it outlives an agent restart and
+/// not a reboot. Rewritten atomically; readable by everyone (status shows it).
+public struct OnDemandPauses {
+    public let runDirectory: String
+
+    public init(runDirectory: String) { self.runDirectory = runDirectory }
+
+    public var path: String { "\(runDirectory)/ondemand.json" }
+
+    public func paused() throws -> Set<UUID> {
+        guard let bytes = try FileSystem.readFileIfPresent(path, limit: 4 << 20) else { return [] }
+        let r = JSONReader(try JSONSyntax.parse(bytes))
+        return Set(try r.optional("paused")?.array().map { try $0.uuid() } ?? [])
+    }
+
+    public func isPaused(_ id: UUID) -> Bool { ((try? paused()) ?? []).contains(id) }
+
+    /// Pauses or resumes one profile; returns whether anything changed.
+    @discardableResult
+    public func set(_ id: UUID, paused: Bool) throws -> Bool {
+        let lock = try FileLock(path: "\(runDirectory)/ondemand.lock")
+        defer { withExtendedLifetime(lock) {} }
+        var all = try self.paused()
+        let changed = paused ? all.insert(id).inserted : all.remove(id) != nil
+        guard changed else { return false }
+        struct File: Encodable { var schemaVersion = 1; let paused: [String] }
+        let bytes = Array(try RuntimeStore.makeEncoder().encode(File(paused: all.map(\.lowercasedString).sorted()))) + [0x0A]
+        try AtomicFile.write(bytes, to: path, mode: 0o644, durable: true)
+        return true
+    }
+}
