@@ -17,7 +17,7 @@ public enum VPNCLI {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, CreateCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec, TrustCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
+         OnDemandCommand.spec, VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
          CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
     }
 

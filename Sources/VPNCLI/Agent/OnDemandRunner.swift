@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+/// The agent's on-demand loop: evaluates every profile's rules when the
+/// network changes (netlink link, address and route events; the resolver
+/// file), when the store or the run dir changes (a profile edited, a tunnel
+/// gone, a pause), and on timers (a backoff ending, a probe due again).
+/// Starts and stops go through the core's use cases, as `vpnctl start`'s do;
+/// the tunnels stay their supervisors'. Nothing is remembered that the run
+/// dir does not hold: a restarted agent derives every status afresh.
+final class OnDemandRunner {
+    struct ProfileState {
+        var backoff = OnDemandBackoff()
+        /// A start is on its way: its outcome decides the backoff.
+        var startPending = false
+        /// The last decision logged, so that the log says each once.
+        var lastDecision: String?
+    }
+
+    static let debounceMs: Int64 = 200
+    static let probeIntervalMs: Int64 = 10_000
+    static let safetyTickMs: Int64 = 60_000
+    static let startTimeoutSeconds = 20
+
+    let settings: AgentSettings
+    let loop: EventLoop
+    let log: (String) -> Void
+    let path: String?
+    let observer: NetworkObserver
+    let pauses: OnDemandPauses
+    var states: [UUID: ProfileState] = [:]
+    var network: NetworkSnapshot?
+    var probes: [String: (result: ProbeResult, atMs: Int64)] = [:]
+    var pending: EventLoop.Token?
+    var timer: EventLoop.Token?
+    var netlink: NetlinkMonitor?
+    var resolver: FileWatch?
+    var directories: DirectoryWatch?
+    var random: () -> Double = { Double.random(in: 0..<1) }
+
+    init(settings: AgentSettings, loop: EventLoop, path: String?, log: @escaping (String) -> Void) {
+        self.settings = settings
+        self.loop = loop
+        self.path = path
+        self.log = { log("on-demand: \($0)") }
+        observer = NetworkObserver(runDirectory: settings.runDirectory)
+        pauses = OnDemandPauses(runDirectory: settings.runDirectory)
+    }
+
+    var store: PreferencesStore { PreferencesStore(directory: settings.configDirectory) }
+    var controller: TunnelController { TunnelController(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory) }
+
+    /// Sets up the watches and evaluates once at once.
+    func begin() {
+        do {
+            // RTMGRP_LINK, IPV4_IFADDR, IPV4_ROUTE, IPV6_IFADDR, IPV6_ROUTE.
+            let n = try NetlinkMonitor(groups: 0x1 | 0x10 | 0x40 | 0x100 | 0x400)
+            netlink = n
+            loop.watch(n.fd) { [unowned self] in n.drain(); soon() }
+        } catch { log("no netlink events (\(error)); evaluating on timers only") }
+        do {
+            let w = try FileWatch(observer.resolvConfPath)
+            resolver = w
+            loop.watch(w.fd) { [unowned self] in if w.drain() { soon() } }
+        } catch { log("cannot watch \(observer.resolvConfPath) (\(error))") }
+        let dirs = [settings.configDirectory, settings.runDirectory].filter { ((try? FileSystem.info($0)) ?? nil) != nil }
+        do {
+            let d = try DirectoryWatch(dirs, mask: DirectoryWatch.replacements)
+            directories = d
+            loop.watch(d.fd) { [unowned self] in d.drain(); soon() }
+        } catch { log("cannot watch \(dirs.joined(separator: ", ")) (\(error))") }
+        evaluate()
+    }
+
+    /// Evaluates after a short quiet time: a burst of events is one evaluation.
+    func soon() {
+        loop.cancel(pending)
+        pending = loop.after(Self.debounceMs) { [unowned self] in pending = nil; evaluate() }
+    }
+
+    func probe(_ url: String) -> ProbeResult {
+        let now = loop.nowMs
+        if let p = probes[url], now - p.atMs < Self.probeIntervalMs { return p.result }
+        let r = HTTPProbe.probe(url)
+        probes[url] = (r, loop.nowMs)
+        return r
+    }
+
+    func evaluate() {
+        let profiles: [Profile]
+        do { profiles = try store.load() } catch {
+            log("cannot load the profiles: \(error)")
+            return
+        }
+        let candidates = profiles.filter { $0.onDemand.enabled && !$0.onDemand.rules.isEmpty }
+        states = states.filter { id, _ in candidates.contains { $0.id == id } }
+        loop.cancel(timer)
+        timer = nil
+        guard !candidates.isEmpty else { return }
+        let controller = self.controller
+        var statuses: [UUID: DerivedStatus] = [:]
+        for p in profiles { statuses[p.id] = try? controller.derive(p) }
+        let tunnels = Set(statuses.values.compactMap { $0.isActive ? $0.interface : nil })
+        let snapshot = observer.snapshot(tunnels: tunnels)
+        if snapshot != network {
+            log("network: \(snapshot.summary)")
+            network = snapshot
+            probes = [:]
+            for id in states.keys { states[id]?.backoff.reset() }
+        }
+        let paused = (try? pauses.paused()) ?? []
+        let now = loop.nowMs
+        var wake: Int64 = now + Self.safetyTickMs
+        for p in candidates {
+            var st = states[p.id] ?? ProfileState()
+            defer { states[p.id] = st }
+            let status = statuses[p.id]
+            if st.startPending, let s = status {
+                if s.status == .connected {
+                    st.startPending = false
+                    st.backoff.reset()
+                } else if !s.isActive {
+                    st.startPending = false
+                    let delay = st.backoff.failed(atMs: now, random: random)
+                    let why = s.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "the tunnel went down"
+                    log("'\(p.name)' did not connect (\(why)); next try in \(delay / 1000).\(delay % 1000 / 100) s (failure \(st.backoff.failures))")
+                }
+            }
+            if paused.contains(p.id) {
+                note(&st, "'\(p.name)' is paused; not evaluated")
+                continue
+            }
+            let e = OnDemandEvaluator.evaluate(p.onDemand.rules, on: snapshot, probe: probe)
+            if e.dependsOnProbe { wake = min(wake, now + Self.probeIntervalMs) }
+            guard let n = e.decidingRule, let action = e.decision else {
+                note(&st, "'\(p.name)': no rule matches (\(snapshot.summary)); nothing to do")
+                continue
+            }
+            let origin = StartOrigin(rule: n, reason: e.reason)
+            switch action {
+            case .connect:
+                note(&st, "'\(p.name)': rule \(n) (connect) matches: \(e.reason)")
+                if status?.isActive == true { continue }
+                if st.startPending { continue }
+                guard st.backoff.allows(atMs: now) else {
+                    wake = min(wake, st.backoff.notBeforeMs)
+                    continue
+                }
+                start(p, origin, &st, now: now)
+                if !st.startPending { wake = min(wake, st.backoff.notBeforeMs) }
+            case .disconnect:
+                note(&st, "'\(p.name)': rule \(n) (disconnect) matches: \(e.reason)")
+                st.startPending = false
+                if status?.isActive == true || status?.supervisorAlive == true {
+                    do {
+                        _ = try TunnelUseCases(store: store, controller: controller, path: path)
+                            .stop(p, wait: false, timeout: 10)
+                        log("stopping '\(p.name)' (\(origin.text))")
+                    } catch { log("cannot stop '\(p.name)': \(error)") }
+                }
+            case .ignore, .evaluateConnection:
+                note(&st, "'\(p.name)': rule \(n) (\(action.rawValue)) matches: \(e.reason); the tunnel is left as it is")
+            }
+        }
+        timer = loop.after(max(0, wake - loop.nowMs)) { [unowned self] in timer = nil; evaluate() }
+    }
+
+    func start(_ p: Profile, _ origin: StartOrigin, _ st: inout ProfileState, now: Int64) {
+        log("starting '\(p.name)' (\(origin.text))")
+        do {
+            let outcome = try TunnelUseCases(store: store, controller: controller, path: path)
+                .start(p, wait: false, timeout: Self.startTimeoutSeconds, startedBy: origin)
+            if case .alreadyConnected = outcome { return }
+            st.startPending = true
+        } catch {
+            let delay = st.backoff.failed(atMs: now, random: random)
+            log("cannot start '\(p.name)': \(VPNError.from(error).message); next try in \(delay / 1000).\(delay % 1000 / 100) s (failure \(st.backoff.failures))")
+        }
+    }
+
+    /// Logs a decision when it differs from the last one for the profile.
+    func note(_ st: inout ProfileState, _ text: String) {
+        guard st.lastDecision != text else { return }
+        st.lastDecision = text
+        log(text)
+    }
+}
