@@ -95,7 +95,8 @@ public struct ProfileValidator {
                      + "(end with a rule without conditions, e.g. {\"action\": \"ignore\"})")
         }
         let model = profile.protocol.model
-        let routes = model.tunnelRoutes.compactMap(CIDR.init)
+        // A default route (a full tunnel) does not make a host tunnel-only.
+        let routes = model.tunnelRoutes.compactMap(CIDR.init).filter { $0.prefixLength > 0 }
         let servers = Set(model.serverHosts.map { $0.lowercased() })
         for (i, r) in rules.enumerated() {
             guard let url = r.probeURL, let host = ProbeURL.host(of: url) else { continue }

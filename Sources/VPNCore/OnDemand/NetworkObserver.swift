@@ -68,6 +68,8 @@ public struct OnDemandPauses {
     /// Pauses or resumes one profile; returns whether anything changed.
     @discardableResult
     public func set(_ id: UUID, paused: Bool) throws -> Bool {
+        // Nothing to change needs no lock (nor a run dir).
+        if try self.paused().contains(id) == paused { return false }
         let lock = try FileLock(path: "\(runDirectory)/ondemand.lock")
         defer { withExtendedLifetime(lock) {} }
         var all = try self.paused()
