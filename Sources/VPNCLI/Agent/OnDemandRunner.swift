@@ -155,7 +155,8 @@ final class OnDemandRunner {
             case .disconnect:
                 note(&st, "'\(p.name)': rule \(n) (disconnect) matches: \(e.reason)")
                 st.startPending = false
-                if status?.isActive == true || status?.supervisorAlive == true {
+                // One SIGTERM: a tunnel on its way down is left to go.
+                if let s = status, s.supervisorAlive, s.status != .disconnecting {
                     do {
                         _ = try TunnelUseCases(store: store, controller: controller, path: path)
                             .stop(p, wait: false, timeout: 10)

@@ -55,11 +55,10 @@ public struct OnDemandEvaluation: Equatable, Sendable {
     public var reason: String {
         guard let n = decidingRule else { return "no rule matched" }
         var parts = rules[n - 1].conditions.map(\.text)
-        if parts.isEmpty { parts.append("no conditions") }
         for r in rules[..<(n - 1)] {
             if let failed = r.conditions.first(where: { !$0.matched }) { parts.append(failed.text) }
         }
-        return parts.joined(separator: ", ")
+        return parts.isEmpty ? "no conditions" : parts.joined(separator: ", ")
     }
 
     /// Whether a probe decided this outcome or could change it on a re-probe:
