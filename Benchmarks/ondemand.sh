@@ -26,9 +26,9 @@ for _ in $(seq "$RUNS"); do
   # Plain start: the route is there, on-demand paused (the stop pauses it).
   o "$V" ondemand pause od >/dev/null
   od_route_add
-  t0=$(ms); o "$V" start od >/dev/null || { echo "start failed"; exit 1; }; t1=$(ms)
+  t0=$(ms); o "$V" start od >/dev/null 2>&1 || { echo "start failed"; exit 1; }; t1=$(ms)
   starts+=($(( (t1 - t0) / 1000 )))
-  o "$V" stop od >/dev/null
+  o "$V" stop od >/dev/null 2>&1
   od_route_del
 done
 od_agent_start || exit 1
@@ -41,7 +41,7 @@ for _ in $(seq "$RUNS"); do
   done
   t1=$(ms)
   ondemand+=($(( (t1 - t0) / 1000 )))
-  o "$V" stop od >/dev/null   # pauses on-demand again
+  o "$V" stop od >/dev/null 2>&1   # pauses on-demand again
   od_route_del
 done
 python3 - "${starts[*]}" "${ondemand[*]}" <<'PY'

@@ -36,6 +36,7 @@ final class OnDemandRunner {
     var network: NetworkSnapshot?
     var probes: [String: (result: ProbeResult, atMs: Int64)] = [:]
     var pending: EventLoop.Token?
+    var lastEventMs: Int64 = .min / 2
     var timer: EventLoop.Token?
     var netlink: NetlinkMonitor?
     var resolver: FileWatch?
@@ -76,10 +77,14 @@ final class OnDemandRunner {
         evaluate()
     }
 
-    /// Evaluates after a short quiet time: a burst of events is one evaluation.
+    /// The first event after a quiet time is evaluated at once (a route
+    /// appearing should not wait); the rest of a burst waits for a quiet
+    /// `debounceMs` and is one evaluation.
     func soon() {
         loop.cancel(pending)
-        pending = loop.after(Self.debounceMs) { [unowned self] in pending = nil; evaluate() }
+        let quiet = loop.nowMs - lastEventMs >= Self.debounceMs
+        lastEventMs = loop.nowMs
+        pending = loop.after(quiet ? 0 : Self.debounceMs) { [unowned self] in pending = nil; evaluate() }
     }
 
     func probe(_ url: String) -> ProbeResult {
