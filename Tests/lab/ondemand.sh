@@ -194,11 +194,38 @@ test_ondemand_probe_warning() {
   expect_contains "the refusal" "evaluateConnection needs a per-connection hook that Linux does not give" "$OUT"
 }
 
+# A start that cannot succeed (the private key removed: refused before any
+# spawn) is retried with back-off, not in a loop; a network change retries at once.
+test_ondemand_backoff() {
+  od_begin || return 1
+  local IN_NS=$NS_O
+  od_use || return 1
+  expect_ok "remove the key" o "$V" secret remove od private-key || return 1
+  od_agent_start || return 1
+  od_route_add
+  sleep 6
+  local n; n=$(grep -c "on-demand: cannot start 'od'" "$T/agent.log")
+  # 1 s, 2 s, 4 s steps, each at least half: at most 4 tries in 6 s (5 with timing slack).
+  [ "$n" -ge 2 ] && [ "$n" -le 5 ] || { echo "  $n failed starts in 6 s"; cat "$T/agent.log"; return 1; }
+  grep -q "next try in .* s (failure 2)" "$T/agent.log" || { echo "  no back-off in the log"; cat "$T/agent.log"; return 1; }
+  # The trusted network and back: a network change, so the next try is at once.
+  printf 'nameserver 127.0.0.1\nsearch corp.example\n' > "$ODL_RESOLV"
+  wait_for "the agent to see the trusted network" 5 grep -q "rule 1 (disconnect) matches" "$T/agent.log" || return 1
+  od_resolv_restore
+  wait_for "a try after the network change" 3 od_failures_over "$n" || { cat "$T/agent.log"; return 1; }
+  expect_field od status disconnected || return 1
+  od_agent_stop
+  od_nothing_left
+}
+od_failures_over() { [ "$(grep -c "on-demand: cannot start 'od'" "$T/agent.log")" -gt "$1" ]; }
+
 ondemand_checks() {
   lab_check "ondemand: a default route appearing brings the tunnel up (startedBy rule 2); search domain corp.example takes it down and keeps it down" \
     test_ondemand_route_and_domain
   lab_check "ondemand: the underlay flapping 5 times causes no storm of starts" test_ondemand_flap
   lab_check "ondemand: stop pauses (and an agent restart keeps the pause); resume; a restarted agent duplicates no tunnel" \
     test_ondemand_stop_pauses_and_restart
+  lab_check "ondemand: a start that keeps failing is retried with back-off, not in a loop; a network change retries at once" \
+    test_ondemand_backoff
   lab_check "ondemand: a tunnel-only probe URL gets the warning; evaluateConnection is refused" test_ondemand_probe_warning
 }
