@@ -131,6 +131,17 @@ public struct OnDemandRule: Encodable, Equatable, Sendable {
         self.probeURL = probeURL
     }
 
+    /// The rule in words: "disconnect if search domain corp.example", "ignore (always)".
+    public var summary: String {
+        var c: [String] = []
+        if let t = interfaceType { c.append(t == .any ? "any interface" : t.rawValue) }
+        if let s = ssids { c.append("SSID " + s.joined(separator: "/")) }
+        if let d = dnsSearchDomains { c.append("search domain " + d.joined(separator: "/")) }
+        if let a = dnsServerAddresses { c.append("DNS server " + a.joined(separator: "/")) }
+        if let u = probeURL { c.append("probe \(u) answers") }
+        return action.rawValue + (c.isEmpty ? " (always)" : " if " + c.joined(separator: ", "))
+    }
+
     /// Whether the rule has any condition (a rule without one always matches).
     public var hasConditions: Bool {
         interfaceType != nil || ssids != nil || dnsSearchDomains != nil || dnsServerAddresses != nil || probeURL != nil

@@ -292,3 +292,30 @@ enum Networks {
         #expect(back.onDemand == p.onDemand)
     }
 }
+
+@Suite struct ProbeStreakTests {
+    func evaluation(_ action: OnDemandRule.Action, probe: ProbeResult) -> OnDemandEvaluation {
+        OnDemandEvaluator.evaluate([OnDemandRule(action: action, probeURL: "http://portal.example/"), OnDemandRule(action: .connect)],
+                                   on: Networks.office, probe: { _ in probe })
+    }
+
+    @Test func aProbeThatAlwaysAnswersIsNotedAfterThirtySeconds() {
+        var s = ProbeStreaks()
+        var now: Int64 = 5_000
+        #expect(s.record(evaluation(.disconnect, probe: .ok), nowMs: now) == nil)
+        now += 29_999
+        #expect(s.record(evaluation(.disconnect, probe: .ok), nowMs: now) == nil)
+        now += 1
+        #expect(s.record(evaluation(.disconnect, probe: .ok), nowMs: now)
+                == "rule 1's probe has answered at every evaluation for 30 s or more: the rule always matches, so no later rule starts the tunnel")
+        // One failure starts the count over.
+        #expect(s.record(evaluation(.disconnect, probe: .failed("refused")), nowMs: now) == nil)
+        #expect(s.record(evaluation(.disconnect, probe: .ok), nowMs: now + 10_000) == nil)
+    }
+
+    @Test func aConnectRuleWithAnAnsweringProbeIsNoPitfall() {
+        var s = ProbeStreaks()
+        _ = s.record(evaluation(.connect, probe: .ok), nowMs: 0)
+        #expect(s.record(evaluation(.connect, probe: .ok), nowMs: 60_000) == nil)
+    }
+}

@@ -126,7 +126,7 @@ orun() {  # orun CMD...: as run, in the on-demand namespace
 }
 step "vpnctl import od.conf; EDITOR=vi vpnctl edit od; vpnctl ondemand enable od"
 od_use >/dev/null || { echo "$OUT"; exit 1; }
-o "$V" show od --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["onDemand"], indent=2))'
+orun vpnctl show od
 orun vpnctl ondemand test od
 step "vpnctl agent &   # root (systemd runs it); it evaluates the rules on every network change"
 od_agent_start || exit 1

@@ -185,6 +185,29 @@ test_ondemand_probe_warning() {
   expect_contains "test's warning" "warning: onDemand.rules[0].probeURL: 198.19.40.1 is inside the tunnel's route 198.19.40.0/24" "$OUT" || return 1
   expect_contains "test: the probe fails without the tunnel" "no   probeURL: probe http://198.19.40.1:8080/ failed" "$OUT" || return 1
   expect_contains "test's decision" "decision: rule 2: ignore" "$OUT" || return 1
+  # A probe that answers without the tunnel (an HTTP server on the server's
+  # underlay address): a disconnect rule on it keeps the tunnel down.
+  (cd "$T" && exec ip netns exec "$NS_S" python3 -m http.server --bind 198.18.40.1 8041) > "$T/http.log" 2>&1 &
+  local http=$!
+  LAB_PIDS+=("$http")
+  defer stop_pid "$http"
+  wait_for "the probe's HTTP server" 6 o bash -c 'exec 3<>/dev/tcp/198.18.40.1/8041' || return 1
+  printf '#!/bin/sh\nexec python3 -c %q "$1"\n' \
+    "import json,sys; f=sys.argv[1]; p=json.load(open(f)); p['onDemand']['rules']=[{'action':'disconnect','probeURL':'http://198.18.40.1:8041/'},{'action':'connect','interfaceType':'ethernet'}]; json.dump(p, open(f,'w'))" \
+    > "$T/od-editor3"
+  chmod 700 "$T/od-editor3"
+  expect_ok "edit: a disconnect rule with a probe" o env EDITOR="$T/od-editor3" "$V" edit od || return 1
+  od_route_add
+  expect_ok "ondemand test" o "$V" ondemand test od || return 1
+  expect_contains "the probe answered" "yes  probeURL: probe http://198.18.40.1:8041/ answered 200" "$OUT" || return 1
+  expect_contains "test's decision" "decision: rule 1: disconnect" "$OUT" || return 1
+  od_agent_start || return 1
+  wait_for "the agent to evaluate" 5 grep -q "rule 1 (disconnect) matches: probe http://198.18.40.1:8041/ answered 200" "$T/agent.log" \
+    || { cat "$T/agent.log"; return 1; }
+  expect_ok "ondemand status" o "$V" ondemand status od || return 1
+  expect_contains "the agent's decision" "rule 1: disconnect (probe http://198.18.40.1:8041/ answered 200)" "$OUT" || return 1
+  expect_field od status disconnected || return 1
+  od_agent_stop
   # evaluateConnection is refused, with the way out.
   printf '#!/bin/sh\nexec python3 -c %q "$1"\n' \
     "import json,sys; f=sys.argv[1]; p=json.load(open(f)); p['onDemand']['rules'][0]['action']='evaluateConnection'; json.dump(p, open(f,'w'))" \
@@ -227,5 +250,6 @@ ondemand_checks() {
     test_ondemand_stop_pauses_and_restart
   lab_check "ondemand: a start that keeps failing is retried with back-off, not in a loop; a network change retries at once" \
     test_ondemand_backoff
-  lab_check "ondemand: a tunnel-only probe URL gets the warning; evaluateConnection is refused" test_ondemand_probe_warning
+  lab_check "ondemand: a tunnel-only probe URL gets the warning; a probe that answers decides; evaluateConnection is refused" \
+    test_ondemand_probe_warning
 }

@@ -71,6 +71,7 @@ final class AgentServer {
         }
         onDemand.begin()
         loop.run()
+        onDemand.end()
     }
 
     func acceptClients() {

@@ -19,6 +19,8 @@ final class OnDemandRunner {
         var startPending = false
         /// The last decision logged, so that the log says each once.
         var lastDecision: String?
+        var probes = ProbeStreaks()
+        var report: OnDemandReport.Entry?
     }
 
     static let debounceMs: Int64 = 200
@@ -137,10 +139,15 @@ final class OnDemandRunner {
             }
             if paused.contains(p.id) {
                 note(&st, "'\(p.name)' is paused; not evaluated")
+                st.report = OnDemandReport.Entry(id: p.id, decision: "paused", rule: nil, reason: "paused")
                 continue
             }
             let e = OnDemandEvaluator.evaluate(p.onDemand.rules, on: snapshot, probe: probe)
             if e.dependsOnProbe { wake = min(wake, now + Self.probeIntervalMs) }
+            let probeNote = st.probes.record(e, nowMs: now)
+            if let probeNote, st.report?.note == nil { log("'\(p.name)': \(probeNote)") }
+            st.report = OnDemandReport.Entry(id: p.id, decision: e.decision?.rawValue ?? "none", rule: e.decidingRule,
+                                             reason: e.reason, note: probeNote)
             guard let n = e.decidingRule, let action = e.decision else {
                 note(&st, "'\(p.name)': no rule matches (\(snapshot.summary)); nothing to do")
                 continue
@@ -172,7 +179,25 @@ final class OnDemandRunner {
                 note(&st, "'\(p.name)': rule \(n) (\(action.rawValue)) matches: \(e.reason); the tunnel is left as it is")
             }
         }
+        writeReport(candidates)
         timer = loop.after(max(0, wake - loop.nowMs)) { [unowned self] in timer = nil; evaluate() }
+    }
+
+    var lastReport: OnDemandReport?
+
+    /// The agent stops: its decisions are no one's any more.
+    func end() {
+        if lastReport != nil { unlink(OnDemandReport.path(runDirectory: settings.runDirectory)) }
+    }
+
+    /// The decisions, for `status`; written only when one changed.
+    func writeReport(_ candidates: [Profile]) {
+        let report = OnDemandReport(entries: candidates.compactMap { states[$0.id]?.report })
+        guard report != lastReport else { return }
+        do {
+            try report.write(runDirectory: settings.runDirectory)
+            lastReport = report
+        } catch { log("cannot write \(OnDemandReport.path(runDirectory: settings.runDirectory)): \(error)") }
     }
 
     func start(_ p: Profile, _ origin: StartOrigin, _ st: inout ProfileState, now: Int64) {

@@ -127,8 +127,10 @@ enum OnDemandCommand {
         let rules: Int
         let status: String
         let startedBy: StartOrigin?
+        /// What the agent last decided (nil before it has evaluated the profile).
+        let agentDecision: OnDemandReport.Entry?
 
-        enum Keys: String, CodingKey { case name, id, enabled, paused, rules, status, startedBy }
+        enum Keys: String, CodingKey { case name, id, enabled, paused, rules, status, startedBy, agentDecision }
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(name, forKey: .name)
@@ -138,6 +140,7 @@ enum OnDemandCommand {
             try c.encode(rules, forKey: .rules)
             try c.encode(status, forKey: .status)
             if let startedBy { try c.encode(startedBy, forKey: .startedBy) } else { try c.encodeNil(forKey: .startedBy) }
+            if let agentDecision { try c.encode(agentDecision, forKey: .agentDecision) } else { try c.encodeNil(forKey: .agentDecision) }
         }
     }
 
@@ -158,12 +161,15 @@ enum OnDemandCommand {
         let profiles = try inv.args.positionals.first.map { [try manager.profile(named: $0)] }
             ?? manager.profiles.filter { !$0.onDemand.rules.isEmpty }
         let paused = try pauses(inv).paused()
+        let running = agentRunning(inv)
+        // A report is the running agent's; one left by a stopped agent is stale.
+        let report = running ? try OnDemandReport.read(runDirectory: inv.options.runDirectory) : nil
         let rows = try profiles.map { p -> StatusRow in
             let d = try inv.controller.derive(p)
             return StatusRow(name: p.name, id: p.id.lowercasedString, enabled: p.onDemand.enabled, paused: paused.contains(p.id),
-                             rules: p.onDemand.rules.count, status: d.status.name, startedBy: d.isActive ? d.record?.startedBy : nil)
+                             rules: p.onDemand.rules.count, status: d.status.name, startedBy: d.isActive ? d.record?.startedBy : nil,
+                             agentDecision: p.onDemand.enabled ? report?.entry(p.id) : nil)
         }
-        let running = agentRunning(inv)
         if inv.options.json {
             inv.output.emit(StatusResult(agentRunning: running, profiles: rows))
             return .ok
@@ -172,9 +178,11 @@ enum OnDemandCommand {
             inv.output.note("no profile has on-demand rules (onDemand.rules; see vpnctl-profile(5))")
             return .ok
         }
-        inv.output.table(["NAME", "ON-DEMAND", "RULES", "TUNNEL", "STARTED BY"], rows.map { r in
-            [r.name, !r.enabled ? "disabled" : r.paused ? "paused" : "on", String(r.rules), r.status, r.startedBy?.text ?? "-"]
+        inv.output.table(["NAME", "ON-DEMAND", "RULES", "TUNNEL", "STARTED BY", "AGENT'S DECISION"], rows.map { r in
+            [r.name, !r.enabled ? "disabled" : r.paused ? "paused" : "on", String(r.rules), r.status, r.startedBy?.text ?? "-",
+             r.agentDecision.map { d in d.rule.map { "rule \($0): \(d.decision) (\(d.reason))" } ?? d.decision } ?? "-"]
         })
+        for r in rows { if let note = r.agentDecision?.note { inv.output.line("\(r.name): \(note)") } }
         if !running && rows.contains(where: { $0.enabled && !$0.paused }) {
             inv.output.note("the agent is not running, so no rule is run: systemctl start vpnctl-agent.socket")
         }

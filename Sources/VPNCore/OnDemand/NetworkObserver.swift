@@ -81,3 +81,85 @@ public struct OnDemandPauses {
         return true
     }
 }
+
+/// What the agent last decided for each profile, for `status` and `ondemand
+/// status`: a file in the run dir (0644), rewritten when a decision changes.
+public struct OnDemandReport: Equatable, Sendable {
+    public struct Entry: Encodable, Equatable, Sendable {
+        public var id: UUID
+        /// connect, disconnect, ignore, none (no rule matched) or paused.
+        public var decision: String
+        public var rule: Int?
+        public var reason: String
+        /// A pitfall seen at run time (a probe that always answers).
+        public var note: String?
+
+        public init(id: UUID, decision: String, rule: Int?, reason: String, note: String? = nil) {
+            self.id = id
+            self.decision = decision
+            self.rule = rule
+            self.reason = reason
+            self.note = note
+        }
+
+        enum CodingKeys: String, CodingKey { case id, decision, rule, reason, note }
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id.lowercasedString, forKey: .id)
+            try c.encode(decision, forKey: .decision)
+            try c.encodeIfPresent(rule, forKey: .rule)
+            try c.encode(reason, forKey: .reason)
+            try c.encodeIfPresent(note, forKey: .note)
+        }
+    }
+
+    public var entries: [Entry]
+
+    public init(entries: [Entry]) { self.entries = entries }
+
+    public static func path(runDirectory: String) -> String { "\(runDirectory)/ondemand-agent.json" }
+
+    public static func read(runDirectory: String) throws -> OnDemandReport? {
+        guard let bytes = try FileSystem.readFileIfPresent(path(runDirectory: runDirectory), limit: 4 << 20) else { return nil }
+        let r = JSONReader(try JSONSyntax.parse(bytes))
+        return OnDemandReport(entries: try r.optional("profiles")?.array().map { e in
+            Entry(id: try e.required("id").uuid(), decision: try e.string("decision") ?? "none", rule: try e.int("rule"),
+                  reason: try e.string("reason") ?? "", note: try e.string("note"))
+        } ?? [])
+    }
+
+    public func write(runDirectory: String) throws {
+        struct File: Encodable { var schemaVersion = 1; let profiles: [Entry] }
+        let bytes = Array(try RuntimeStore.makeEncoder().encode(File(profiles: entries))) + [0x0A]
+        try AtomicFile.write(bytes, to: Self.path(runDirectory: runDirectory), mode: 0o644, durable: false)
+    }
+
+    public func entry(_ id: UUID) -> Entry? { entries.first { $0.id == id } }
+}
+
+/// Watches for the run-time probe pitfall: a rule (not connect) whose probe
+/// has answered at every evaluation for `minimumMs` matches always, so no
+/// rule after it ever starts the tunnel.
+public struct ProbeStreaks: Sendable {
+    /// Since when each rule's probe has answered at every evaluation.
+    var answeringSince: [Int: Int64] = [:]
+    public static let minimumMs: Int64 = 30_000
+
+    public init() {}
+
+    /// Counts this evaluation (at `nowMs`); returns the note to show, if any.
+    public mutating func record(_ e: OnDemandEvaluation, nowMs: Int64) -> String? {
+        var note: String?
+        for r in e.rules where r.evaluated {
+            guard let probe = r.conditions.first(where: { $0.condition == "probeURL" }) else { continue }
+            guard probe.matched else { answeringSince[r.number] = nil; continue }
+            let since = answeringSince[r.number] ?? nowMs
+            answeringSince[r.number] = since
+            if r.action != .connect, nowMs - since >= Self.minimumMs, note == nil {
+                note = "rule \(r.number)'s probe has answered at every evaluation for \(Self.minimumMs / 1000) s or more: "
+                    + "the rule always matches, so no later rule starts the tunnel"
+            }
+        }
+        return note
+    }
+}
