@@ -110,6 +110,13 @@ test_ondemand_route_and_domain() {
   expect_eq "starts" 1 "$(od_starts)" || return 1
   grep -q "on-demand: stopping 'od' (on-demand rule 1: search domain corp.example)" "$T/agent.log" \
     || { echo "  the agent's log lacks the stop"; cat "$T/agent.log"; return 1; }
+  # A start by hand on the same network is the user's: left up.
+  expect_ok "start by hand on the trusted network" o "$V" start od || return 1
+  sleep 2
+  expect_field od status connected || return 1
+  expect_field od startedBy "" || return 1
+  expect_ok "stop" o "$V" stop od || return 1
+  expect_ok "resume" o "$V" ondemand resume od || return 1
   # Off the trusted network again: up again.
   od_resolv_restore
   wait_status od connected 10 || { cat "$T/agent.log"; return 1; }

@@ -20,6 +20,9 @@ final class OnDemandRunner {
         /// The last decision logged, so that the log says each once.
         var lastDecision: String?
         var probes = ProbeStreaks()
+        /// The network a disconnect rule last stopped the tunnel on: a start
+        /// by hand on that same network is left alone (until it changes).
+        var stoppedOn: NetworkSnapshot?
         var report: OnDemandReport.Entry?
     }
 
@@ -167,8 +170,11 @@ final class OnDemandRunner {
             case .disconnect:
                 note(&st, "'\(p.name)': rule \(n) (disconnect) matches: \(e.reason)")
                 st.startPending = false
-                // One SIGTERM: a tunnel on its way down is left to go.
-                if let s = status, s.supervisorAlive, s.status != .disconnecting {
+                // One SIGTERM: a tunnel on its way down is left to go; one
+                // started by hand after a stop on this network stays.
+                if let s = status, s.supervisorAlive, s.status != .disconnecting,
+                   st.stoppedOn != snapshot || s.record?.startedBy != nil {
+                    st.stoppedOn = snapshot
                     do {
                         _ = try TunnelUseCases(store: store, controller: controller, path: path)
                             .stop(p, wait: false, timeout: 10)
