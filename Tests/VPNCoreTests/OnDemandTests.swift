@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import VPNCore
+import VPNSystem
 
 /// Recorded networks the rules are matched against.
 enum Networks {
@@ -317,5 +318,23 @@ enum Networks {
         var s = ProbeStreaks()
         _ = s.record(evaluation(.connect, probe: .ok), nowMs: 0)
         #expect(s.record(evaluation(.connect, probe: .ok), nowMs: 60_000) == nil)
+    }
+}
+
+@Suite struct WirelessSSIDTests {
+    @Test func ssidFromAnNL80211Answer() {
+        // NL80211_CMD_NEW_INTERFACE: ifindex 3, ifname wlan0, SSID "Cafe Wi-Fi".
+        let answer = WirelessSSID.message(type: 0x1c, command: 7, version: 1,
+                                          attributes: [(3, [3, 0, 0, 0]), (4, Array("wlan0".utf8) + [0]), (52, Array("Cafe Wi-Fi".utf8))])
+        #expect(WirelessSSID.ssid(inAnswer: answer) == "Cafe Wi-Fi")
+        // Not associated: no SSID attribute.
+        #expect(WirelessSSID.ssid(inAnswer: WirelessSSID.message(type: 0x1c, command: 7, version: 1, attributes: [(3, [3, 0, 0, 0])])) == nil)
+        // An error answer (NLMSG_ERROR) or a truncated one has no attributes.
+        #expect(WirelessSSID.attributes([2, 0, 0, 0, 2, 0] + [UInt8](repeating: 0, count: 30)).isEmpty)
+        #expect(WirelessSSID.attributes(Array(answer.prefix(23))).isEmpty || WirelessSSID.ssid(inAnswer: Array(answer.prefix(23))) == nil)
+    }
+
+    @Test func loopbackHasNoSSID() {
+        #expect(WirelessSSID.ssid(ifindex: 1) == nil)
     }
 }

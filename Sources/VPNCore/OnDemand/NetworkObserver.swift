@@ -32,8 +32,9 @@ public struct NetworkObserver {
             let devtype = uevent.split(separator: "\n").first { $0.hasPrefix("DEVTYPE=") }.map { String($0.dropFirst(8)) }
             var st = stat()
             let wireless = lstat("\(sysfs)/\(name)/wireless", &st) == 0 || lstat("\(sysfs)/\(name)/phy80211", &st) == 0
-            primary = .init(name: name, ifindex: link.ifindex,
-                            type: OnDemandLinkClass.classify(arphrd: link.type, kind: link.kind, wireless: wireless, devtype: devtype))
+            let type = OnDemandLinkClass.classify(arphrd: link.type, kind: link.kind, wireless: wireless, devtype: devtype)
+            primary = .init(name: name, ifindex: link.ifindex, type: type,
+                            ssid: type == .wifi ? WirelessSSID.ssid(ifindex: link.ifindex) : nil)
         }
         let resolver: String
         if let netns = NetworkNamespace.current(),

@@ -108,7 +108,7 @@ public enum OnDemandEvaluator {
             let text: String
             if network.primary?.type != .wifi { text = "not on Wi-Fi (SSID \(ssids.joined(separator: "/")))" }
             else if let have { text = matched ? "SSID \(have)" : "SSID \(have), not \(ssids.joined(separator: "/"))" }
-            else { text = "SSID unknown (not read by vpnctl yet)" }
+            else { text = "SSID unknown (not associated, or no nl80211)" }
             out.append(ConditionOutcome(condition: "ssids", matched: matched, text: text))
         }
         if let patterns = rule.dnsSearchDomains {

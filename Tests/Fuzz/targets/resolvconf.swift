@@ -37,6 +37,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         fatalError("status \(code) not classified")
     }
     _ = ProbeURL(text)
+    if let ssid = WirelessSSID.ssid(inAnswer: bytes), ssid.utf8.count > 32 * 3 { fatalError("an SSID of \(ssid.utf8.count) bytes") }
     for pattern in facts.searchDomains { _ = DomainPattern.matches(pattern, text); _ = AddressPattern.matches(pattern, text) }
     return 0
 }
