@@ -45,6 +45,7 @@ final class OnDemandRunner {
     var timer: EventLoop.Token?
     var netlink: NetlinkMonitor?
     var resolver: FileWatch?
+    var resolvedWatch: FileWatch?
     var directories: DirectoryWatch?
     var random: () -> Double = { Double.random(in: 0..<1) }
 
@@ -73,6 +74,10 @@ final class OnDemandRunner {
             resolver = w
             loop.watch(w.fd) { [unowned self] in if w.drain() { soon() } }
         } catch { log("cannot watch \(observer.resolvConfPath) (\(error))") }
+        if ((try? FileSystem.info(NetworkObserver.resolvedPath)) ?? nil) != nil, let w = try? FileWatch(NetworkObserver.resolvedPath) {
+            resolvedWatch = w
+            loop.watch(w.fd) { [unowned self] in if w.drain() { soon() } }
+        }
         let dirs = [settings.configDirectory, settings.runDirectory].filter { ((try? FileSystem.info($0)) ?? nil) != nil }
         do {
             let d = try DirectoryWatch(dirs, mask: DirectoryWatch.replacements)

@@ -13,6 +13,9 @@ public struct NetworkObserver {
     public var resolvConfPath: String
     public var sysfs: String
 
+    /// systemd-resolved's resolv.conf with the upstream servers and domains.
+    public static let resolvedPath = "/run/systemd/resolve/resolv.conf"
+
     public init(runDirectory: String, resolvConfPath: String = ResolvConf.systemPath, sysfs: String = "/sys/class/net") {
         self.runDirectory = runDirectory
         self.resolvConfPath = resolvConfPath
@@ -43,7 +46,12 @@ public struct NetworkObserver {
         } else {
             resolver = text(resolvConfPath)
         }
-        let facts = ResolvConfFacts.parse(resolver)
+        var facts = ResolvConfFacts.parse(resolver)
+        // systemd-resolved's stub names itself; its own file has the real servers.
+        if facts.servers.allSatisfy({ $0.hasPrefix("127.0.0.53") || $0 == "127.0.0.54" }), !facts.servers.isEmpty,
+           let upstream = try? FileSystem.readFileIfPresent(Self.resolvedPath, followSymlinks: true) {
+            facts = ResolvConfFacts.parse(String(decoding: upstream, as: UTF8.self))
+        }
         return NetworkSnapshot(primary: primary, searchDomains: facts.searchDomains, dnsServers: facts.servers)
     }
 }
