@@ -49,10 +49,16 @@ enum StopCommand {
     /// A stop of a profile whose on-demand is on pauses it (the complaint
     /// about on-demand tunnels that cannot be turned off). Returns whether it
     /// was paused now.
-    static func pauseOnDemand(_ inv: Invocation, _ profile: Profile) throws -> Bool {
+    static func pauseOnDemand(_ inv: Invocation, _ profile: Profile) -> Bool {
         guard profile.onDemand.enabled, !profile.onDemand.rules.isEmpty else { return false }
-        try inv.controller.runtime.prepare()
-        return try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: true)
+        do {
+            try inv.controller.runtime.prepare()
+            return try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: true)
+        } catch {
+            // The stop matters more than the pause: it goes on, and says so.
+            inv.output.note("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again")
+            return false
+        }
     }
 
     static let spec = CommandSpec(
@@ -96,7 +102,7 @@ enum StopCommand {
                 let d = try inv.controller.derive(p)
                 // A kill switch left blocking by a failed tunnel is stopped too.
                 guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
-                if try pauseOnDemand(inv, p) && !inv.options.json { inv.output.note("on-demand paused for '\(p.name)'") }
+                if pauseOnDemand(inv, p) && !inv.options.json { inv.output.note("on-demand paused for '\(p.name)'") }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
                 if !inv.options.json { inv.output.line("stopped '\(p.name)'") }
             }
@@ -107,7 +113,7 @@ enum StopCommand {
         let profile = try manager.profile(named: inv.args.positionals[0])
         let wasRunning = try inv.controller.derive(profile).supervisorAlive
         // Paused before the stop, so that the agent does not start it again meanwhile.
-        let paused = try pauseOnDemand(inv, profile)
+        let paused = pauseOnDemand(inv, profile)
         let (code, status) = try TunnelActions.stop(inv, profile, wait: wait, timeout: timeout)
         if paused {
             inv.output.note("on-demand paused for '\(profile.name)': the agent will not start it (vpnctl ondemand resume \(profile.name), or start)")
@@ -140,9 +146,9 @@ enum ToggleCommand {
         var code = ExitCode.ok
         var status: DerivedStatus
         // As stop and start do: off pauses on-demand, on resumes it.
-        if action == "stop", try StopCommand.pauseOnDemand(inv, profile) {
+        if action == "stop", StopCommand.pauseOnDemand(inv, profile) {
             inv.output.note("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))")
-        } else if action == "start", try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false) {
+        } else if action == "start", (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
             inv.output.note("on-demand resumed for '\(profile.name)'")
         }
         do {
