@@ -50,6 +50,7 @@ public enum VPNCLI {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
         if words.first == "__agent-run" { return AgentCommand.worker(Array(words.dropFirst()), context) }
+        if words.first == "__probe" { return InternalCommands.probe(Array(words.dropFirst())) }
         if words.first == "__complete" { return CompletionCommand.complete(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")

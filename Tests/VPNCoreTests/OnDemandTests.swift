@@ -338,3 +338,13 @@ enum Networks {
         #expect(WirelessSSID.ssid(ifindex: 1) == nil)
     }
 }
+
+@Suite struct ProbeResultLineTests {
+    @Test func theWorkersLinesReadBack() {
+        let all: [ProbeResult] = [.ok, .status(204), .redirect(302, location: "http://portal/"), .redirect(301, location: nil),
+                                  .failed("connect: connection refused"), .unsupported("is https")]
+        for r in all { #expect(ProbeResult(line: Substring(r.line)) == r, "\(r)") }
+        #expect(ProbeResult.failed("a\tb\nc").line == "failed\t0\ta b c")
+        #expect(ProbeResult(line: "nonsense") == nil && ProbeResult(line: "ok\tx\t") == nil)
+    }
+}

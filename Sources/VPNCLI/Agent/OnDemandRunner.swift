@@ -97,12 +97,64 @@ final class OnDemandRunner {
         pending = loop.after(quiet ? 0 : Self.debounceMs) { [unowned self] in pending = nil; evaluate() }
     }
 
+    /// Probe URLs this evaluation needed and had no fresh answer for.
+    var missing: Set<String> = []
+    /// The worker probing them: its pid and the read end of its pipe.
+    var prober: (pid: pid_t, fd: Int32, urls: [String], watch: EventLoop.Token, timer: EventLoop.Token)?
+    static let proberTimeoutMs: Int64 = 15_000
+
+    /// A fresh answer from the cache; otherwise the URL is noted for the
+    /// worker, and the evaluation that asked is not acted on.
     func probe(_ url: String) -> ProbeResult {
-        let now = loop.nowMs
-        if let p = probes[url], now - p.atMs < Self.probeIntervalMs { return p.result }
-        let r = HTTPProbe.probe(url)
-        probes[url] = (r, loop.nowMs)
-        return r
+        if let p = probes[url], loop.nowMs - p.atMs < Self.probeIntervalMs { return p.result }
+        missing.insert(url)
+        return .failed("not probed yet")
+    }
+
+    /// Probes run in a worker process (`vpnctl __probe`), never in the loop.
+    func startProber() {
+        guard prober == nil, !missing.isEmpty else { return }
+        let urls = missing.sorted()
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { log("cannot probe: \(Errno.current)"); return }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let exe = Processes.currentExecutable()
+        do {
+            let pid = try Processes.spawnTied(exe, [exe, "__probe"] + urls, environment: ["PATH": path ?? "/usr/bin:/bin", "LANG": "C"],
+                                              passFDs: [fds[1]])
+            close(fds[1])
+            var buffer: [UInt8] = []
+            let fd = fds[0]
+            let watch = loop.watch(fd) { [unowned self] in
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n > 0 { buffer += chunk[0..<n]; return }
+                if n < 0 && (errno == EINTR || errno == EAGAIN) { return }
+                let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+                for (url, line) in zip(urls, lines) { if let r = ProbeResult(line: line) { probes[url] = (r, loop.nowMs) } }
+                endProber()
+                evaluate()
+            }
+            let timer = loop.after(Self.proberTimeoutMs) { [unowned self] in
+                log("the probe of \(urls.joined(separator: ", ")) took over \(Self.proberTimeoutMs / 1000) s; ended")
+                kill(pid, SIGKILL)
+                for url in urls where probes[url] == nil { probes[url] = (.failed("no answer within \(Self.proberTimeoutMs / 1000) s"), loop.nowMs) }
+                endProber()
+                evaluate()
+            }
+            prober = (pid, fd, urls, watch, timer)
+        } catch {
+            close(fds[0]); close(fds[1])
+            log("cannot probe: \(error)")
+        }
+    }
+
+    func endProber() {
+        guard let p = prober else { return }
+        loop.cancel(p.watch)
+        loop.cancel(p.timer)
+        close(p.fd)
+        prober = nil
     }
 
     func evaluate() {
@@ -150,8 +202,12 @@ final class OnDemandRunner {
                 st.report = OnDemandReport.Entry(id: p.id, decision: "paused", rule: nil, reason: "paused")
                 continue
             }
+            let missingBefore = missing.count
             let e = OnDemandEvaluator.evaluate(p.onDemand.rules, on: snapshot, probe: probe)
             if e.dependsOnProbe { wake = min(wake, now + Self.probeIntervalMs) }
+            // A probe without an answer yet: decide when the worker has it.
+            if missing.count > missingBefore || e.rules.contains(where: { r in
+                r.conditions.contains { $0.condition == "probeURL" && $0.text.hasSuffix("not probed yet") } }) { continue }
             let probeNote = st.probes.record(e, nowMs: now)
             if let probeNote, st.report?.note == nil { log("'\(p.name)': \(probeNote)") }
             st.report = OnDemandReport.Entry(id: p.id, decision: e.decision?.rawValue ?? "none", rule: e.decidingRule,
@@ -191,6 +247,8 @@ final class OnDemandRunner {
             }
         }
         writeReport(candidates)
+        startProber()
+        missing = []
         timer = loop.after(max(0, wake - loop.nowMs)) { [unowned self] in timer = nil; evaluate() }
     }
 

@@ -133,3 +133,33 @@ public enum HTTPProbe {
         return code == 200 ? .ok : .status(code)
     }
 }
+
+extension ProbeResult {
+    /// One line for the agent's probe worker: kind, code, detail (tabs and
+    /// line breaks in the detail become spaces).
+    public var line: String {
+        let (kind, code, detail): (String, Int, String)
+        switch self {
+        case .ok: (kind, code, detail) = ("ok", 200, "")
+        case .status(let c): (kind, code, detail) = ("status", c, "")
+        case .redirect(let c, let l): (kind, code, detail) = ("redirect", c, l ?? "")
+        case .failed(let why): (kind, code, detail) = ("failed", 0, why)
+        case .unsupported(let why): (kind, code, detail) = ("unsupported", 0, why)
+        }
+        return "\(kind)\t\(code)\t\(String(detail.map { $0 == "\t" || $0 == "\n" || $0 == "\r" ? " " : $0 }))"
+    }
+
+    public init?(line: Substring) {
+        let f = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+        guard f.count == 3, let code = Int(f[1]) else { return nil }
+        let detail = String(f[2])
+        switch f[0] {
+        case "ok": self = .ok
+        case "status": self = .status(code)
+        case "redirect": self = .redirect(code, location: detail.isEmpty ? nil : detail)
+        case "failed": self = .failed(detail)
+        case "unsupported": self = .unsupported(detail)
+        default: return nil
+        }
+    }
+}
