@@ -161,13 +161,19 @@ final class OnDemandRunner {
         let profiles: [Profile]
         do { profiles = try store.load() } catch {
             log("cannot load the profiles: \(error)")
+            loop.cancel(timer)
+            timer = loop.after(Self.safetyTickMs) { [unowned self] in timer = nil; evaluate() }
             return
         }
         let candidates = profiles.filter { $0.onDemand.enabled && !$0.onDemand.rules.isEmpty }
         states = states.filter { id, _ in candidates.contains { $0.id == id } }
         loop.cancel(timer)
+        // A config dir made after the agent started is not watched: the
+        // safety tick finds profiles saved there.
+        timer = loop.after(Self.safetyTickMs) { [unowned self] in timer = nil; evaluate() }
+        guard !candidates.isEmpty else { writeReport([]); return }
+        loop.cancel(timer)
         timer = nil
-        guard !candidates.isEmpty else { return }
         let controller = self.controller
         var statuses: [UUID: DerivedStatus] = [:]
         for p in profiles { statuses[p.id] = try? controller.derive(p) }
@@ -262,7 +268,7 @@ final class OnDemandRunner {
     /// The decisions, for `status`; written only when one changed.
     func writeReport(_ candidates: [Profile]) {
         let report = OnDemandReport(entries: candidates.compactMap { states[$0.id]?.report })
-        guard report != lastReport else { return }
+        guard report != lastReport, lastReport != nil || !report.entries.isEmpty else { return }
         do {
             try report.write(runDirectory: settings.runDirectory)
             lastReport = report
