@@ -126,6 +126,7 @@ bench: build
 	bash Benchmarks/profiles.sh build/vpnctl
 	bash Benchmarks/tunnels.sh build/vpnctl
 	bash Benchmarks/agent.sh build/vpnctl
+	bash Benchmarks/ondemand.sh build/vpnctl
 	bash Benchmarks/ikev2.sh build/vpnctl
 
 # Not in CI: SOAK_CYCLES (default 1000) start/stop cycles with fd and RSS

@@ -17,7 +17,7 @@ public enum VPNCLI {
         [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, CreateCommand.spec, EditCommand.spec, RemoveCommand.spec,
          EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec, TrustCommand.spec,
          StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
+         OnDemandCommand.spec, VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
          CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
     }
 
@@ -61,6 +61,7 @@ public enum VPNCLI {
         let words = Array(argv.dropFirst())
         if words.first == "__supervise" { return InternalCommands.supervise(Array(words.dropFirst()), context) }
         if words.first == "__agent-run" { return AgentCommand.worker(Array(words.dropFirst()), context) }
+        if words.first == "__probe" { return InternalCommands.probe(Array(words.dropFirst())) }
         if words.first == "__complete" { return CompletionCommand.complete(Array(words.dropFirst()), context) }
         let parser = ArgumentParser(root: root)
         let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")

@@ -10,6 +10,15 @@ public protocol ConfigurationModel: Sendable {
     /// The labelled fields, in order, and the lines after them; `secret`
     /// renders a secret reference (its name, and whether it is set).
     func described(secret: (String?) -> String) -> ConfigurationRows
+    /// The server's host names or addresses, as configured.
+    var serverHosts: [String] { get }
+    /// The prefixes routed into the tunnel by the profile itself (not what a
+    /// server pushes).
+    var tunnelRoutes: [String] { get }
+}
+
+extension ConfigurationModel {
+    public var tunnelRoutes: [String] { [] }
 }
 
 /// A configuration as labelled rows, then free lines (WireGuard's peers).

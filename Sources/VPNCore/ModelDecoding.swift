@@ -69,7 +69,9 @@ extension OnDemandRule {
     init(json r: JSONReader) throws {
         action = try r.required("action").oneOf(Action.self, [.connect, .disconnect, .evaluateConnection, .ignore])
         interfaceType = try r.optional("interfaceType")?.oneOf(InterfaceType.self, [.any, .ethernet, .wifi, .cellular])
+        ssids = try r.optional("ssids")?.stringArray()
         dnsSearchDomains = try r.optional("dnsSearchDomains")?.stringArray()
+        dnsServerAddresses = try r.optional("dnsServerAddresses")?.stringArray()
         probeURL = try r.string("probeURL")
     }
 }
@@ -249,6 +251,9 @@ extension RuntimeRecord {
         txBytesAtConnect = try r.optional("txBytesAtConnect")?.uint64()
         resolver = try r.optional("resolver").map(ResolverRecord.init(json:))
         killSwitch = try r.optional("killSwitch").map(KillSwitchRecord.init(json:))
+        startedBy = try r.optional("startedBy").map { o in
+            StartOrigin(by: try o.string("by") ?? StartOrigin.onDemand, rule: try o.int("rule") ?? 0, reason: try o.string("reason") ?? "")
+        }
         updatedAt = try r.date("updatedAt") ?? Date(timeIntervalSince1970: 0)
     }
 }

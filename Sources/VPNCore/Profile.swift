@@ -90,7 +90,8 @@ public struct ProfileOrigin: Encodable, Equatable, Sendable {
     }
 }
 
-/// On-demand rules (NEOnDemandRule). Stored now; acted on by a later issue.
+/// On-demand rules (NEOnDemandRule), run by the agent (`OnDemandEvaluator`):
+/// the first rule whose conditions all match decides.
 public struct OnDemand: Encodable, Equatable, Sendable {
     public var enabled: Bool
     public var rules: [OnDemandRule]
@@ -112,14 +113,38 @@ public struct OnDemandRule: Encodable, Equatable, Sendable {
     }
     public var action: Action
     public var interfaceType: InterfaceType?
+    /// SSIDMatch: the Wi-Fi network's name is one of these.
+    public var ssids: [String]?
+    /// DNSDomainMatch: a search domain of the system resolver matches one (`*.` wildcards).
     public var dnsSearchDomains: [String]?
+    /// DNSServerAddressMatch: a server of the system resolver matches one (`*` wildcards).
+    public var dnsServerAddresses: [String]?
     public var probeURL: String?
 
-    public init(action: Action, interfaceType: InterfaceType? = nil, dnsSearchDomains: [String]? = nil, probeURL: String? = nil) {
+    public init(action: Action, interfaceType: InterfaceType? = nil, ssids: [String]? = nil, dnsSearchDomains: [String]? = nil,
+                dnsServerAddresses: [String]? = nil, probeURL: String? = nil) {
         self.action = action
         self.interfaceType = interfaceType
+        self.ssids = ssids
         self.dnsSearchDomains = dnsSearchDomains
+        self.dnsServerAddresses = dnsServerAddresses
         self.probeURL = probeURL
+    }
+
+    /// The rule in words: "disconnect if search domain corp.example", "ignore (always)".
+    public var summary: String {
+        var c: [String] = []
+        if let t = interfaceType { c.append(t == .any ? "any interface" : t.rawValue) }
+        if let s = ssids { c.append("SSID " + s.joined(separator: "/")) }
+        if let d = dnsSearchDomains { c.append("search domain " + d.joined(separator: "/")) }
+        if let a = dnsServerAddresses { c.append("DNS server " + a.joined(separator: "/")) }
+        if let u = probeURL { c.append("probe \(u) answers") }
+        return action.rawValue + (c.isEmpty ? " (always)" : " if " + c.joined(separator: ", "))
+    }
+
+    /// Whether the rule has any condition (a rule without one always matches).
+    public var hasConditions: Bool {
+        interfaceType != nil || ssids != nil || dnsSearchDomains != nil || dnsServerAddresses != nil || probeURL != nil
     }
 }
 

@@ -62,11 +62,57 @@ public struct ProfileValidator {
     func onDemand(_ o: OnDemand) -> [String] {
         var p: [String] = []
         for (i, r) in o.rules.enumerated() {
+            if r.action == .evaluateConnection {
+                p.append("onDemand.rules[\(i)].action: evaluateConnection needs a per-connection hook that Linux does not give; "
+                         + "use connect with dnsSearchDomains (or dnsServerAddresses) conditions instead")
+            }
             if let url = r.probeURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
                 p.append(L("onDemand.rules[\(i)].probeURL: '\(url)' must be an http:// or https:// URL"))
+            } else if let url = r.probeURL, url.hasPrefix("http://"), ProbeURL(url) == nil {
+                p.append("onDemand.rules[\(i)].probeURL: '\(url)' is not a URL vpnctl can probe (http://host[:port]/path)")
+            }
+            for d in r.dnsSearchDomains ?? [] where !(d == "*" || isDomainName(d.hasPrefix("*.") ? String(d.dropFirst(2)) : d)) {
+                p.append("onDemand.rules[\(i)].dnsSearchDomains: '\(OpenVPNDirectives.shown(d))' is not a domain name (or *.domain)")
+            }
+            for a in r.dnsServerAddresses ?? [] where a.isEmpty || !a.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" || $0 == "*" }) {
+                p.append("onDemand.rules[\(i)].dnsServerAddresses: '\(OpenVPNDirectives.shown(a))' is not an address (or a pattern with *)")
+            }
+            for s in r.ssids ?? [] where s.isEmpty || s.utf8.count > 32 {
+                p.append("onDemand.rules[\(i)].ssids: '\(OpenVPNDirectives.shown(s))' is not an SSID (1–32 bytes)")
             }
         }
         return p
+    }
+
+    /// What is allowed but probably not meant: on-demand rules that can
+    /// never connect or that do nothing. `import`, `edit` and `ondemand`
+    /// print these; nothing refuses them.
+    public func warnings(in profile: Profile) -> [String] {
+        var w: [String] = []
+        let rules = profile.onDemand.rules
+        if let last = rules.last, last.hasConditions {
+            w.append("onDemand.rules[\(rules.count - 1)]: the last rule has conditions: when no rule matches, on-demand does nothing "
+                     + "(end with a rule without conditions, e.g. {\"action\": \"ignore\"})")
+        }
+        let model = profile.protocol.model
+        // A default route (a full tunnel) does not make a host tunnel-only.
+        let routes = model.tunnelRoutes.compactMap(CIDR.init).filter { $0.prefixLength > 0 }
+        let servers = Set(model.serverHosts.map { $0.lowercased() })
+        for (i, r) in rules.enumerated() {
+            guard let url = r.probeURL, let host = ProbeURL.host(of: url) else { continue }
+            if url.hasPrefix("https://") {
+                w.append("onDemand.rules[\(i)].probeURL: https probes are not supported yet: the condition never matches (use http://)")
+            }
+            if let ip = IPAddress(host), let route = routes.first(where: { $0.contains(ip) }) {
+                w.append("onDemand.rules[\(i)].probeURL: \(host) is inside the tunnel's route \(route): the probe can only answer "
+                         + "through the tunnel, so it cannot tell whether the tunnel is needed")
+            }
+            if servers.contains(host.lowercased()) {
+                w.append("onDemand.rules[\(i)].probeURL: \(host) is the VPN server itself: it answers whether or not the "
+                         + "tunnel is needed, so the rule never tells networks apart")
+            }
+        }
+        return w
     }
 
     func policy(_ pol: Policy) -> [String] {

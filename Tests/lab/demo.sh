@@ -8,6 +8,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/agent.sh"
+source "$HERE/ondemand.sh"
 source "$HERE/plugin.sh"
 source "$HERE/ikev2.sh"
 
@@ -109,6 +110,36 @@ else
   echo
   echo "== agent part skipped: useradd is not available to make a demo user"
 fi
+
+echo
+echo "== on-demand: rules the agent runs. A namespace of its own (${LAB}o) with no default route yet;"
+echo "   the rules: disconnect on the trusted network (search domain corp.example), connect on ethernet, else ignore"
+T=$LAB_DIR/ondemand-demo
+mkdir -p "$T"
+ondemand_up || exit 1
+orun() {  # orun CMD...: as run, in the on-demand namespace
+  step "$*"
+  local words=("$@"); words[0]=$V
+  (cd "$LAB_DIR" && o "${words[@]}")
+  local rc=$?
+  [ $rc = 0 ] || echo "(exit $rc)"
+}
+step "vpnctl import od.conf; EDITOR=vi vpnctl edit od; vpnctl ondemand enable od"
+od_use >/dev/null || { echo "$OUT"; exit 1; }
+orun vpnctl show od
+orun vpnctl ondemand test od
+step "vpnctl agent &   # root (systemd runs it); it evaluates the rules on every network change"
+od_agent_start || exit 1
+step "ip route add default via 198.18.40.1   # the network comes up"
+od_route_add
+wait_for "od to connect by itself" 10 o "$V" is-connected od
+orun vpnctl status
+orun vpnctl ondemand status
+step "vpnctl stop od   # pauses on-demand for od, so that it stays down"
+(cd "$LAB_DIR" && o "$V" stop od)
+grep "on-demand:" "$T/agent.log" | sed 's/^/   agent log: /'
+od_agent_stop
+od_route_del
 
 if command -v openssl >/dev/null && command -v python3 >/dev/null; then
   echo

@@ -18,6 +18,7 @@ source "$HERE/openvpn.sh"
 source "$HERE/recovery.sh"
 source "$HERE/flap.sh"
 source "$HERE/agent.sh"
+source "$HERE/ondemand.sh"
 
 source "$HERE/plugin.sh"
 
@@ -905,6 +906,7 @@ if [ $ovpn_ready = yes ]; then
 fi
 
 agent_lab_checks
+ondemand_checks
 
 # ---- Provider plugins ------------------------------------------------------------
 

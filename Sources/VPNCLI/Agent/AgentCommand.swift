@@ -13,7 +13,8 @@ enum AgentCommand {
         socket systemd passes (LISTEN_FDS); tells systemd it is ready when NOTIFY_SOCKET
         is set. Callers are identified by the kernel (SO_PEERCRED) and their groups by
         the system; each profile's policy decides. Every request is logged on stderr.
-        Stopping the agent stops no tunnel.
+        It also runs the profiles' on-demand rules on network changes (see
+        'vpnctl help ondemand'). Stopping the agent stops no tunnel.
         """),
         examples: [
             "vpnctl agent   # as systemd runs it (systemctl enable --now vpnctl-agent.socket)",

@@ -10,8 +10,8 @@ import VPNSystem
 /// a client has `requestTimeoutMs` to send one request of at most
 /// `AgentRequest.maximumSize` bytes; quick reads are answered in the loop,
 /// anything that waits runs in a worker process that writes to the
-/// client's socket itself. The loop is also where on-demand's timers and
-/// network events will go.
+/// client's socket itself. On-demand's watches and timers run on the same
+/// loop (`OnDemandRunner`).
 final class AgentServer {
     struct Limits {
         var requestTimeoutMs: Int64 = 2000
@@ -47,6 +47,7 @@ final class AgentServer {
     let executable: String
     var clients: [Int32: Client] = [:]
     var workers: [pid_t: Worker] = [:]
+    lazy var onDemand = OnDemandRunner(settings: settings, loop: loop, path: path, log: log)
 
     init(settings: AgentSettings, limits: Limits, listener: Int32, path: String?, log: @escaping (String) -> Void) {
         self.settings = settings
@@ -68,7 +69,9 @@ final class AgentServer {
                 }
             }
         }
+        onDemand.begin()
         loop.run()
+        onDemand.end()
     }
 
     func acceptClients() {

@@ -12,7 +12,9 @@ enum InternalCommands {
     static let superviseSpec = CommandSpec(
         name: "__supervise", abstract: "Run one profile's tunnel in the foreground; vpnctl start runs it.",
         options: [OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take."),
-                  OptionSpec("notify-fd", value: "fd", help: "A descriptor closed once the tunnel is up or has failed.")],
+                  OptionSpec("notify-fd", value: "fd", help: "A descriptor closed once the tunnel is up or has failed."),
+                  OptionSpec("on-demand-rule", value: "n", help: "Started by on-demand: the rule that fired."),
+                  OptionSpec("on-demand-reason", value: "text", help: "Started by on-demand: why the rule matched.")],
         positionals: [PositionalSpec("id", help: "The profile's UUID.")],
         run: { ExitCode(rawValue: try supervise($0)) ?? .failure })
 
@@ -40,10 +42,30 @@ enum InternalCommands {
             guard let fd = Int32(text), fd >= 0 else { throw VPNError.usage("__supervise: '\(text.abbreviated(80))' is not a descriptor") }
             notifyFD = fd
         }
+        let startedBy = args.value("on-demand-rule").flatMap(Int.init).map {
+            StartOrigin(rule: $0, reason: args.value("on-demand-reason") ?? "")
+        }
         let supervisor = Supervisor(id: id, options: .init(configDirectory: inv.options.configDirectory,
                                                            runDirectory: inv.options.runDirectory,
                                                            startTimeout: Int64(try inv.timeoutSeconds(default: 20)),
-                                                           path: inv.context.environment["PATH"], notifyFD: notifyFD))
+                                                           path: inv.context.environment["PATH"], notifyFD: notifyFD,
+                                                           startedBy: startedBy))
         return supervisor.run()
+    }
+
+    /// `vpnctl __probe URL...`: the agent's probe worker, so that a slow
+    /// probe never holds up the agent's loop. One line per URL, in order, on fd 3.
+    static func probe(_ urls: [String]) -> Int32 {
+        var out = ""
+        for url in urls { out += HTTPProbe.probe(url).line + "\n" }
+        let bytes = Array(out.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { write(3, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return 1 }
+            done += n
+        }
+        return 0
     }
 }

@@ -86,7 +86,8 @@ enum ShowCommand {
             out.append(("imported from", from + (o.managedByApply ? ", managed by vpnctl apply" : "")))
         }
         let width = (out.map { $0.0.count }.max() ?? 0) + 2
-        return out.map { k, v in (k + ":").padding(width) + v } + rows.lines
+        let rules = p.onDemand.rules.enumerated().map { "on-demand rule \($0.offset + 1): \($0.element.summary)" }
+        return out.map { k, v in (k + ":").padding(width) + v } + rows.lines + rules
     }
 }
 

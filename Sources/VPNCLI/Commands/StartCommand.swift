@@ -32,6 +32,10 @@ enum StartCommand {
         let manager = try inv.loadedManager()
         let profile = try manager.profile(named: inv.args.positionals[0])
         let (code, status) = try TunnelActions.start(inv, manager, profile, wait: !inv.args.flag("no-wait"), timeout: timeout)
+        // A start by hand ends a pause that a stop began.
+        if (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
+            inv.output.note("on-demand resumed for '\(profile.name)'")
+        }
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "start", profile: StatusJSON(status: status)))
         } else if status.status == .connected {
@@ -42,13 +46,30 @@ enum StartCommand {
 }
 
 enum StopCommand {
+    /// A stop of a profile whose on-demand is on pauses it (the complaint
+    /// about on-demand tunnels that cannot be turned off). Returns whether it
+    /// was paused now.
+    static func pauseOnDemand(_ inv: Invocation, _ profile: Profile) -> Bool {
+        guard profile.onDemand.enabled, !profile.onDemand.rules.isEmpty else { return false }
+        do {
+            try inv.controller.runtime.prepare()
+            return try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: true)
+        } catch {
+            // The stop matters more than the pause: it goes on, and says so.
+            inv.output.note("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again")
+            return false
+        }
+    }
+
     static let spec = CommandSpec(
         name: "stop", aliases: ["down", "disconnect"], abstract: L("Stop a profile's tunnel (by its UUID; other tunnels are untouched)."),
         discussion: L("""
         Waits until the tunnel is down and its interface, routes and provider are gone.
         Stopping a stopped profile is exit 0 with a note; what a dead supervisor left
         behind is cleaned up (its DNS restored from the backup it recorded). Stop is
-        what removes a kill switch, also one a failed tunnel left blocking.
+        what removes a kill switch, also one a failed tunnel left blocking. A profile
+        with on-demand on is paused first, so that the agent does not start it again
+        (until 'vpnctl ondemand resume' or 'vpnctl start').
         """),
         examples: [
             "vpnctl stop office",
@@ -81,6 +102,7 @@ enum StopCommand {
                 let d = try inv.controller.derive(p)
                 // A kill switch left blocking by a failed tunnel is stopped too.
                 guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
+                if pauseOnDemand(inv, p) && !inv.options.json { inv.output.note("on-demand paused for '\(p.name)'") }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
                 if !inv.options.json { inv.output.line(L("stopped '\(p.name)'")) }
             }
@@ -90,7 +112,12 @@ enum StopCommand {
         }
         let profile = try manager.profile(named: inv.args.positionals[0])
         let wasRunning = try inv.controller.derive(profile).supervisorAlive
+        // Paused before the stop, so that the agent does not start it again meanwhile.
+        let paused = pauseOnDemand(inv, profile)
         let (code, status) = try TunnelActions.stop(inv, profile, wait: wait, timeout: timeout)
+        if paused {
+            inv.output.note("on-demand paused for '\(profile.name)': the agent will not start it (vpnctl ondemand resume \(profile.name), or start)")
+        }
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: status)))
         } else if wasRunning && wait {
@@ -118,6 +145,12 @@ enum ToggleCommand {
         let action = current.isActive ? "stop" : "start"
         var code = ExitCode.ok
         var status: DerivedStatus
+        // As stop and start do: off pauses on-demand, on resumes it.
+        if action == "stop", StopCommand.pauseOnDemand(inv, profile) {
+            inv.output.note("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))")
+        } else if action == "start", (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
+            inv.output.note("on-demand resumed for '\(profile.name)'")
+        }
         do {
             (code, status) = action == "stop"
                 ? try TunnelActions.stop(inv, profile, wait: true, timeout: timeout)

@@ -46,6 +46,7 @@ enum StatusCommand {
         }
         if inv.context.stdoutIsTerminal {
             printForPeople(inv, statuses, profiles)
+            onDemandLines(inv, statuses, profiles)
             return .ok
         }
         let showDNS = DerivedStatus.showsDNS(statuses)
@@ -61,7 +62,22 @@ enum StatusCommand {
                                                      : k == .missing ? " (vpnctl stop, then start \(d.name), puts it back)" : ""))
         }
         for d in statuses { if let note = d.resolver?.note { inv.output.line("\(d.name): DNS: \(note)") } }
+        onDemandLines(inv, statuses, profiles)
         return .ok
+    }
+
+    /// Who started an active tunnel when no command did, and which
+    /// profiles' on-demand is paused.
+    static func onDemandLines(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
+        let paused = (try? OnDemandPauses(runDirectory: inv.options.runDirectory).paused()) ?? []
+        let report = try? OnDemandReport.read(runDirectory: inv.options.runDirectory)
+        for d in statuses {
+            if d.isActive, let o = d.record?.startedBy { inv.output.line("\(d.name): \(d.status.name), \(o.text)") }
+            if let note = report?.entry(d.id)?.note, !paused.contains(d.id) { inv.output.line("\(d.name): on-demand: \(note)") }
+            if paused.contains(d.id), profiles.first(where: { $0.id == d.id })?.onDemand.enabled == true {
+                inv.output.line("\(d.name): on-demand paused (vpnctl ondemand resume \(d.name))")
+            }
+        }
     }
 
     struct WatchLine: Encodable {

@@ -10,7 +10,7 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch
+        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, startedBy
     }
 
     func encode(to encoder: Encoder) throws {
@@ -26,6 +26,7 @@ struct StatusJSON: Encodable {
         try c.encode(status.dns, forKey: .dns)
         if let r = status.resolver { try c.encode(ResolverJSON(r), forKey: .resolver) } else { try c.encodeNil(forKey: .resolver) }
         if let k = status.killSwitch { try c.encode(k.rawValue, forKey: .killSwitch) } else { try c.encodeNil(forKey: .killSwitch) }
+        if let o = status.record?.startedBy { try c.encode(o, forKey: .startedBy) } else { try c.encodeNil(forKey: .startedBy) }
     }
 }
 
@@ -45,6 +46,9 @@ extension StatusJSON {
             "dns": .array(status.dns.map { .string($0) }),
             "resolver": status.resolverJSON,
             "killSwitch": status.killSwitchJSON,
+            "startedBy": status.record?.startedBy.map {
+                .object(["by": .string($0.by), "rule": .number(String($0.rule)), "reason": .string($0.reason)])
+            } ?? .null,
         ])
     }
 }

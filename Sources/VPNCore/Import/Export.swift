@@ -94,6 +94,8 @@ public enum ProfileExport {
             var rule: [String: PropertyList] = ["Action": .string(actions[r.action]!)]
             if let t = r.interfaceType { rule["InterfaceTypeMatch"] = .string(types[t]!) }
             if let ds = r.dnsSearchDomains { rule["DNSDomainMatch"] = .array(ds.map(PropertyList.string)) }
+            if let s = r.ssids { rule["SSIDMatch"] = .array(s.map(PropertyList.string)) }
+            if let a = r.dnsServerAddresses { rule["DNSServerAddressMatch"] = .array(a.map(PropertyList.string)) }
             if let u = r.probeURL { rule["URLStringProbe"] = .string(u) }
             return .dict(rule)
         })

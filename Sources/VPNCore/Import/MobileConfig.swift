@@ -663,6 +663,11 @@ public enum MobileConfig {
                     problems.append(L("\(label): OnDemandRules[\(i)].Action must be Connect, Disconnect, EvaluateConnection or Ignore"))
                     continue
                 }
+                if action == .evaluateConnection {
+                    notes.append("\(label): OnDemandRules[\(i)] (EvaluateConnection) left out: Linux has no per-connection hook to run it; "
+                                 + "a Connect rule with DNSDomainMatch does the nearest thing")
+                    continue
+                }
                 var rule = OnDemandRule(action: action)
                 if let t = r["InterfaceTypeMatch"] {
                     let types: [String: OnDemandRule.InterfaceType] = ["Ethernet": .ethernet, "WiFi": .wifi, "Cellular": .cellular, "Any": .any]
@@ -679,11 +684,20 @@ public enum MobileConfig {
                     }
                     rule.dnsSearchDomains = list
                 }
+                for (key, path) in [("SSIDMatch", \OnDemandRule.ssids), ("DNSServerAddressMatch", \OnDemandRule.dnsServerAddresses)] {
+                    guard let d = r[key] else { continue }
+                    guard let list = d.array?.compactMap(\.string), list.count == d.array?.count else {
+                        problems.append("\(label): OnDemandRules[\(i)].\(key) must be an array of strings")
+                        continue
+                    }
+                    rule[keyPath: path] = list
+                }
                 if let u = r["URLStringProbe"] {
                     guard let s = u.string else { problems.append(L("\(label): OnDemandRules[\(i)].URLStringProbe is not a string")); continue }
                     rule.probeURL = s
                 }
-                for k in r.keys where !["Action", "InterfaceTypeMatch", "DNSDomainMatch", "URLStringProbe"].contains(k) { ignored.insert(k) }
+                for k in r.keys where !["Action", "InterfaceTypeMatch", "SSIDMatch", "DNSDomainMatch", "DNSServerAddressMatch",
+                                          "URLStringProbe"].contains(k) { ignored.insert(k) }
                 profile.onDemand.rules.append(rule)
             }
             if !ignored.isEmpty {

@@ -2,6 +2,9 @@ import FoundationEssentials
 
 /// What an IKEv2 profile answers for itself: its problems and its `show` rows.
 extension IKEv2Configuration: ConfigurationModel {
+    public var serverHosts: [String] { [serverAddress] }
+
+
     public func problems(_ v: ProfileValidator) -> [String] {
         let i = self
         var p: [String] = []

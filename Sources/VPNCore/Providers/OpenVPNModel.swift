@@ -2,6 +2,9 @@ import FoundationEssentials
 
 /// What an OpenVPN profile answers for itself: its problems and its `show` rows.
 extension OpenVPNConfiguration: ConfigurationModel {
+    public var serverHosts: [String] { remotes.map(\.host) }
+
+
     public func problems(_ v: ProfileValidator) -> [String] {
         let o = self
         var p: [String] = []

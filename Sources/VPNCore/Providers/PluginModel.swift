@@ -3,6 +3,9 @@ import FoundationEssentials
 /// What a third-party provider's profile answers for itself: its problems
 /// and its `show` rows.
 extension ProviderConfiguration: ConfigurationModel {
+    public var serverHosts: [String] { serverAddress.map { [$0] } ?? [] }
+
+
     public func problems(_ v: ProfileValidator) -> [String] {
         let pr = self
         var p: [String] = []

@@ -2,6 +2,12 @@ import FoundationEssentials
 
 /// What a WireGuard profile answers for itself: its problems and its `show` rows.
 extension WireGuardConfiguration: ConfigurationModel {
+    public var serverHosts: [String] {
+        peers.compactMap { $0.endpoint.flatMap { try? Endpoint.parse($0).get().host } }
+    }
+    public var tunnelRoutes: [String] { peers.flatMap(\.allowedIPs) }
+
+
     public func problems(_ v: ProfileValidator) -> [String] {
         let w = self
         var p: [String] = []

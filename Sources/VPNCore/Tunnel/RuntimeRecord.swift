@@ -100,6 +100,9 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
     /// The kill switch's nftables table while it is in place (it outlives a
     /// failed tunnel: fail closed until `stop`).
     public var killSwitch: KillSwitchRecord?
+    /// Who asked for this tunnel: nil for a command (`start`, the agent on a
+    /// user's behalf), or on-demand with the rule that fired.
+    public var startedBy: StartOrigin?
     public var updatedAt: Date
 
     public init(id: UUID, name: String, status: VPNStatus) {
@@ -130,14 +133,34 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
         try c.encodeIfPresent(txBytesAtConnect, forKey: .txBytesAtConnect)
         try c.encodeIfPresent(resolver, forKey: .resolver)
         try c.encodeIfPresent(killSwitch, forKey: .killSwitch)
+        try c.encodeIfPresent(startedBy, forKey: .startedBy)
         try c.encode(updatedAt, forKey: .updatedAt)
     }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
              interface, ifindex, connectedSince, reconnects, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
-             txBytesAtConnect, resolver, killSwitch, updatedAt
+             txBytesAtConnect, resolver, killSwitch, startedBy, updatedAt
     }
+}
+
+/// A tunnel with no command behind it: started by on-demand, by the rule
+/// numbered `rule` (1-based), for `reason` ("ethernet, search domain not corp.example").
+public struct StartOrigin: Encodable, Equatable, Sendable {
+    public var by: String
+    public var rule: Int
+    public var reason: String
+
+    public static let onDemand = "onDemand"
+
+    public init(by: String = StartOrigin.onDemand, rule: Int, reason: String) {
+        self.by = by
+        self.rule = rule
+        self.reason = reason
+    }
+
+    /// "on-demand rule 2: ethernet, search domain not corp.example".
+    public var text: String { "on-demand rule \(rule): \(reason)" }
 }
 
 /// DNS handed to the system resolver for one tunnel.

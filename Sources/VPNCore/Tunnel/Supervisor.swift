@@ -19,9 +19,12 @@ public final class Supervisor {
         /// The starting CLI's doorbell (`Doorbell`): rung on every transition,
         /// closed once the start has an outcome (connected or disconnected).
         public var notifyFD: Int32
+        /// Recorded with every transition: who started the tunnel.
+        public var startedBy: StartOrigin?
         public init(configDirectory: String, runDirectory: String, startTimeout: Int64, path: String?,
-                    notifyFD: Int32 = -1) {
+                    notifyFD: Int32 = -1, startedBy: StartOrigin? = nil) {
             self.notifyFD = notifyFD
+            self.startedBy = startedBy
             self.configDirectory = configDirectory
             self.runDirectory = runDirectory
             self.startTimeout = startTimeout
@@ -80,6 +83,7 @@ public final class Supervisor {
         var record = RuntimeRecord(id: id, name: id.lowercasedString, status: .disconnected)
         record.supervisorPid = getpid()
         record.supervisorStartTime = Processes.startTime(of: getpid())
+        record.startedBy = options.startedBy
         // A kill switch a failed run left blocking stays named in the record
         // until this run replaces it (or `stop` removes it).
         if let old = try? runtime.read(id), let ks = old.killSwitch { record.killSwitch = ks }

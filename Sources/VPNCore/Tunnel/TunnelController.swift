@@ -192,7 +192,7 @@ public struct TunnelController {
     /// Spawns the detached supervisor for `profile`; returns its pid and the
     /// listening end of a doorbell it rings on every transition (the caller
     /// closes it). `executable` is vpnctl itself (a unit test's is not).
-    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?,
+    public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?, startedBy: StartOrigin? = nil,
                                 executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -207,8 +207,11 @@ public struct TunnelController {
             defer { close(bell.ringer) }
             do {
                 // The ringer becomes fd 3 in the supervisor.
-                let pid = try Processes.spawn(exe, [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
-                                                    "--timeout", String(timeout), "--notify-fd", "3", profile.id.lowercasedString],
+                var argv = [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
+                            "--timeout", String(timeout), "--notify-fd", "3"]
+                if let o = startedBy { argv += ["--on-demand-rule", String(o.rule), "--on-demand-reason", o.reason] }
+                // The id stays last: that is how a live supervisor is recognised.
+                let pid = try Processes.spawn(exe, argv + [profile.id.lowercasedString],
                                               environment: env, passFDs: [bell.ringer], outputFD: logFD, newSession: true)
                 return (pid, bell.listener)
             } catch {

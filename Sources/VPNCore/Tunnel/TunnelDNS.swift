@@ -187,6 +187,14 @@ public struct ResolvConfStack: Sendable {
         return done
     }
 
+    /// The resolver text of the network underneath the tunnels: the
+    /// original while a tunnel's text is in the file, else the file.
+    public func underlayText() throws -> String {
+        let current = try readFile()
+        if let state = try readState(), let top = state.entries.last, top.text == current { return state.original }
+        return current
+    }
+
     func readFile() throws -> String {
         // followSymlinks: /etc/resolv.conf is often a link (to resolved's stub, or resolvconf's file).
         String(decoding: try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: 1 << 20) ?? [], as: UTF8.self)

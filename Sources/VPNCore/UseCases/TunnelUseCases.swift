@@ -106,7 +106,7 @@ public struct TunnelUseCases {
     /// but connected, and `VPNError` for everything found before a spawn.
     /// `cleanedUp` receives what a dead supervisor's leftovers were.
     public func start(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver(),
-                      cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
+                      startedBy: StartOrigin? = nil, cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
         try preflight(profile)
         try refuseSecondKillSwitch(profile)
         try controller.runtime.prepare()
@@ -127,7 +127,7 @@ public struct TunnelUseCases {
         // A kill switch left blocking is taken over by the new supervisor;
         // one the profile no longer asks for goes.
         if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
-        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path)
+        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path, startedBy: startedBy)
         defer { close(doorbell) }
         // The supervisor's first record means the request was accepted.
         let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {

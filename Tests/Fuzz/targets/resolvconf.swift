@@ -24,5 +24,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     for net in LocalNetworks.parse(route: text, ipv6Route: text, excluding: nil) where CIDR(net) == nil {
         fatalError("local networks produced '\(net)'")
     }
+    // On-demand reads the same files, and a probe's answer.
+    let facts = ResolvConfFacts.parse(text)
+    for w in facts.searchDomains + facts.servers where w.isEmpty || w.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }) {
+        fatalError("resolver facts produced '\(w)'")
+    }
+    let routes = DefaultRoutes.parseIPv4(text) + DefaultRoutes.parseIPv6(text)
+    if let p = DefaultRoutes.primary(routes, ignore: { _ in false }), !routes.contains(where: { $0.interface == p }) {
+        fatalError("primary \(p) is no route's")
+    }
+    if case .status(let code) = HTTPProbe.parse(bytes), code == 200 || (300...399).contains(code) {
+        fatalError("status \(code) not classified")
+    }
+    _ = ProbeURL(text)
+    if let ssid = WirelessSSID.ssid(inAnswer: bytes), ssid.utf8.count > 32 * 3 { fatalError("an SSID of \(ssid.utf8.count) bytes") }
+    for pattern in facts.searchDomains { _ = DomainPattern.matches(pattern, text); _ = AddressPattern.matches(pattern, text) }
     return 0
 }

@@ -1,0 +1,277 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNCore
+import VPNSystem
+
+/// `vpnctl ondemand`: turn a profile's on-demand rules on or off, pause them
+/// for now, see what they would do. The agent runs them.
+enum OnDemandCommand {
+    static let profileArgument = PositionalSpec("profile", help: "The profile's name or UUID.")
+
+    static let spec = CommandSpec(
+        name: "ondemand", abstract: "Turn a profile's on-demand rules on or off, pause them, or test them against the network now.",
+        discussion: """
+        On-demand rules (the profile's onDemand; see vpnctl-profile(5)) are run by the
+        agent (vpnctl agent) on every network change: the first rule whose conditions all
+        match decides (connect, disconnect or ignore). 'vpnctl stop' of a profile with
+        on-demand on pauses it, so that the tunnel stays down until 'ondemand resume' or
+        'start'. A pause survives an agent restart, not a reboot.
+        """,
+        subcommands: [enableSpec, disableSpec, pauseSpec, resumeSpec, statusSpec, testSpec])
+
+    static let enableSpec = CommandSpec(
+        name: "enable", abstract: "Turn on-demand on for a profile (saved in the profile).",
+        examples: ["vpnctl ondemand enable office", "vpnctl ondemand enable office --json"],
+        positionals: [profileArgument], run: { try setEnabled($0, true) })
+
+    static let disableSpec = CommandSpec(
+        name: "disable", abstract: "Turn on-demand off for a profile; the tunnel is left as it is.",
+        examples: ["vpnctl ondemand disable office", "vpnctl ondemand disable office --json"],
+        positionals: [profileArgument], run: { try setEnabled($0, false) })
+
+    static let pauseSpec = CommandSpec(
+        name: "pause", abstract: "Pause on-demand for a profile until 'ondemand resume' or 'start'; the tunnel is left as it is.",
+        examples: ["vpnctl ondemand pause office", "vpnctl ondemand pause office && vpnctl stop office"],
+        positionals: [profileArgument], run: { try setPaused($0, true) })
+
+    static let resumeSpec = CommandSpec(
+        name: "resume", abstract: "Let the agent run a profile's on-demand rules again.",
+        examples: ["vpnctl ondemand resume office", "vpnctl ondemand resume office --json"],
+        positionals: [profileArgument], run: { try setPaused($0, false) })
+
+    static let statusSpec = CommandSpec(
+        name: "status", abstract: "Show on-demand's state for every profile with rules, or for one.",
+        examples: ["vpnctl ondemand status", "vpnctl ondemand status office --json"],
+        positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")], run: runStatus)
+
+    static let testSpec = CommandSpec(
+        name: "test", abstract: "Evaluate a profile's rules against the network now, rule by rule; changes nothing.",
+        discussion: """
+        Prints the network as on-demand sees it (the primary interface and its type, the
+        resolver's search domains and servers), then each rule with each condition and
+        whether it held, and the rule that decides. Probe URLs are requested. Exit 0
+        whatever the rules decide.
+        """,
+        examples: ["vpnctl ondemand test office", "vpnctl ondemand test office --json"],
+        positionals: [profileArgument], run: runTest)
+
+    struct ChangeResult: Encodable {
+        var schemaVersion = 1
+        let name: String
+        let id: String
+        let enabled: Bool
+        let paused: Bool
+        let changed: Bool
+    }
+
+    static func pauses(_ inv: Invocation) -> OnDemandPauses { OnDemandPauses(runDirectory: inv.options.runDirectory) }
+
+    static func warn(_ inv: Invocation, _ profile: Profile) {
+        let validator = ProfileValidator(secretExists: { _ in true })
+        for w in validator.warnings(in: profile) { inv.output.note("warning: \(w)") }
+    }
+
+    static func setEnabled(_ inv: Invocation, _ enabled: Bool) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        var profile = try manager.profile(named: inv.args.positionals[0])
+        if enabled && profile.onDemand.rules.isEmpty {
+            throw VPNError(.configurationInvalid, "'\(profile.name)' has no on-demand rules",
+                           hint: "add them with: vpnctl edit \(profile.name) (onDemand.rules; see vpnctl-profile(5))")
+        }
+        let changed = profile.onDemand.enabled != enabled
+        if changed {
+            profile.onDemand.enabled = enabled
+            profile = try manager.save(profile)
+        }
+        let paused = pauses(inv).isPaused(profile.id)
+        if inv.options.json {
+            inv.output.emit(ChangeResult(name: profile.name, id: profile.id.lowercasedString, enabled: enabled, paused: paused, changed: changed))
+            return .ok
+        }
+        inv.output.line(changed ? "on-demand \(enabled ? "enabled" : "disabled") for '\(profile.name)'"
+                                : "on-demand is already \(enabled ? "enabled" : "disabled") for '\(profile.name)'")
+        if enabled {
+            warn(inv, profile)
+            if paused { inv.output.note("it is paused: vpnctl ondemand resume \(profile.name)") }
+        }
+        return .ok
+    }
+
+    static func setPaused(_ inv: Invocation, _ paused: Bool) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        try inv.controller.runtime.prepare()
+        let changed = try pauses(inv).set(profile.id, paused: paused)
+        if inv.options.json {
+            inv.output.emit(ChangeResult(name: profile.name, id: profile.id.lowercasedString, enabled: profile.onDemand.enabled,
+                                         paused: paused, changed: changed))
+            return .ok
+        }
+        if paused {
+            inv.output.line(changed ? "on-demand paused for '\(profile.name)'; the tunnel is left as it is"
+                                    : "on-demand is already paused for '\(profile.name)'")
+        } else {
+            inv.output.line(changed ? "on-demand resumed for '\(profile.name)'" : "on-demand was not paused for '\(profile.name)'")
+        }
+        if !profile.onDemand.enabled { inv.output.note("on-demand is disabled for '\(profile.name)': vpnctl ondemand enable \(profile.name)") }
+        return .ok
+    }
+
+    struct StatusRow: Encodable {
+        let name: String
+        let id: String
+        let enabled: Bool
+        let paused: Bool
+        let rules: Int
+        let status: String
+        let startedBy: StartOrigin?
+        /// What the agent last decided (nil before it has evaluated the profile).
+        let agentDecision: OnDemandReport.Entry?
+
+        enum Keys: String, CodingKey { case name, id, enabled, paused, rules, status, startedBy, agentDecision }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(id, forKey: .id)
+            try c.encode(enabled, forKey: .enabled)
+            try c.encode(paused, forKey: .paused)
+            try c.encode(rules, forKey: .rules)
+            try c.encode(status, forKey: .status)
+            if let startedBy { try c.encode(startedBy, forKey: .startedBy) } else { try c.encodeNil(forKey: .startedBy) }
+            if let agentDecision { try c.encode(agentDecision, forKey: .agentDecision) } else { try c.encodeNil(forKey: .agentDecision) }
+        }
+    }
+
+    struct StatusResult: Encodable {
+        var schemaVersion = 1
+        let agentRunning: Bool
+        let profiles: [StatusRow]
+    }
+
+    static func agentRunning(_ inv: Invocation) -> Bool {
+        guard let fd = try? UnixSocket.connect(to: AgentSettings.socketPath(runDirectory: inv.options.runDirectory)) else { return false }
+        close(fd)
+        return true
+    }
+
+    static func runStatus(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profiles = try inv.args.positionals.first.map { [try manager.profile(named: $0)] }
+            ?? manager.profiles.filter { !$0.onDemand.rules.isEmpty }
+        let paused = try pauses(inv).paused()
+        let running = agentRunning(inv)
+        // A report is the running agent's; one left by a stopped agent is stale.
+        let report = running ? try OnDemandReport.read(runDirectory: inv.options.runDirectory) : nil
+        let rows = try profiles.map { p -> StatusRow in
+            let d = try inv.controller.derive(p)
+            return StatusRow(name: p.name, id: p.id.lowercasedString, enabled: p.onDemand.enabled, paused: paused.contains(p.id),
+                             rules: p.onDemand.rules.count, status: d.status.name, startedBy: d.isActive ? d.record?.startedBy : nil,
+                             agentDecision: p.onDemand.enabled ? report?.entry(p.id) : nil)
+        }
+        if inv.options.json {
+            inv.output.emit(StatusResult(agentRunning: running, profiles: rows))
+            return .ok
+        }
+        if rows.isEmpty {
+            inv.output.note("no profile has on-demand rules (onDemand.rules; see vpnctl-profile(5))")
+            return .ok
+        }
+        inv.output.table(["NAME", "ON-DEMAND", "RULES", "TUNNEL", "STARTED BY", "AGENT'S DECISION"], rows.map { r in
+            [r.name, !r.enabled ? "disabled" : r.paused ? "paused" : "on", String(r.rules), r.status, r.startedBy?.text ?? "-",
+             r.agentDecision.map { d in d.rule.map { "rule \($0): \(d.decision) (\(d.reason))" } ?? d.decision } ?? "-"]
+        })
+        for r in rows { if let note = r.agentDecision?.note { inv.output.line("\(r.name): \(note)") } }
+        if !running && rows.contains(where: { $0.enabled && !$0.paused }) {
+            inv.output.note("the agent is not running, so no rule is run: systemctl start vpnctl-agent.socket")
+        }
+        return .ok
+    }
+
+    struct TestResult: Encodable {
+        var schemaVersion = 1
+        let name: String
+        let enabled: Bool
+        let paused: Bool
+        let network: NetworkJSON
+        let rules: [RuleOutcome]
+        let decidingRule: Int?
+        let decision: String?
+        let reason: String
+        let warnings: [String]
+
+        enum Keys: String, CodingKey { case name, enabled, paused, network, rules, decidingRule, decision, reason, warnings }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(name, forKey: .name)
+            try c.encode(enabled, forKey: .enabled)
+            try c.encode(paused, forKey: .paused)
+            try c.encode(network, forKey: .network)
+            try c.encode(rules, forKey: .rules)
+            if let decidingRule { try c.encode(decidingRule, forKey: .decidingRule) } else { try c.encodeNil(forKey: .decidingRule) }
+            if let decision { try c.encode(decision, forKey: .decision) } else { try c.encodeNil(forKey: .decision) }
+            try c.encode(reason, forKey: .reason)
+            try c.encode(warnings, forKey: .warnings)
+        }
+    }
+
+    struct NetworkJSON: Encodable {
+        let snapshot: NetworkSnapshot
+        enum Keys: String, CodingKey { case primaryInterface, interfaceType, ssid, searchDomains, dnsServers }
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            if let p = snapshot.primary {
+                try c.encode(p.name, forKey: .primaryInterface)
+                try c.encode(p.type.rawValue, forKey: .interfaceType)
+            } else {
+                try c.encodeNil(forKey: .primaryInterface)
+                try c.encodeNil(forKey: .interfaceType)
+            }
+            if let s = snapshot.primary?.ssid { try c.encode(s, forKey: .ssid) } else { try c.encodeNil(forKey: .ssid) }
+            try c.encode(snapshot.searchDomains, forKey: .searchDomains)
+            try c.encode(snapshot.dnsServers, forKey: .dnsServers)
+        }
+    }
+
+    static func runTest(_ inv: Invocation) throws -> ExitCode {
+        let manager = try inv.loadedManager()
+        let profile = try manager.profile(named: inv.args.positionals[0])
+        let controller = inv.controller
+        let tunnels = Set(manager.profiles.compactMap { p -> String? in
+            guard let d = try? controller.derive(p), d.isActive else { return nil }
+            return d.interface
+        })
+        let network = NetworkObserver(runDirectory: inv.options.runDirectory).snapshot(tunnels: tunnels)
+        let e = OnDemandEvaluator.evaluate(profile.onDemand.rules, on: network, probe: { HTTPProbe.probe($0) })
+        let warnings = ProfileValidator(secretExists: { _ in true }).warnings(in: profile)
+        let paused = pauses(inv).isPaused(profile.id)
+        if inv.options.json {
+            inv.output.emit(TestResult(name: profile.name, enabled: profile.onDemand.enabled, paused: paused,
+                                       network: NetworkJSON(snapshot: network), rules: e.rules, decidingRule: e.decidingRule,
+                                       decision: e.decision?.rawValue, reason: e.reason, warnings: warnings))
+            return .ok
+        }
+        inv.output.line("network: \(network.summary)")
+        if profile.onDemand.rules.isEmpty {
+            inv.output.line("'\(profile.name)' has no on-demand rules")
+            return .ok
+        }
+        for r in e.rules {
+            let head = "rule \(r.number) (\(r.action.rawValue))"
+            guard r.evaluated else { inv.output.line("\(head): not evaluated (rule \(e.decidingRule ?? 0) decided)"); continue }
+            if r.conditions.isEmpty { inv.output.line("\(head): matches (no conditions)"); continue }
+            inv.output.line("\(head): \(r.matched ? "matches" : "does not match")")
+            for c in r.conditions { inv.output.line("  \(c.matched ? "yes" : "no ")  \(c.condition): \(c.text)") }
+        }
+        if let n = e.decidingRule, let a = e.decision {
+            inv.output.line("decision: rule \(n): \(a.rawValue) (\(e.reason))")
+        } else {
+            inv.output.line("decision: none (no rule matches: on-demand leaves the tunnel as it is)")
+        }
+        if !profile.onDemand.enabled { inv.output.note("on-demand is disabled for '\(profile.name)': the agent does not run these rules") }
+        if paused { inv.output.note("on-demand is paused for '\(profile.name)': vpnctl ondemand resume \(profile.name)") }
+        for w in warnings { inv.output.note("warning: \(w)") }
+        return .ok
+    }
+}
