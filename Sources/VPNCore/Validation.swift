@@ -63,22 +63,21 @@ public struct ProfileValidator {
         var p: [String] = []
         for (i, r) in o.rules.enumerated() {
             if r.action == .evaluateConnection {
-                p.append("onDemand.rules[\(i)].action: evaluateConnection needs a per-connection hook that Linux does not give; "
-                         + "use connect with dnsSearchDomains (or dnsServerAddresses) conditions instead")
+                p.append(L("onDemand.rules[\(i)].action: evaluateConnection needs a per-connection hook that Linux does not give; use connect with dnsSearchDomains (or dnsServerAddresses) conditions instead"))
             }
             if let url = r.probeURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
                 p.append(L("onDemand.rules[\(i)].probeURL: '\(url)' must be an http:// or https:// URL"))
             } else if let url = r.probeURL, url.hasPrefix("http://"), ProbeURL(url) == nil {
-                p.append("onDemand.rules[\(i)].probeURL: '\(url)' is not a URL vpnctl can probe (http://host[:port]/path)")
+                p.append(L("onDemand.rules[\(i)].probeURL: '\(url)' is not a URL vpnctl can probe (http://host[:port]/path)"))
             }
             for d in r.dnsSearchDomains ?? [] where !(d == "*" || isDomainName(d.hasPrefix("*.") ? String(d.dropFirst(2)) : d)) {
-                p.append("onDemand.rules[\(i)].dnsSearchDomains: '\(OpenVPNDirectives.shown(d))' is not a domain name (or *.domain)")
+                p.append(L("onDemand.rules[\(i)].dnsSearchDomains: '\(OpenVPNDirectives.shown(d))' is not a domain name (or *.domain)"))
             }
             for a in r.dnsServerAddresses ?? [] where a.isEmpty || !a.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" || $0 == "*" }) {
-                p.append("onDemand.rules[\(i)].dnsServerAddresses: '\(OpenVPNDirectives.shown(a))' is not an address (or a pattern with *)")
+                p.append(L("onDemand.rules[\(i)].dnsServerAddresses: '\(OpenVPNDirectives.shown(a))' is not an address (or a pattern with *)"))
             }
             for s in r.ssids ?? [] where s.isEmpty || s.utf8.count > 32 {
-                p.append("onDemand.rules[\(i)].ssids: '\(OpenVPNDirectives.shown(s))' is not an SSID (1–32 bytes)")
+                p.append(L("onDemand.rules[\(i)].ssids: '\(OpenVPNDirectives.shown(s))' is not an SSID (1–32 bytes)"))
             }
         }
         return p
@@ -91,8 +90,7 @@ public struct ProfileValidator {
         var w: [String] = []
         let rules = profile.onDemand.rules
         if let last = rules.last, last.hasConditions {
-            w.append("onDemand.rules[\(rules.count - 1)]: the last rule has conditions: when no rule matches, on-demand does nothing "
-                     + "(end with a rule without conditions, e.g. {\"action\": \"ignore\"})")
+            w.append(L("onDemand.rules[\(rules.count - 1)]: the last rule has conditions: when no rule matches, on-demand does nothing (end with a rule without conditions, e.g. {\"action\": \"ignore\"})"))
         }
         let model = profile.protocol.model
         // A default route (a full tunnel) does not make a host tunnel-only.
@@ -101,15 +99,13 @@ public struct ProfileValidator {
         for (i, r) in rules.enumerated() {
             guard let url = r.probeURL, let host = ProbeURL.host(of: url) else { continue }
             if url.hasPrefix("https://") {
-                w.append("onDemand.rules[\(i)].probeURL: https probes are not supported yet: the condition never matches (use http://)")
+                w.append(L("onDemand.rules[\(i)].probeURL: https probes are not supported yet: the condition never matches (use http://)"))
             }
             if let ip = IPAddress(host), let route = routes.first(where: { $0.contains(ip) }) {
-                w.append("onDemand.rules[\(i)].probeURL: \(host) is inside the tunnel's route \(route): the probe can only answer "
-                         + "through the tunnel, so it cannot tell whether the tunnel is needed")
+                w.append(L("onDemand.rules[\(i)].probeURL: \(host) is inside the tunnel's route \(route): the probe can only answer through the tunnel, so it cannot tell whether the tunnel is needed"))
             }
             if servers.contains(host.lowercased()) {
-                w.append("onDemand.rules[\(i)].probeURL: \(host) is the VPN server itself: it answers whether or not the "
-                         + "tunnel is needed, so the rule never tells networks apart")
+                w.append(L("onDemand.rules[\(i)].probeURL: \(host) is the VPN server itself: it answers whether or not the tunnel is needed, so the rule never tells networks apart"))
             }
         }
         return w

@@ -207,12 +207,24 @@ enum ApplyCommand {
             return .ok
         }
         if dryRun { inv.output.line(L("dry run: nothing was changed; the plan:")) }
-        for r in applyRows {
-            let verb = dryRun ? ["created": "create", "updated": "update", "removed": "remove"][r.change] ?? r.change : r.change
-            inv.output.line("\(verb) '\(r.name)' (\(r.protocol)) from \(r.source)")
-        }
+        for r in applyRows { inv.output.line(planLine(r, dryRun: dryRun)) }
         if applyRows.isEmpty { inv.output.line(L("nothing to apply: no profile files and no managed profiles")) }
         return .ok
+    }
+
+    /// A row of the plan for people, in their language (the JSON keeps `change`).
+    static func planLine(_ r: Row, dryRun: Bool) -> String {
+        let (name, proto, source) = (r.name, r.protocol, r.source)
+        switch (r.change, dryRun) {
+        case ("created", false): return L("created '\(name)' (\(proto)) from \(source)")
+        case ("created", true): return L("create '\(name)' (\(proto)) from \(source)")
+        case ("updated", false): return L("updated '\(name)' (\(proto)) from \(source)")
+        case ("updated", true): return L("update '\(name)' (\(proto)) from \(source)")
+        case ("removed", false): return L("removed '\(name)' (\(proto)) from \(source)")
+        case ("removed", true): return L("remove '\(name)' (\(proto)) from \(source)")
+        case ("unchanged", _): return L("unchanged '\(name)' (\(proto)) from \(source)")
+        default: return "\(r.change) '\(name)' (\(proto)) from \(source)"
+        }
     }
 
     static func result(_ p: Profile, _ d: Desired, _ change: String) -> MobileConfigImport.ProfileResult {

@@ -202,7 +202,7 @@ enum EditCommand {
         for missing in validator.missingSecrets(in: saved) {
             inv.output.note(L("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>"))
         }
-        for w in validator.warnings(in: saved) { inv.output.note("warning: \(w)") }
+        for w in validator.warnings(in: saved) { inv.output.note(L("warning: \(w)")) }
         if inv.options.json {
             inv.output.emit(Result(name: saved.name, id: saved.id.lowercasedString, revision: saved.revision, changed: true))
         } else {

@@ -82,7 +82,7 @@ enum ImportCommand {
         }
         for note in result.notes { inv.output.note(L("note: \(note)")) }
         let p = result.profile
-        for w in ProfileValidator(secretExists: { _ in true }).warnings(in: p) { inv.output.note("warning: \(w)") }
+        for w in ProfileValidator(secretExists: { _ in true }).warnings(in: p) { inv.output.note(L("warning: \(w)")) }
         var publicKey: String? = nil
         if case .wireguard(let w) = p.protocol {
             publicKey = w.publicKey(readingSecret: { name in

@@ -174,7 +174,8 @@ enum MobileConfigImport {
             return .ok
         }
         if let s = signer {
-            inv.output.line("signed by: \(s.subject) (signature verified\(s.chainVerified ? ", chain checked against --ca" : "; the signer was not checked against a CA: give --ca FILE"))")
+            inv.output.line(s.chainVerified ? L("signed by: \(s.subject) (signature verified, chain checked against --ca)")
+                                            : L("signed by: \(s.subject) (signature verified; the signer was not checked against a CA: give --ca FILE)"))
         } else {
             inv.output.line(L("unsigned profile \(contents.identifier.quotedForMessage)"))
         }

@@ -8,52 +8,52 @@ import VPNSystem
 /// `vpnctl ondemand`: turn a profile's on-demand rules on or off, pause them
 /// for now, see what they would do. The agent runs them.
 enum OnDemandCommand {
-    static let profileArgument = PositionalSpec("profile", help: "The profile's name or UUID.")
+    static let profileArgument = PositionalSpec("profile", help: L("The profile's name or UUID."))
 
     static let spec = CommandSpec(
-        name: "ondemand", abstract: "Turn a profile's on-demand rules on or off, pause them, or test them against the network now.",
-        discussion: """
+        name: "ondemand", abstract: L("Turn a profile's on-demand rules on or off, pause them, or test them against the network now."),
+        discussion: L("""
         On-demand rules (the profile's onDemand; see vpnctl-profile(5)) are run by the
         agent (vpnctl agent) on every network change: the first rule whose conditions all
         match decides (connect, disconnect or ignore). 'vpnctl stop' of a profile with
         on-demand on pauses it, so that the tunnel stays down until 'ondemand resume' or
         'start'. A pause survives an agent restart, not a reboot.
-        """,
+        """),
         subcommands: [enableSpec, disableSpec, pauseSpec, resumeSpec, statusSpec, testSpec])
 
     static let enableSpec = CommandSpec(
-        name: "enable", abstract: "Turn on-demand on for a profile (saved in the profile).",
+        name: "enable", abstract: L("Turn on-demand on for a profile (saved in the profile)."),
         examples: ["vpnctl ondemand enable office", "vpnctl ondemand enable office --json"],
         positionals: [profileArgument], run: { try setEnabled($0, true) })
 
     static let disableSpec = CommandSpec(
-        name: "disable", abstract: "Turn on-demand off for a profile; the tunnel is left as it is.",
+        name: "disable", abstract: L("Turn on-demand off for a profile; the tunnel is left as it is."),
         examples: ["vpnctl ondemand disable office", "vpnctl ondemand disable office --json"],
         positionals: [profileArgument], run: { try setEnabled($0, false) })
 
     static let pauseSpec = CommandSpec(
-        name: "pause", abstract: "Pause on-demand for a profile until 'ondemand resume' or 'start'; the tunnel is left as it is.",
+        name: "pause", abstract: L("Pause on-demand for a profile until 'ondemand resume' or 'start'; the tunnel is left as it is."),
         examples: ["vpnctl ondemand pause office", "vpnctl ondemand pause office && vpnctl stop office"],
         positionals: [profileArgument], run: { try setPaused($0, true) })
 
     static let resumeSpec = CommandSpec(
-        name: "resume", abstract: "Let the agent run a profile's on-demand rules again.",
+        name: "resume", abstract: L("Let the agent run a profile's on-demand rules again."),
         examples: ["vpnctl ondemand resume office", "vpnctl ondemand resume office --json"],
         positionals: [profileArgument], run: { try setPaused($0, false) })
 
     static let statusSpec = CommandSpec(
-        name: "status", abstract: "Show on-demand's state for every profile with rules, or for one.",
+        name: "status", abstract: L("Show on-demand's state for every profile with rules, or for one."),
         examples: ["vpnctl ondemand status", "vpnctl ondemand status office --json"],
-        positionals: [PositionalSpec("profile", optional: true, help: "The profile's name or UUID.")], run: runStatus)
+        positionals: [PositionalSpec("profile", optional: true, help: L("The profile's name or UUID."))], run: runStatus)
 
     static let testSpec = CommandSpec(
-        name: "test", abstract: "Evaluate a profile's rules against the network now, rule by rule; changes nothing.",
-        discussion: """
+        name: "test", abstract: L("Evaluate a profile's rules against the network now, rule by rule; changes nothing."),
+        discussion: L("""
         Prints the network as on-demand sees it (the primary interface and its type, the
         resolver's search domains and servers), then each rule with each condition and
         whether it held, and the rule that decides. Probe URLs are requested. Exit 0
         whatever the rules decide.
-        """,
+        """),
         examples: ["vpnctl ondemand test office", "vpnctl ondemand test office --json"],
         positionals: [profileArgument], run: runTest)
 
@@ -70,15 +70,15 @@ enum OnDemandCommand {
 
     static func warn(_ inv: Invocation, _ profile: Profile) {
         let validator = ProfileValidator(secretExists: { _ in true })
-        for w in validator.warnings(in: profile) { inv.output.note("warning: \(w)") }
+        for w in validator.warnings(in: profile) { inv.output.note(L("warning: \(w)")) }
     }
 
     static func setEnabled(_ inv: Invocation, _ enabled: Bool) throws -> ExitCode {
         let manager = try inv.loadedManager()
         var profile = try manager.profile(named: inv.args.positionals[0])
         if enabled && profile.onDemand.rules.isEmpty {
-            throw VPNError(.configurationInvalid, "'\(profile.name)' has no on-demand rules",
-                           hint: "add them with: vpnctl edit \(profile.name) (onDemand.rules; see vpnctl-profile(5))")
+            throw VPNError(.configurationInvalid, L("'\(profile.name)' has no on-demand rules"),
+                           hint: L("add them with: vpnctl edit \(profile.name) (onDemand.rules; see vpnctl-profile(5))"))
         }
         let changed = profile.onDemand.enabled != enabled
         if changed {
@@ -90,11 +90,14 @@ enum OnDemandCommand {
             inv.output.emit(ChangeResult(name: profile.name, id: profile.id.lowercasedString, enabled: enabled, paused: paused, changed: changed))
             return .ok
         }
-        inv.output.line(changed ? "on-demand \(enabled ? "enabled" : "disabled") for '\(profile.name)'"
-                                : "on-demand is already \(enabled ? "enabled" : "disabled") for '\(profile.name)'")
+        if enabled {
+            inv.output.line(changed ? L("on-demand enabled for '\(profile.name)'") : L("on-demand is already enabled for '\(profile.name)'"))
+        } else {
+            inv.output.line(changed ? L("on-demand disabled for '\(profile.name)'") : L("on-demand is already disabled for '\(profile.name)'"))
+        }
         if enabled {
             warn(inv, profile)
-            if paused { inv.output.note("it is paused: vpnctl ondemand resume \(profile.name)") }
+            if paused { inv.output.note(L("it is paused: vpnctl ondemand resume \(profile.name)")) }
         }
         return .ok
     }
@@ -110,12 +113,12 @@ enum OnDemandCommand {
             return .ok
         }
         if paused {
-            inv.output.line(changed ? "on-demand paused for '\(profile.name)'; the tunnel is left as it is"
-                                    : "on-demand is already paused for '\(profile.name)'")
+            inv.output.line(changed ? L("on-demand paused for '\(profile.name)'; the tunnel is left as it is")
+                                    : L("on-demand is already paused for '\(profile.name)'"))
         } else {
-            inv.output.line(changed ? "on-demand resumed for '\(profile.name)'" : "on-demand was not paused for '\(profile.name)'")
+            inv.output.line(changed ? L("on-demand resumed for '\(profile.name)'") : L("on-demand was not paused for '\(profile.name)'"))
         }
-        if !profile.onDemand.enabled { inv.output.note("on-demand is disabled for '\(profile.name)': vpnctl ondemand enable \(profile.name)") }
+        if !profile.onDemand.enabled { inv.output.note(L("on-demand is disabled for '\(profile.name)': vpnctl ondemand enable \(profile.name)")) }
         return .ok
     }
 
@@ -175,19 +178,23 @@ enum OnDemandCommand {
             return .ok
         }
         if rows.isEmpty {
-            inv.output.note("no profile has on-demand rules (onDemand.rules; see vpnctl-profile(5))")
+            inv.output.note(L("no profile has on-demand rules (onDemand.rules; see vpnctl-profile(5))"))
             return .ok
         }
-        inv.output.table(["NAME", "ON-DEMAND", "RULES", "TUNNEL", "STARTED BY", "AGENT'S DECISION"], rows.map { r in
-            [r.name, !r.enabled ? "disabled" : r.paused ? "paused" : "on", String(r.rules), r.status, r.startedBy?.text ?? "-",
-             r.agentDecision.map { d in d.rule.map { "rule \($0): \(d.decision) (\(d.reason))" } ?? d.decision } ?? "-"]
+        inv.output.table([L("NAME"), L("ON-DEMAND"), L("RULES"), L("TUNNEL"), L("STARTED BY"), L("AGENT'S DECISION")], rows.map { r in
+            [r.name, !r.enabled ? L("disabled") : r.paused ? L("paused") : L("on"), String(r.rules), VPNStatus.displayName(of: r.status),
+             r.startedBy.map(originText) ?? "-",
+             r.agentDecision.map { d in d.rule.map { L("rule \($0): \(d.decision) (\(d.reason))") } ?? d.decision } ?? "-"]
         })
         for r in rows { if let note = r.agentDecision?.note { inv.output.line("\(r.name): \(note)") } }
         if !running && rows.contains(where: { $0.enabled && !$0.paused }) {
-            inv.output.note("the agent is not running, so no rule is run: systemctl start vpnctl-agent.socket")
+            inv.output.note(L("the agent is not running, so no rule is run: systemctl start vpnctl-agent.socket"))
         }
         return .ok
     }
+
+    /// StartOrigin.text (the agent's log keeps it English) in the reader's language.
+    static func originText(_ o: StartOrigin) -> String { L("on-demand rule \(o.rule): \(o.reason)") }
 
     struct TestResult: Encodable {
         var schemaVersion = 1
@@ -252,26 +259,32 @@ enum OnDemandCommand {
                                        decision: e.decision?.rawValue, reason: e.reason, warnings: warnings))
             return .ok
         }
-        inv.output.line("network: \(network.summary)")
+        inv.output.line(L("network: \(network.summary)"))
         if profile.onDemand.rules.isEmpty {
-            inv.output.line("'\(profile.name)' has no on-demand rules")
+            inv.output.line(L("'\(profile.name)' has no on-demand rules"))
             return .ok
         }
+        // "yes" and "no" padded to one width, so that the conditions line up.
+        let yes = L("yes"), no = L("no")
+        let markWidth = max(yes.terminalWidth, no.terminalWidth)
         for r in e.rules {
-            let head = "rule \(r.number) (\(r.action.rawValue))"
-            guard r.evaluated else { inv.output.line("\(head): not evaluated (rule \(e.decidingRule ?? 0) decided)"); continue }
-            if r.conditions.isEmpty { inv.output.line("\(head): matches (no conditions)"); continue }
-            inv.output.line("\(head): \(r.matched ? "matches" : "does not match")")
-            for c in r.conditions { inv.output.line("  \(c.matched ? "yes" : "no ")  \(c.condition): \(c.text)") }
+            let (n, action) = (r.number, r.action.rawValue)
+            guard r.evaluated else { inv.output.line(L("rule \(n) (\(action)): not evaluated (rule \(e.decidingRule ?? 0) decided)")); continue }
+            if r.conditions.isEmpty { inv.output.line(L("rule \(n) (\(action)): matches (no conditions)")); continue }
+            inv.output.line(r.matched ? L("rule \(n) (\(action)): matches") : L("rule \(n) (\(action)): does not match"))
+            for c in r.conditions {
+                let mark = c.matched ? yes : no
+                inv.output.line("  \(mark)\(String(repeating: " ", count: markWidth - mark.terminalWidth))  \(c.condition): \(c.text)")
+            }
         }
         if let n = e.decidingRule, let a = e.decision {
-            inv.output.line("decision: rule \(n): \(a.rawValue) (\(e.reason))")
+            inv.output.line(L("decision: rule \(n): \(a.rawValue) (\(e.reason))"))
         } else {
-            inv.output.line("decision: none (no rule matches: on-demand leaves the tunnel as it is)")
+            inv.output.line(L("decision: none (no rule matches: on-demand leaves the tunnel as it is)"))
         }
-        if !profile.onDemand.enabled { inv.output.note("on-demand is disabled for '\(profile.name)': the agent does not run these rules") }
-        if paused { inv.output.note("on-demand is paused for '\(profile.name)': vpnctl ondemand resume \(profile.name)") }
-        for w in warnings { inv.output.note("warning: \(w)") }
+        if !profile.onDemand.enabled { inv.output.note(L("on-demand is disabled for '\(profile.name)': the agent does not run these rules")) }
+        if paused { inv.output.note(L("on-demand is paused for '\(profile.name)': vpnctl ondemand resume \(profile.name)")) }
+        for w in warnings { inv.output.note(L("warning: \(w)")) }
         return .ok
     }
 }

@@ -63,7 +63,7 @@ enum ShowCommand {
         let rows = p.protocol.model.described(secret: secret)
         for field in rows.fields {
             out.append((field.label, field.value))
-            if field.label == "private key", let publicKey { out.append(("public key", publicKey + " (give this to the server)")) }
+            if field.label == L("private key"), let publicKey { out.append(("public key", publicKey + " (give this to the server)")) }
         }
         if let d = p.dnsSettings {
             if !d.servers.isEmpty { out.append(("dns servers", d.servers.joined(separator: ", "))) }
@@ -85,7 +85,8 @@ enum ShowCommand {
                 : "\(o.profileIdentifier) (payload \(o.payloadIdentifier))"
             out.append(("imported from", from + (o.managedByApply ? ", managed by vpnctl apply" : "")))
         }
-        let width = (out.map { $0.0.count }.max() ?? 0) + 2
+        // Widths as the terminal shows them: the protocol's labels are translated.
+        let width = (out.map { $0.0.terminalWidth }.max() ?? 0) + 2
         let rules = p.onDemand.rules.enumerated().map { "on-demand rule \($0.offset + 1): \($0.element.summary)" }
         return out.map { k, v in (k + ":").padding(width) + v } + rows.lines + rules
     }
@@ -93,6 +94,6 @@ enum ShowCommand {
 
 extension String {
     func padding(_ width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+        terminalWidth >= width ? self + " " : self + String(repeating: " ", count: width - terminalWidth)
     }
 }

@@ -34,7 +34,7 @@ enum StartCommand {
         let (code, status) = try TunnelActions.start(inv, manager, profile, wait: !inv.args.flag("no-wait"), timeout: timeout)
         // A start by hand ends a pause that a stop began.
         if (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
-            inv.output.note("on-demand resumed for '\(profile.name)'")
+            inv.output.note(L("on-demand resumed for '\(profile.name)'"))
         }
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "start", profile: StatusJSON(status: status)))
@@ -56,7 +56,7 @@ enum StopCommand {
             return try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: true)
         } catch {
             // The stop matters more than the pause: it goes on, and says so.
-            inv.output.note("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again")
+            inv.output.note(L("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again"))
             return false
         }
     }
@@ -102,7 +102,7 @@ enum StopCommand {
                 let d = try inv.controller.derive(p)
                 // A kill switch left blocking by a failed tunnel is stopped too.
                 guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
-                if pauseOnDemand(inv, p) && !inv.options.json { inv.output.note("on-demand paused for '\(p.name)'") }
+                if pauseOnDemand(inv, p) && !inv.options.json { inv.output.note(L("on-demand paused for '\(p.name)'")) }
                 results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
                 if !inv.options.json { inv.output.line(L("stopped '\(p.name)'")) }
             }
@@ -116,7 +116,7 @@ enum StopCommand {
         let paused = pauseOnDemand(inv, profile)
         let (code, status) = try TunnelActions.stop(inv, profile, wait: wait, timeout: timeout)
         if paused {
-            inv.output.note("on-demand paused for '\(profile.name)': the agent will not start it (vpnctl ondemand resume \(profile.name), or start)")
+            inv.output.note(L("on-demand paused for '\(profile.name)': the agent will not start it (vpnctl ondemand resume \(profile.name), or start)"))
         }
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: status)))
@@ -147,9 +147,9 @@ enum ToggleCommand {
         var status: DerivedStatus
         // As stop and start do: off pauses on-demand, on resumes it.
         if action == "stop", StopCommand.pauseOnDemand(inv, profile) {
-            inv.output.note("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))")
+            inv.output.note(L("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))"))
         } else if action == "start", (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
-            inv.output.note("on-demand resumed for '\(profile.name)'")
+            inv.output.note(L("on-demand resumed for '\(profile.name)'"))
         }
         do {
             (code, status) = action == "stop"

@@ -116,9 +116,12 @@ enum StatsCommand {
                 linesDrawn = printWatchTable(inv, rows)
             } else {
                 for r in rows {
-                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  rate rx \(rate(r.rxRate, tick.isFirst))  tx \(rate(r.txRate, tick.isFirst))"
-                                    + "  total rx \(humanBytes(r.counters.rxBytes))  tx \(humanBytes(r.counters.txBytes))"
-                                    + (r.resetDetected ? "  (counters reset: interface recreated)" : ""))
+                    let (rx, tx) = (rate(r.rxRate, tick.isFirst), rate(r.txRate, tick.isFirst))
+                    let (totalRx, totalTx) = (humanBytes(r.counters.rxBytes), humanBytes(r.counters.txBytes))
+                    let counts = r.resetDetected
+                        ? L("rate rx \(rx)  tx \(tx)  total rx \(totalRx)  tx \(totalTx)  (counters reset: interface recreated)")
+                        : L("rate rx \(rx)  tx \(tx)  total rx \(totalRx)  tx \(totalTx)")
+                    inv.output.line("\(Timestamp.clock(Date()))  \(r.counters.name)  \(counts)")
                 }
             }
             // Sampling is periodic by nature: wait until the next sample is due.
@@ -137,7 +140,7 @@ enum StatsCommand {
     }
 
     static func rate(_ r: Double?, _ first: Bool) -> String {
-        guard let r else { return first ? "-" : "reset" }
+        guard let r else { return first ? "-" : L("reset") }
         return humanBytes(UInt64(r.rounded())) + "/s"
     }
 
@@ -174,8 +177,7 @@ enum StatsCommand {
                 inv.output.line(L("this session (\(s.profile), since \(s.since.map(Timestamp.iso8601) ?? "?")): rx \(humanBytes(rx))  tx \(humanBytes(tx))"))
                 if let total = rows.first(where: { $0.counters.name == s.interface })?.counters,
                    total.rxBytes > rx || total.txBytes > tx {
-                    inv.output.line("  (\(s.interface)'s totals above also count rx \(humanBytes(total.rxBytes &- rx))  tx \(humanBytes(total.txBytes &- tx)) "
-                                    + "from before this session connected)")
+                    inv.output.line("  " + L("(\(s.interface)'s totals above also count rx \(humanBytes(total.rxBytes &- rx))  tx \(humanBytes(total.txBytes &- tx)) from before this session connected)"))
                 }
             }
         }

@@ -58,10 +58,15 @@ enum StatusCommand {
         // The kill switch, said in words where it matters.
         for d in statuses {
             guard let k = d.killSwitch else { continue }
-            inv.output.line("\(d.name): \(k.text)" + (k == .blocking ? " (vpnctl stop \(d.name) lets traffic out again)"
-                                                     : k == .missing ? " (vpnctl stop, then start \(d.name), puts it back)" : ""))
+            switch k {
+            case .on: inv.output.line(L("\(d.name): on"))
+            case .blocking:
+                inv.output.line(L("\(d.name): blocking: kill switch active, tunnel down (vpnctl stop \(d.name) lets traffic out again)"))
+            case .missing:
+                inv.output.line(L("\(d.name): MISSING: the kill switch's nftables table is gone (a firewall reload?); nothing is blocked (vpnctl stop, then start \(d.name), puts it back)"))
+            }
         }
-        for d in statuses { if let note = d.resolver?.note { inv.output.line("\(d.name): DNS: \(note)") } }
+        for d in statuses { if let note = d.resolver?.note { inv.output.line(L("\(d.name): DNS: \(note)")) } }
         onDemandLines(inv, statuses, profiles)
         return .ok
     }
@@ -72,10 +77,10 @@ enum StatusCommand {
         let paused = (try? OnDemandPauses(runDirectory: inv.options.runDirectory).paused()) ?? []
         let report = try? OnDemandReport.read(runDirectory: inv.options.runDirectory)
         for d in statuses {
-            if d.isActive, let o = d.record?.startedBy { inv.output.line("\(d.name): \(d.status.name), \(o.text)") }
-            if let note = report?.entry(d.id)?.note, !paused.contains(d.id) { inv.output.line("\(d.name): on-demand: \(note)") }
+            if d.isActive, let o = d.record?.startedBy { inv.output.line(L("\(d.name): \(d.status.displayName), on-demand rule \(o.rule): \(o.reason)")) }
+            if let note = report?.entry(d.id)?.note, !paused.contains(d.id) { inv.output.line(L("\(d.name): on-demand: \(note)")) }
             if paused.contains(d.id), profiles.first(where: { $0.id == d.id })?.onDemand.enabled == true {
-                inv.output.line("\(d.name): on-demand paused (vpnctl ondemand resume \(d.name))")
+                inv.output.line(L("\(d.name): on-demand paused (vpnctl ondemand resume \(d.name))"))
             }
         }
     }

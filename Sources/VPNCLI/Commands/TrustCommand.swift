@@ -28,7 +28,7 @@ enum TrustCommand {
 
     static let addSpec = CommandSpec(
         name: "add", abstract: L("Install the CA certificates of a file (PEM or DER) as trust anchors."),
-        discussion: "A file holding a private key is refused: a trust anchor is a certificate only.",
+        discussion: L("A file holding a private key is refused: a trust anchor is a certificate only."),
         examples: [
             "vpnctl trust add corp-ca.pem",
             "vpnctl trust add - < corp-ca.der",
@@ -118,12 +118,15 @@ enum TrustCommand {
             inv.output.emit(ShowResult(anchor: r, pem: e.certificate.pem))
             return .ok
         }
-        inv.output.line("fingerprint: \(r.fingerprint)")
-        inv.output.line("subject:     \(r.subject)")
-        inv.output.line("issuer:      \(r.issuer)")
-        inv.output.line("valid:       \(r.notBefore) to \(r.notAfter)")
-        inv.output.line("used by:     \(r.usedBy.isEmpty ? "(no profile)" : r.usedBy.joined(separator: ", "))")
-        inv.output.line("file:        \(trust.path(r.fingerprint))")
+        // The values line up one space after the widest label, as translated.
+        let fields = [(L("fingerprint:"), r.fingerprint), (L("subject:"), r.subject), (L("issuer:"), r.issuer),
+                      (L("valid:"), L("\(r.notBefore) to \(r.notAfter)")),
+                      (L("used by:"), r.usedBy.isEmpty ? L("(no profile)") : r.usedBy.joined(separator: ", ")),
+                      (L("file:"), trust.path(r.fingerprint))]
+        let width = fields.map { $0.0.terminalWidth }.max() ?? 0
+        for (label, value) in fields {
+            inv.output.line(label + String(repeating: " ", count: width - label.terminalWidth + 1) + value)
+        }
         for l in e.certificate.pem.split(separator: "\n") { inv.output.line(String(l)) }
         return .ok
     }

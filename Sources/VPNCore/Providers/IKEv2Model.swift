@@ -8,8 +8,8 @@ extension IKEv2Configuration: ConfigurationModel {
     public func problems(_ v: ProfileValidator) -> [String] {
         let i = self
         var p: [String] = []
-        if i.serverAddress.isEmpty { p.append("protocol.serverAddress: missing") }
-        if i.remoteIdentifier?.isEmpty ?? true { p.append("protocol.remoteIdentifier: missing (the server's IKE identity)") }
+        if i.serverAddress.isEmpty { p.append(L("protocol.serverAddress: missing")) }
+        if i.remoteIdentifier?.isEmpty ?? true { p.append(L("protocol.remoteIdentifier: missing (the server's IKE identity)")) }
         switch i.authenticationMethod {
         case .sharedSecret:
             p += v.secretRef("protocol.sharedSecretSecret", i.sharedSecretSecret, required: true, what: "sharedSecret authentication needs it")
@@ -17,24 +17,24 @@ extension IKEv2Configuration: ConfigurationModel {
             p += v.secretRef("protocol.identitySecret", i.identitySecret, required: true, what: "certificate authentication needs a client identity")
         case .none:
             if i.username == nil {
-                p.append("protocol.authenticationMethod: none and no username (choose sharedSecret, certificate, or set username and passwordSecret)")
+                p.append(L("protocol.authenticationMethod: none and no username (choose sharedSecret, certificate, or set username and passwordSecret)"))
             }
         }
         if i.username != nil {
-            if i.username?.isEmpty ?? true { p.append("protocol.username: empty") }
+            if i.username?.isEmpty ?? true { p.append(L("protocol.username: empty")) }
             p += v.secretRef("protocol.passwordSecret", i.passwordSecret, required: true, what: "a username needs a password secret")
         }
         if let fp = i.caFingerprint, !TrustAnchor.isFingerprint(fp) {
-            p.append("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)")
+            p.append(L("protocol.caFingerprint: '\(fp)' is not a SHA-256 fingerprint (64 hex digits)"))
         }
         // The server proves itself with a certificate unless both sides use
         // the shared secret; checking its name (the remote identifier) needs an anchor.
         if i.authenticationMethod != .sharedSecret && i.caFingerprint == nil {
-            p.append("protocol.caFingerprint: missing (the server's certificate is checked against the remote identifier; that needs a trust anchor)")
+            p.append(L("protocol.caFingerprint: missing (the server's certificate is checked against the remote identifier; that needs a trust anchor)"))
         }
         for (field, list, ike) in [("ikeProposals", i.ikeProposals, true), ("childProposals", i.childProposals, false)] {
             guard let list else { continue }
-            if list.isEmpty { p.append("protocol.\(field): empty (leave it out for strongSwan's defaults)") }
+            if list.isEmpty { p.append(L("protocol.\(field): empty (leave it out for strongSwan's defaults)")) }
             for (n, proposal) in list.enumerated() {
                 if let why = IKEv2Proposal.problem(proposal, ike: ike) {
                     p.append("protocol.\(field)[\(n)]: '\(proposal)': \(why)")
@@ -43,37 +43,37 @@ extension IKEv2Configuration: ConfigurationModel {
         }
         if i.enablePFS == true, let child = i.childProposals {
             for (n, proposal) in child.enumerated() where IKEv2Proposal.problem(proposal, ike: false) == nil && !IKEv2Proposal.hasGroup(proposal) {
-                p.append("protocol.childProposals[\(n)]: '\(proposal)' has no key exchange group, and enablePFS needs one")
+                p.append(L("protocol.childProposals[\(n)]: '\(proposal)' has no key exchange group, and enablePFS needs one"))
             }
         }
-        if let m = i.lifetimeMinutes, !(10...1440).contains(m) { p.append("protocol.lifetimeMinutes: \(m) is out of range (10–1440)") }
-        if let m = i.mtu, !(1280...1500).contains(m) { p.append("protocol.mtu: \(m) is out of range (1280–1500)") }
+        if let m = i.lifetimeMinutes, !(10...1440).contains(m) { p.append(L("protocol.lifetimeMinutes: \(m) is out of range (10–1440)")) }
+        if let m = i.mtu, !(1280...1500).contains(m) { p.append(L("protocol.mtu: \(m) is out of range (1280–1500)")) }
         return p
     }
 
     public func described(secret: (String?) -> String) -> ConfigurationRows {
         var r = ConfigurationRows()
-        r.add("server", serverAddress)
-        r.add("remote id", remoteIdentifier ?? "(none)")
-        if let l = localIdentifier { r.add("local id", l) }
+        r.add(L("server"), serverAddress)
+        r.add(L("remote id"), remoteIdentifier ?? "(none)")
+        if let l = localIdentifier { r.add(L("local id"), l) }
         switch (authenticationMethod, username != nil) {
-        case (.none, true): r.add("authentication", "eap (EAP-MSCHAPv2)")
-        case (_, true): r.add("authentication", "\(authenticationMethod.rawValue), then eap (EAP-MSCHAPv2)")
-        default: r.add("authentication", authenticationMethod.rawValue)
+        case (.none, true): r.add(L("authentication"), "eap (EAP-MSCHAPv2)")
+        case (_, true): r.add(L("authentication"), "\(authenticationMethod.rawValue), then eap (EAP-MSCHAPv2)")
+        default: r.add(L("authentication"), authenticationMethod.rawValue)
         }
-        if sharedSecretSecret != nil { r.add("shared secret", secret(sharedSecretSecret)) }
-        if let u = username { r.add("username", u) }
-        if passwordSecret != nil { r.add("password", secret(passwordSecret)) }
-        if identitySecret != nil { r.add("identity", secret(identitySecret)) }
-        if let ca = caFingerprint { r.add("trust anchor", ca) }
-        if let x = ikeProposals { r.add("ike proposals", x.joined(separator: ", ")) }
-        if let x = childProposals { r.add("child proposals", x.joined(separator: ", ")) }
-        if let x = deadPeerDetectionRate { r.add("dead peer detection", x.rawValue) }
-        if disableMOBIKE == true { r.add("mobike", "off") }
-        if enablePFS == true { r.add("pfs", "on") }
-        if let x = lifetimeMinutes { r.add("lifetime", "\(x) min") }
-        if let x = mtu { r.add("mtu", "\(x)") }
-        if useServerVirtualIP == false { r.add("virtual ip", "not requested") }
+        if sharedSecretSecret != nil { r.add(L("shared secret"), secret(sharedSecretSecret)) }
+        if let u = username { r.add(L("username"), u) }
+        if passwordSecret != nil { r.add(L("password"), secret(passwordSecret)) }
+        if identitySecret != nil { r.add(L("identity"), secret(identitySecret)) }
+        if let ca = caFingerprint { r.add(L("trust anchor"), ca) }
+        if let x = ikeProposals { r.add(L("ike proposals"), x.joined(separator: ", ")) }
+        if let x = childProposals { r.add(L("child proposals"), x.joined(separator: ", ")) }
+        if let x = deadPeerDetectionRate { r.add(L("dead peer detection"), x.rawValue) }
+        if disableMOBIKE == true { r.add(L("mobike"), "off") }
+        if enablePFS == true { r.add(L("pfs"), "on") }
+        if let x = lifetimeMinutes { r.add(L("lifetime"), "\(x) min") }
+        if let x = mtu { r.add(L("mtu"), "\(x)") }
+        if useServerVirtualIP == false { r.add(L("virtual ip"), "not requested") }
         return r
     }
 }

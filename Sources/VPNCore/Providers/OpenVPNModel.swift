@@ -8,16 +8,16 @@ extension OpenVPNConfiguration: ConfigurationModel {
     public func problems(_ v: ProfileValidator) -> [String] {
         let o = self
         var p: [String] = []
-        if o.remotes.isEmpty { p.append("protocol.remotes: missing (at least one remote host and port)") }
+        if o.remotes.isEmpty { p.append(L("protocol.remotes: missing (at least one remote host and port)")) }
         for (i, r) in o.remotes.enumerated() {
             if r.host.isEmpty {
-                p.append("protocol.remotes[\(i)].host: missing")
+                p.append(L("protocol.remotes[\(i)].host: missing"))
             } else if !Endpoint.isHostName(r.host) && IPAddress(r.host) == nil {
-                p.append("protocol.remotes[\(i)].host: '\(OpenVPNDirectives.shown(r.host))' is not a host name or an IP address")
+                p.append(L("protocol.remotes[\(i)].host: '\(OpenVPNDirectives.shown(r.host))' is not a host name or an IP address"))
             }
-            if !(1...65535).contains(r.port) { p.append("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)") }
+            if !(1...65535).contains(r.port) { p.append(L("protocol.remotes[\(i)].port: \(r.port) is out of range (1–65535)")) }
             if !OpenVPNImport.protocols.contains(r.proto) {
-                p.append("protocol.remotes[\(i)].proto: '\(OpenVPNDirectives.shown(r.proto))' is not one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))")
+                p.append(L("protocol.remotes[\(i)].proto: '\(OpenVPNDirectives.shown(r.proto))' is not one of \(OpenVPNImport.protocols.sorted().joined(separator: ", "))"))
             }
         }
         // Options are written into the file openvpn reads: one directive each,
@@ -26,25 +26,25 @@ extension OpenVPNConfiguration: ConfigurationModel {
             if let problem = OpenVPNDirectives.problem(in: option) { p.append("protocol.options[\(i)]: \(problem)") }
         }
         if let u = o.username, u.unicodeScalars.contains(where: v.isControl) {
-            p.append("protocol.username: a control character (a line break?) in it")
+            p.append(L("protocol.username: a control character (a line break?) in it"))
         }
         if o.caFingerprints.isEmpty {
-            p.append("protocol.caFingerprints: missing (the trust anchors that sign the server's certificate)")
+            p.append(L("protocol.caFingerprints: missing (the trust anchors that sign the server's certificate)"))
         }
         for fp in o.caFingerprints where !TrustAnchor.isFingerprint(fp) {
-            p.append("protocol.caFingerprints: '\(OpenVPNDirectives.shown(fp))' is not a SHA-256 fingerprint (64 hex digits)")
+            p.append(L("protocol.caFingerprints: '\(OpenVPNDirectives.shown(fp))' is not a SHA-256 fingerprint (64 hex digits)"))
         }
         let hasCert = o.certificate != nil || o.keySecret != nil
         if hasCert {
-            if o.certificate == nil { p.append("protocol.certificate: missing (the client certificate that goes with keySecret)") }
+            if o.certificate == nil { p.append(L("protocol.certificate: missing (the client certificate that goes with keySecret)")) }
             p += v.secretRef("protocol.keySecret", o.keySecret, required: true, what: "the client certificate's private key")
         }
         if o.username != nil || o.passwordSecret != nil {
-            if o.username?.isEmpty ?? true { p.append("protocol.username: missing (auth-user-pass needs a username)") }
+            if o.username?.isEmpty ?? true { p.append(L("protocol.username: missing (auth-user-pass needs a username)")) }
             p += v.secretRef("protocol.passwordSecret", o.passwordSecret, required: true, what: "auth-user-pass needs a password secret")
         }
         if !hasCert && o.username == nil && o.passwordSecret == nil {
-            p.append("protocol: no client authentication (give a certificate and keySecret, or a username and passwordSecret)")
+            p.append(L("protocol: no client authentication (give a certificate and keySecret, or a username and passwordSecret)"))
         }
         p += v.secretRef("protocol.tlsCryptSecret", o.tlsCryptSecret, required: false, what: "")
         p += v.secretRef("protocol.tlsAuthSecret", o.tlsAuthSecret, required: false, what: "")
@@ -54,15 +54,15 @@ extension OpenVPNConfiguration: ConfigurationModel {
 
     public func described(secret: (String?) -> String) -> ConfigurationRows {
         var r = ConfigurationRows()
-        r.add("remotes", remotes.map { "\($0.host):\($0.port)/\($0.proto)" }.joined(separator: ", "))
-        r.add("ca", caFingerprints.isEmpty ? "(none)"
+        r.add(L("remotes"), remotes.map { "\($0.host):\($0.port)/\($0.proto)" }.joined(separator: ", "))
+        r.add(L("ca"), caFingerprints.isEmpty ? "(none)"
               : "trust anchor\(caFingerprints.count == 1 ? "" : "s") \(caFingerprints.joined(separator: ", "))")
-        if let c = certificate { r.add("certificate", c) }
-        if keySecret != nil { r.add("key", secret(keySecret)) }
-        if let u = username { r.add("username", u) }
-        if passwordSecret != nil { r.add("password", secret(passwordSecret)) }
-        if tlsCryptSecret != nil { r.add("tls-crypt", secret(tlsCryptSecret)) }
-        if tlsAuthSecret != nil { r.add("tls-auth", secret(tlsAuthSecret)) }
+        if let c = certificate { r.add(L("certificate"), c) }
+        if keySecret != nil { r.add(L("key"), secret(keySecret)) }
+        if let u = username { r.add(L("username"), u) }
+        if passwordSecret != nil { r.add(L("password"), secret(passwordSecret)) }
+        if tlsCryptSecret != nil { r.add(L("tls-crypt"), secret(tlsCryptSecret)) }
+        if tlsAuthSecret != nil { r.add(L("tls-auth"), secret(tlsAuthSecret)) }
         return r
     }
 }

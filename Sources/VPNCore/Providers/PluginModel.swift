@@ -10,9 +10,9 @@ extension ProviderConfiguration: ConfigurationModel {
         let pr = self
         var p: [String] = []
         if pr.providerIdentifier.isEmpty {
-            p.append("protocol.providerIdentifier: missing")
+            p.append(L("protocol.providerIdentifier: missing"))
         } else if !PluginManifest.isValidIdentifier(pr.providerIdentifier) {
-            p.append("protocol.providerIdentifier: '\(pr.providerIdentifier.prefix(80))' is not an identifier (letters, digits, '.', '-', '_')")
+            p.append(L("protocol.providerIdentifier: '\(pr.providerIdentifier.prefix(80))' is not an identifier (letters, digits, '.', '-', '_')"))
         }
         for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
             p += v.secretRef("protocol.secrets.\(key)", name, required: true, what: "")
@@ -22,8 +22,8 @@ extension ProviderConfiguration: ConfigurationModel {
 
     public func described(secret: (String?) -> String) -> ConfigurationRows {
         var r = ConfigurationRows()
-        r.add("provider", providerIdentifier)
-        if let serverAddress { r.add("server", serverAddress) }
+        r.add(L("provider"), providerIdentifier)
+        if let serverAddress { r.add(L("server"), serverAddress) }
         for (k, v) in providerConfiguration.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", v) }
         for (k, v) in secrets.sorted(by: { $0.key < $1.key }) { r.add("  \(k)", secret(v)) }
         return r

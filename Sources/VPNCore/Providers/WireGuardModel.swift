@@ -12,56 +12,56 @@ extension WireGuardConfiguration: ConfigurationModel {
         let w = self
         var p: [String] = []
         p += v.secretRef("protocol.privateKeySecret", w.privateKeySecret, required: true, what: "the interface's private key")
-        if w.addresses.isEmpty { p.append("protocol.addresses: missing (at least one address, e.g. 10.0.0.2/32)") }
+        if w.addresses.isEmpty { p.append(L("protocol.addresses: missing (at least one address, e.g. 10.0.0.2/32)")) }
         for a in w.addresses where CIDR(a) == nil {
-            p.append("protocol.addresses: '\(a)' is not an IPv4 or IPv6 address with an optional /prefix")
+            p.append(L("protocol.addresses: '\(a)' is not an IPv4 or IPv6 address with an optional /prefix"))
         }
         for d in w.dns where IPAddress(d) == nil && !isDomainName(d) {
-            p.append("protocol.dns: '\(d)' is neither an IP address nor a search domain")
+            p.append(L("protocol.dns: '\(d)' is neither an IP address nor a search domain"))
         }
         if let mtu = w.mtu, !(576...65535).contains(mtu) {
-            p.append("protocol.mtu: \(mtu) is out of range (576–65535)")
+            p.append(L("protocol.mtu: \(mtu) is out of range (576–65535)"))
         }
         if let port = w.listenPort, !(0...65535).contains(port) {
-            p.append("protocol.listenPort: \(port) is out of range (0–65535)")
+            p.append(L("protocol.listenPort: \(port) is out of range (0–65535)"))
         }
         if let t = w.table, t != "auto", t != "off", UInt32(t) == nil {
-            p.append("protocol.table: '\(t)' must be auto, off, or a routing table number")
+            p.append(L("protocol.table: '\(t)' must be auto, off, or a routing table number"))
         }
         if let f = w.fwmark, Fwmark(f) == nil {
-            p.append("protocol.fwmark: '\(OpenVPNDirectives.shown(f))' must be off, a number, or 0x and hex digits (up to 32 bits)")
+            p.append(L("protocol.fwmark: '\(OpenVPNDirectives.shown(f))' must be off, a number, or 0x and hex digits (up to 32 bits)"))
         }
         if let name = w.interfaceName, !InterfaceName.isValid(name) {
-            p.append("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)")
+            p.append(L("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)"))
         }
         for e in w.excludedRoutes where CIDR(e) == nil {
-            p.append("protocol.excludedRoutes: '\(e)' is not a CIDR prefix")
+            p.append(L("protocol.excludedRoutes: '\(e)' is not a CIDR prefix"))
         }
-        if w.peers.isEmpty { p.append("protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)") }
+        if w.peers.isEmpty { p.append(L("protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)")) }
         for (i, peer) in w.peers.enumerated() {
             let f = "protocol.peers[\(i)]"
             if peer.publicKey.isEmpty {
-                p.append("\(f).publicKey: missing")
+                p.append(L("\(f).publicKey: missing"))
             } else if !WireGuardKey.isValid(peer.publicKey) {
-                p.append("\(f).publicKey: not a WireGuard key (44 characters of base64 encoding 32 bytes)")
+                p.append(L("\(f).publicKey: not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
             }
             p += v.secretRef("\(f).presharedKeySecret", peer.presharedKeySecret, required: false, what: "")
-            if peer.allowedIPs.isEmpty { p.append("\(f).allowedIPs: missing (e.g. 0.0.0.0/0, ::/0)") }
+            if peer.allowedIPs.isEmpty { p.append(L("\(f).allowedIPs: missing (e.g. 0.0.0.0/0, ::/0)")) }
             for a in peer.allowedIPs where CIDR(a) == nil {
-                p.append("\(f).allowedIPs: '\(a)' is not a CIDR prefix")
+                p.append(L("\(f).allowedIPs: '\(a)' is not a CIDR prefix"))
             }
             if let e = peer.endpoint {
                 switch Endpoint.parse(e) {
                 case .success: break
-                case .failure(.missingPort): p.append("\(f).endpoint: '\(e)' has no port (host:port)")
-                case .failure(.badPort): p.append("\(f).endpoint: '\(e)' has a port outside 1–65535")
-                case .failure(.badHost): p.append("\(f).endpoint: '\(e)' has an invalid host")
+                case .failure(.missingPort): p.append(L("\(f).endpoint: '\(e)' has no port (host:port)"))
+                case .failure(.badPort): p.append(L("\(f).endpoint: '\(e)' has a port outside 1–65535"))
+                case .failure(.badHost): p.append(L("\(f).endpoint: '\(e)' has an invalid host"))
                 }
             } else {
-                p.append("\(f).endpoint: missing (host:port of the server)")
+                p.append(L("\(f).endpoint: missing (host:port of the server)"))
             }
             if let k = peer.persistentKeepalive, !(0...65535).contains(k) {
-                p.append("\(f).persistentKeepalive: \(k) is out of range (0–65535 seconds)")
+                p.append(L("\(f).persistentKeepalive: \(k) is out of range (0–65535 seconds)"))
             }
         }
         return p
@@ -69,14 +69,14 @@ extension WireGuardConfiguration: ConfigurationModel {
 
     public func described(secret: (String?) -> String) -> ConfigurationRows {
         var r = ConfigurationRows()
-        r.add("private key", secret(privateKeySecret))
-        r.add("addresses", addresses.joined(separator: ", "))
-        if !dns.isEmpty { r.add("dns", dns.joined(separator: ", ")) }
-        if let m = mtu { r.add("mtu", "\(m)") }
-        if let l = listenPort { r.add("listen port", "\(l)") }
-        if let t = table { r.add("table", t) }
-        if let f = fwmark { r.add("fwmark", f) }
-        r.add("interface", interfaceName ?? "(automatic utunN)")
+        r.add(L("private key"), secret(privateKeySecret))
+        r.add(L("addresses"), addresses.joined(separator: ", "))
+        if !dns.isEmpty { r.add(L("dns"), dns.joined(separator: ", ")) }
+        if let m = mtu { r.add(L("mtu"), "\(m)") }
+        if let l = listenPort { r.add(L("listen port"), "\(l)") }
+        if let t = table { r.add(L("table"), t) }
+        if let f = fwmark { r.add(L("fwmark"), f) }
+        r.add(L("interface"), interfaceName ?? "(automatic utunN)")
         for (i, peer) in peers.enumerated() {
             r.lines.append("peer \(i + 1):")
             r.lines.append("  public key:    \(peer.publicKey)")
