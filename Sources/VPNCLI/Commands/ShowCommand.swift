@@ -53,41 +53,41 @@ enum ShowCommand {
     /// is set; a WireGuard profile's public key follows its private key.
     static func describe(_ p: Profile, publicKey: String? = nil, secretIsSet: (String) -> Bool) -> [String] {
         func secret(_ name: String?) -> String {
-            guard let name else { return "(none)" }
-            return "secret '\(name)' (\(secretIsSet(name) ? "set" : "NOT SET"))"
+            guard let name else { return L("(none)") }
+            return secretIsSet(name) ? L("secret '\(name)' (set)") : L("secret '\(name)' (NOT SET)")
         }
         var out: [(String, String)] = [
-            ("name", p.name), ("id", p.id.lowercasedString), ("enabled", p.enabled ? "yes" : "no"),
-            ("revision", "\(p.revision)"), ("protocol", p.protocol.kind.rawValue),
+            (L("name"), p.name), (L("id"), p.id.lowercasedString), (L("enabled"), p.enabled ? L("yes") : L("no")),
+            (L("revision"), "\(p.revision)"), (L("protocol"), p.protocol.kind.rawValue),
         ]
         let rows = p.protocol.model.described(secret: secret)
         for field in rows.fields {
             out.append((field.label, field.value))
-            if field.label == L("private key"), let publicKey { out.append(("public key", publicKey + " (give this to the server)")) }
+            if field.label == L("private key"), let publicKey { out.append((L("public key"), L("\(publicKey) (give this to the server)"))) }
         }
         if let d = p.dnsSettings {
-            if !d.servers.isEmpty { out.append(("dns servers", d.servers.joined(separator: ", "))) }
-            if !d.searchDomains.isEmpty { out.append(("search domains", d.searchDomains.joined(separator: ", "))) }
-            if !d.matchDomains.isEmpty { out.append(("match domains", d.matchDomains.joined(separator: ", ") + " (split DNS)")) }
+            if !d.servers.isEmpty { out.append((L("dns servers"), d.servers.joined(separator: ", "))) }
+            if !d.searchDomains.isEmpty { out.append((L("search domains"), d.searchDomains.joined(separator: ", "))) }
+            if !d.matchDomains.isEmpty { out.append((L("match domains"), L("\(d.matchDomains.joined(separator: ", ")) (split DNS)"))) }
         }
         if p.includeAllNetworks {
-            out.append(("kill switch", "includeAllNetworks" + (p.excludeLocalNetworks ? ", excludeLocalNetworks" : "")
+            out.append((L("kill switch"), "includeAllNetworks" + (p.excludeLocalNetworks ? ", excludeLocalNetworks" : "")
                         + (p.enforceRoutes ? ", enforceRoutes" : "")))
         } else if p.enforceRoutes {
-            out.append(("kill switch", "enforceRoutes"))
+            out.append((L("kill switch"), "enforceRoutes"))
         }
-        out.append(("on demand", p.onDemand.enabled ? "on (\(p.onDemand.rules.count) rules)" : "off"))
+        out.append((L("on demand"), p.onDemand.enabled ? L("on (\(p.onDemand.rules.count) rules)") : L("off")))
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
-            out.append(("allowed", (p.policy.users.map { "user \($0)" } + p.policy.groups.map { "group \($0)" }).joined(separator: ", ")))
+            out.append((L("allowed"), (p.policy.users.map { L("user \($0)") } + p.policy.groups.map { L("group \($0)") }).joined(separator: ", ")))
         }
         if let o = p.origin {
-            let from = o.profileIdentifier.hasPrefix("file:") ? "file \(o.payloadIdentifier)"
-                : "\(o.profileIdentifier) (payload \(o.payloadIdentifier))"
-            out.append(("imported from", from + (o.managedByApply ? ", managed by vpnctl apply" : "")))
+            let from = o.profileIdentifier.hasPrefix("file:") ? L("file \(o.payloadIdentifier)")
+                : L("\(o.profileIdentifier) (payload \(o.payloadIdentifier))")
+            out.append((L("imported from"), o.managedByApply ? L("\(from), managed by vpnctl apply") : from))
         }
         // Widths as the terminal shows them: the protocol's labels are translated.
         let width = (out.map { $0.0.terminalWidth }.max() ?? 0) + 2
-        let rules = p.onDemand.rules.enumerated().map { "on-demand rule \($0.offset + 1): \($0.element.summary)" }
+        let rules = p.onDemand.rules.enumerated().map { L("on-demand rule \($0.offset + 1): \($0.element.summary)") }
         return out.map { k, v in (k + ":").padding(width) + v } + rows.lines + rules
     }
 }
