@@ -14,7 +14,10 @@ public enum Help {
             return s
         }
         if !spec.subcommands.isEmpty {
-            s += L("USAGE: \(name) <subcommand>") + "\n\n" + L("SUBCOMMANDS:") + "\n"
+            s += L("USAGE: \(name) <subcommand>") + "\n\n"
+            // A group's own discussion (what `ondemand` is) comes before its subcommands.
+            if !spec.discussion.isEmpty { s += spec.discussion + "\n\n" }
+            s += L("SUBCOMMANDS:") + "\n"
             s += columns(spec.subcommands.map { ($0.name, $0.abstract + aliasNote($0)) })
             s += "\n" + L("See 'vpnctl help \(path.joined(separator: " ")) <subcommand>' for details.")
             return s

@@ -76,14 +76,22 @@ extension WireGuardConfiguration: ConfigurationModel {
         if let l = listenPort { r.add(L("listen port"), "\(l)") }
         if let t = table { r.add(L("table"), t) }
         if let f = fwmark { r.add(L("fwmark"), f) }
-        r.add(L("interface"), interfaceName ?? "(automatic utunN)")
+        r.add(L("interface"), interfaceName ?? L("(automatic utunN)"))
+        // The peers' labels line up as the terminal shows them, in any language.
+        let labels = (publicKey: L("public key"), preshared: L("preshared key"), allowed: L("allowed ips"),
+                      endpoint: L("endpoint"), keepalive: L("keepalive"))
+        let width = [labels.publicKey, labels.preshared, labels.allowed, labels.endpoint, labels.keepalive]
+            .map(\.terminalWidth).max()! + 2
+        func line(_ label: String, _ value: String) -> String {
+            "  " + label + ":" + String(repeating: " ", count: width - label.terminalWidth - 1) + value
+        }
         for (i, peer) in peers.enumerated() {
-            r.lines.append("peer \(i + 1):")
-            r.lines.append("  public key:    \(peer.publicKey)")
-            if let s = peer.presharedKeySecret { r.lines.append("  preshared key: \(secret(s))") }
-            r.lines.append("  allowed ips:   \(peer.allowedIPs.joined(separator: ", "))")
-            r.lines.append("  endpoint:      \(peer.endpoint ?? "(none)")")
-            if let k = peer.persistentKeepalive { r.lines.append("  keepalive:     \(k == 0 ? "off" : "\(k) s")") }
+            r.lines.append(L("peer \(i + 1):"))
+            r.lines.append(line(labels.publicKey, peer.publicKey))
+            if let s = peer.presharedKeySecret { r.lines.append(line(labels.preshared, secret(s))) }
+            r.lines.append(line(labels.allowed, peer.allowedIPs.joined(separator: ", ")))
+            r.lines.append(line(labels.endpoint, peer.endpoint ?? L("(none)")))
+            if let k = peer.persistentKeepalive { r.lines.append(line(labels.keepalive, k == 0 ? L("off") : L("\(k) s"))) }
         }
         return r
     }
