@@ -47,11 +47,22 @@ public enum Help {
         examples: ["vpnctl help", "vpnctl help start", "vpnctl help secret set"],
         positionals: [PositionalSpec("command", optional: true, variadic: true, help: L("A command (and subcommand) to explain."))])
 
-    /// Words joined into lines of at most `width` characters.
+    /// Words joined into lines of at most `width` columns, as the terminal
+    /// shows them. A "word" wider than a line (Chinese has no spaces) is cut
+    /// between characters.
     static func wrap(_ text: String, width: Int) -> String {
         var lines: [String] = [], current = ""
-        for word in text.split(separator: " ") {
-            if !current.isEmpty && current.count + 1 + word.count > width {
+        func pieces(_ word: Substring) -> [String] {
+            guard String(word).terminalWidth > width else { return [String(word)] }
+            var out: [String] = [], piece = ""
+            for c in word {
+                if piece.terminalWidth + String(c).terminalWidth > width { out.append(piece); piece = "" }
+                piece.append(c)
+            }
+            return out + [piece]
+        }
+        for word in text.split(separator: " ").flatMap(pieces) {
+            if !current.isEmpty && current.terminalWidth + 1 + word.terminalWidth > width {
                 lines.append(current)
                 current = ""
             }
