@@ -65,6 +65,10 @@ test_agent_user_tunnel() {
   expect_ok "status by $u1 in Vietnamese" as_vi "$u1" status office || return 1
   expect_contains "the agent's table in Vietnamese" "TRẠNG THÁI" "$OUT" && expect_contains "the status word" "đã kết nối" "$OUT" || return 1
   expect_eq "status --json by $u1 in Vietnamese" "$(cn "$V" status office --json)" "$(as_vi "$u1" status office --json)" || return 1
+  # The next request does not inherit the last one's language: an error in JSON stays English.
+  expect_ok "status in Vietnamese again" as_vi "$u1" status office || return 1
+  expect_run "status of no such profile --json by $u1" nonzero as "$u1" status nosuch --json || return 1
+  expect_contains "the JSON error after a Vietnamese request" "no profile named 'nosuch'" "$OUT" || return 1
   expect_ok "verify by $u1" as "$u1" verify office --probe http://198.19.0.1:8080/ || return 1
   expect_contains "verify" "verdict: path proven" "$OUT" || return 1
   expect_run "stop by $u2" 11 as "$u2" stop office || return 1

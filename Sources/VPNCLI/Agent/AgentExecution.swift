@@ -138,16 +138,27 @@ enum AgentExecution {
         return VPNCLI.report(error, to: Output(context: context, json: request?.flag("json") ?? false, color: mode))
     }
 
+    /// Makes this process speak the request's language, and returns the
+    /// environment that says so: the client's catalog (read beside this
+    /// binary; `language` is one of Localization.languages, never a path),
+    /// English for --json, for no language and for nil (between requests).
+    /// Messages are made in the language set when they are thrown, so the
+    /// agent sets it before it reads a request's profile, and back after.
+    @discardableResult
+    static func speak(_ request: AgentRequest?) -> [String: String] {
+        guard let request, let language = request.language, !request.flag("json") else {
+            Localization.configure(environment: [:], english: true)
+            return [:]
+        }
+        let environment = ["LANG": "C.UTF-8", "LANGUAGE": language]
+        Localization.configure(environment: environment)
+        return environment
+    }
+
     static func makeContext(_ request: AgentRequest, path: String?, stdout: TextSink, stderr: TextSink) -> Context {
         var environment = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"]
         if !request.colorAllowed { environment["NO_COLOR"] = "1" }
-        // The client's language, from the catalogs beside this binary (not a
-        // path from the client: `language` is one of Localization.languages).
-        if let language = request.language, !request.flag("json") {
-            environment["LANG"] = "C.UTF-8"
-            environment["LANGUAGE"] = language
-        }
-        Localization.configure(environment: environment, english: request.language == nil || request.flag("json"))
+        environment.merge(speak(request)) { $1 }
         var context = Context(environment: environment, stdout: stdout, stderr: stderr,
                               readStdin: { _ in [] }, stdinIsTerminal: false,
                               stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,

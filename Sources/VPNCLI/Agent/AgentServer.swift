@@ -156,6 +156,10 @@ final class AgentServer {
             refuse(client, "\(error)")
             return
         }
+        // Answered in the client's language (English for --json); the next
+        // request must not inherit it.
+        AgentExecution.speak(request)
+        defer { AgentExecution.speak(nil) }
         let caller = Caller.fromSystem(uid: c.uid, gid: c.gid)
         var summary = "uid=\(c.uid)(\(caller.userName ?? "?")) pid=\(c.pid) \(request.verb.rawValue)"
         if let a = request.canAction { summary += " \(a.rawValue)" }
