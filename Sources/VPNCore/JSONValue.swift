@@ -409,3 +409,11 @@ extension ConnectionError {
         .object(["domain": .string(domain), "code": .number(String(code)), "name": .string(name), "message": .string(message)])
     }
 }
+
+extension KeyedEncodingContainer {
+    /// The value, or an explicit null: vpnctl's JSON documents keep every
+    /// key, so that scripts can read a field without testing for it.
+    public mutating func encodeOrNull<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
+    }
+}

@@ -142,8 +142,8 @@ enum OnDemandCommand {
             try c.encode(paused, forKey: .paused)
             try c.encode(rules, forKey: .rules)
             try c.encode(status, forKey: .status)
-            if let startedBy { try c.encode(startedBy, forKey: .startedBy) } else { try c.encodeNil(forKey: .startedBy) }
-            if let agentDecision { try c.encode(agentDecision, forKey: .agentDecision) } else { try c.encodeNil(forKey: .agentDecision) }
+            try c.encodeOrNull(startedBy, forKey: .startedBy)
+            try c.encodeOrNull(agentDecision, forKey: .agentDecision)
         }
     }
 
@@ -216,8 +216,8 @@ enum OnDemandCommand {
             try c.encode(paused, forKey: .paused)
             try c.encode(network, forKey: .network)
             try c.encode(rules, forKey: .rules)
-            if let decidingRule { try c.encode(decidingRule, forKey: .decidingRule) } else { try c.encodeNil(forKey: .decidingRule) }
-            if let decision { try c.encode(decision, forKey: .decision) } else { try c.encodeNil(forKey: .decision) }
+            try c.encodeOrNull(decidingRule, forKey: .decidingRule)
+            try c.encodeOrNull(decision, forKey: .decision)
             try c.encode(reason, forKey: .reason)
             try c.encode(warnings, forKey: .warnings)
         }
@@ -235,7 +235,7 @@ enum OnDemandCommand {
                 try c.encodeNil(forKey: .primaryInterface)
                 try c.encodeNil(forKey: .interfaceType)
             }
-            if let s = snapshot.primary?.ssid { try c.encode(s, forKey: .ssid) } else { try c.encodeNil(forKey: .ssid) }
+            try c.encodeOrNull(snapshot.primary?.ssid, forKey: .ssid)
             try c.encode(snapshot.searchDomains, forKey: .searchDomains)
             try c.encode(snapshot.dnsServers, forKey: .dnsServers)
         }

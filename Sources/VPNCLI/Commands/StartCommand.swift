@@ -33,7 +33,7 @@ enum StartCommand {
         let profile = try manager.profile(named: inv.args.positionals[0])
         let (code, status) = try TunnelActions.start(inv, manager, profile, wait: !inv.args.flag("no-wait"), timeout: timeout)
         // A start by hand ends a pause that a stop began.
-        if (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
+        if (try? OnDemandCommand.pauses(inv).set(profile.id, paused: false)) == true {
             inv.output.note(L("on-demand resumed for '\(profile.name)'"))
         }
         if inv.options.json {
@@ -53,7 +53,7 @@ enum StopCommand {
         guard profile.onDemand.enabled, !profile.onDemand.rules.isEmpty else { return false }
         do {
             try inv.controller.runtime.prepare()
-            return try OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: true)
+            return try OnDemandCommand.pauses(inv).set(profile.id, paused: true)
         } catch {
             // The stop matters more than the pause: it goes on, and says so.
             inv.output.note(L("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again"))
@@ -148,7 +148,7 @@ enum ToggleCommand {
         // As stop and start do: off pauses on-demand, on resumes it.
         if action == "stop", StopCommand.pauseOnDemand(inv, profile) {
             inv.output.note(L("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))"))
-        } else if action == "start", (try? OnDemandPauses(runDirectory: inv.options.runDirectory).set(profile.id, paused: false)) == true {
+        } else if action == "start", (try? OnDemandCommand.pauses(inv).set(profile.id, paused: false)) == true {
             inv.output.note(L("on-demand resumed for '\(profile.name)'"))
         }
         do {

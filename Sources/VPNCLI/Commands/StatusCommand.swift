@@ -74,7 +74,7 @@ enum StatusCommand {
     /// Who started an active tunnel when no command did, and which
     /// profiles' on-demand is paused.
     static func onDemandLines(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
-        let paused = (try? OnDemandPauses(runDirectory: inv.options.runDirectory).paused()) ?? []
+        let paused = (try? OnDemandCommand.pauses(inv).paused()) ?? []
         let report = try? OnDemandReport.read(runDirectory: inv.options.runDirectory)
         for d in statuses {
             if d.isActive, let o = d.record?.startedBy { inv.output.line(L("\(d.name): \(d.status.displayName), on-demand rule \(o.rule): \(o.reason)")) }
@@ -104,8 +104,8 @@ enum StatusCommand {
             try c.encode(name, forKey: .name)
             try c.encode(status, forKey: .status)
             try c.encode(previous, forKey: .previous)
-            if let interface { try c.encode(interface, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
-            if let error { try c.encode(error, forKey: .error) } else { try c.encodeNil(forKey: .error) }
+            try c.encodeOrNull(interface, forKey: .interface)
+            try c.encodeOrNull(error, forKey: .error)
         }
     }
 

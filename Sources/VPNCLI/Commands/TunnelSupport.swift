@@ -18,15 +18,15 @@ struct StatusJSON: Encodable {
         try c.encode(status.id.lowercasedString, forKey: .id)
         try c.encode(status.name, forKey: .name)
         try c.encode(status.status.name, forKey: .status)
-        if let i = status.interface { try c.encode(i, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
-        if let s = status.connectedSince { try c.encode(Timestamp.iso8601(s), forKey: .connectedSince) } else { try c.encodeNil(forKey: .connectedSince) }
+        try c.encodeOrNull(status.interface, forKey: .interface)
+        try c.encodeOrNull(status.connectedSince.map(Timestamp.iso8601), forKey: .connectedSince)
         try c.encode(status.record?.reconnects ?? 0, forKey: .reconnects)
-        if let e = status.lastDisconnectError { try c.encode(e, forKey: .lastDisconnectError) } else { try c.encodeNil(forKey: .lastDisconnectError) }
-        if let r = status.stopReason { try c.encode(r.rawValue, forKey: .stopReason) } else { try c.encodeNil(forKey: .stopReason) }
+        try c.encodeOrNull(status.lastDisconnectError, forKey: .lastDisconnectError)
+        try c.encodeOrNull(status.stopReason?.rawValue, forKey: .stopReason)
         try c.encode(status.dns, forKey: .dns)
-        if let r = status.resolver { try c.encode(ResolverJSON(r), forKey: .resolver) } else { try c.encodeNil(forKey: .resolver) }
-        if let k = status.killSwitch { try c.encode(k.rawValue, forKey: .killSwitch) } else { try c.encodeNil(forKey: .killSwitch) }
-        if let o = status.record?.startedBy { try c.encode(o, forKey: .startedBy) } else { try c.encodeNil(forKey: .startedBy) }
+        try c.encodeOrNull(status.resolver.map(ResolverJSON.init), forKey: .resolver)
+        try c.encodeOrNull(status.killSwitch?.rawValue, forKey: .killSwitch)
+        try c.encodeOrNull(status.record?.startedBy, forKey: .startedBy)
     }
 }
 
@@ -64,9 +64,9 @@ struct ResolverJSON: Encodable {
         try c.encode(r.servers, forKey: .servers)
         try c.encode(r.searchDomains, forKey: .searchDomains)
         try c.encode(r.matchDomains, forKey: .matchDomains)
-        if let v = r.interface { try c.encode(v, forKey: .interface) } else { try c.encodeNil(forKey: .interface) }
-        if let v = r.path { try c.encode(v, forKey: .path) } else { try c.encodeNil(forKey: .path) }
-        if let v = r.note { try c.encode(v, forKey: .note) } else { try c.encodeNil(forKey: .note) }
+        try c.encodeOrNull(r.interface, forKey: .interface)
+        try c.encodeOrNull(r.path, forKey: .path)
+        try c.encodeOrNull(r.note, forKey: .note)
     }
 }
 
