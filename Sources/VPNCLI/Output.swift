@@ -101,7 +101,7 @@ public struct Output {
     /// that `paint` marked into escape sequences.
     func terminalText(_ text: String, color: Bool) -> String {
         let escaped = text.escapingControls(keepLineBreaks: true)
-        guard !escaped.utf8.allSatisfy({ $0 < 0x80 }), escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
+        guard !escaped.allBytes(below: 0x80), escaped.unicodeScalars.contains(Output.markStart) else { return escaped }
         let scalars = Array(escaped.unicodeScalars), nonce = Array(Output.nonce.unicodeScalars)
         var out = String.UnicodeScalarView()
         var i = 0
@@ -168,12 +168,12 @@ public struct Output {
     public func table(_ header: [String], _ rows: [[String]]) {
         let all = ([header] + rows).map { $0.map { Cell($0.escapingControls(keepLineBreaks: false)) } }
         let widths = Self.columnWidths(all, count: header.count) { $0.width }
-        var s = ""
+        var s: [UInt8] = []
         for (n, r) in all.enumerated() {
-            if n > 0 { s += "\n" }
+            if n > 0 { s.append(0x0A) }
             Self.append(r, widths, to: &s) { ($0.text, $0.width) }
         }
-        line(s)
+        line(String(decoding: s, as: UTF8.self))
     }
 
     /// Each column's width: its widest cell.
@@ -185,11 +185,11 @@ public struct Output {
 
     /// One line of a table: the cells padded to their columns, two spaces
     /// apart, the last one unpadded. `cell` gives the text and its visible width.
-    static func append<C>(_ row: [C], _ widths: [Int], to s: inout String, _ cell: (C) -> (String, Int)) {
+    static func append<C>(_ row: [C], _ widths: [Int], to s: inout [UInt8], _ cell: (C) -> (String, Int)) {
         for (i, c) in row.enumerated() {
             let (text, width) = cell(c)
-            s += text
-            if i < row.count - 1 { s += String(repeating: " ", count: widths[i] - width + 2) }
+            s.append(contentsOf: text.utf8)
+            if i < row.count - 1 { s.append(contentsOf: repeatElement(UInt8(ascii: " "), count: widths[i] - width + 2)) }
         }
     }
 
@@ -219,8 +219,9 @@ public struct Output {
         var s = ""
         for (n, r) in all.enumerated() {
             if n > 0 { s += "\n" }
-            var text = ""
-            Self.append(r, w, to: &text) { c in (cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text, c.text.terminalWidth) }
+            var bytes: [UInt8] = []
+            Self.append(r, w, to: &bytes) { c in (cut == nil ? c.colour.map { paint(c.text, $0) } ?? c.text : c.text, c.text.terminalWidth) }
+            let text = String(decoding: bytes, as: UTF8.self)
             s += cut.map { String(text.prefix($0)) } ?? text
         }
         line(s)

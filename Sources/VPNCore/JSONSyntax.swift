@@ -1,9 +1,12 @@
+import Glibc
+
 /// A strict JSON parser that says where the first error is, as line and
 /// column, so a hand-edited preferences file can be fixed. It bounds nesting
 /// depth, so hostile input cannot exhaust the stack, and refuses duplicate
-/// keys, which would otherwise hide an edit. vpnctl decodes its own files
-/// from its `JSONValue` by hand: Codable's generic machinery costs more than
-/// the rest of a `status` call in a static binary.
+/// keys (compared byte for byte, as written), which would otherwise hide an
+/// edit. It writes a `JSONDocument`'s tape; vpnctl decodes its own files
+/// from that by hand: Codable's generic machinery costs more than the rest
+/// of a `status` call in a static binary.
 public enum JSONSyntax {
     public struct Problem: Equatable, Sendable {
         public let line: Int
@@ -15,7 +18,7 @@ public enum JSONSyntax {
 
     public static func firstError(in bytes: [UInt8]) -> Problem? {
         do {
-            _ = try parse(bytes)
+            _ = try JSONDocument(parsing: bytes)
             return nil
         } catch let problem as Problem {
             return problem
@@ -26,13 +29,22 @@ public enum JSONSyntax {
 
     /// Parses a whole document into a `JSONValue`, or throws the first `Problem`.
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
-        try bytes.withUnsafeBufferPointer { buffer in
+        try JSONDocument(parsing: bytes).value(at: 0)
+    }
+
+    /// The tape of a whole document, or the first `Problem`.
+    static func tape(of bytes: [UInt8]) throws -> [JSONDocument.Token] {
+        guard bytes.count < Int(UInt32.max) else {
+            throw Problem(line: 1, column: 1, message: "the document is larger than 4 GiB")
+        }
+        return try bytes.withUnsafeBufferPointer { buffer in
             var p = Parser(bytes: buffer)
+            p.tokens.reserveCapacity(bytes.count / 8)
             p.skipWhitespace()
-            let v = try p.value(depth: 0)
+            try p.value(depth: 0)
             p.skipWhitespace()
             if p.i < buffer.count { throw p.fail("unexpected '\(p.printable(buffer[p.i]))' after the end of the document") }
-            return v
+            return p.tokens
         }
     }
 
@@ -57,11 +69,15 @@ public enum JSONSyntax {
 
     /// Reads straight from the caller's buffer: a preferences file with a
     /// thousand profiles is most of a megabyte, and every byte passes here.
+    /// It makes no strings: each value becomes one token on the tape, and a
+    /// string is cut out of the bytes only when a reader asks for it.
     struct Parser {
+        typealias Token = JSONDocument.Token
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
-        /// Members of the objects being read, innermost last.
-        var pending: [JSONObject.Member] = []
+        var tokens: [Token] = []
+        /// The key tokens of the objects being read, innermost last.
+        var keys: [Int] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
@@ -83,25 +99,36 @@ public enum JSONSyntax {
             (0x20..<0x7F).contains(b) ? String(UnicodeScalar(b)) : "\\x" + String(b, radix: 16)
         }
 
+        /// Indentation comes in runs of spaces: eight at a time where it can.
         mutating func skipWhitespace() {
             while i < bytes.count {
                 let b = bytes[i]
+                if b == 0x20, i + 8 <= bytes.count,
+                   UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self) == 0x2020_2020_2020_2020 {
+                    i += 8
+                    continue
+                }
                 guard b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D else { return }
                 i += 1
             }
         }
 
-        mutating func value(depth: Int) throws -> JSONValue {
+        mutating func scalar(_ kind: Token.Kind, from start: Int) {
+            tokens.append(Token(kind: kind, start: UInt32(start), end: UInt32(i)))
+        }
+
+        mutating func value(depth: Int) throws {
             guard depth < JSONSyntax.maximumDepth else { throw fail("nesting deeper than \(JSONSyntax.maximumDepth) levels") }
             guard i < bytes.count else { throw fail("unexpected end of file; a value was expected") }
+            let start = i
             switch bytes[i] {
-            case UInt8(ascii: "{"): return try object(depth: depth)
-            case UInt8(ascii: "["): return try array(depth: depth)
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+            case UInt8(ascii: "{"): try object(depth: depth)
+            case UInt8(ascii: "["): try array(depth: depth)
+            case UInt8(ascii: "\""): try string()
+            case UInt8(ascii: "t"): try literal("true"); scalar(.true, from: start)
+            case UInt8(ascii: "f"): try literal("false"); scalar(.false, from: start)
+            case UInt8(ascii: "n"): try literal("null"); scalar(.null, from: start)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(); scalar(.number, from: start)
             default: throw fail("unexpected '\(printable(bytes[i]))'; a value was expected")
             }
         }
@@ -117,8 +144,7 @@ public enum JSONSyntax {
             }
         }
 
-        mutating func number() throws -> String {
-            let start = i
+        mutating func number() throws {
             if bytes[i] == UInt8(ascii: "-") { i += 1 }
             func digits() -> Int {
                 let s = i
@@ -136,41 +162,59 @@ public enum JSONSyntax {
                 if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
                 if digits() == 0 { throw fail("invalid number: digits expected in the exponent") }
             }
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
         }
 
-        /// Most strings have no escapes: they are cut straight out of the
-        /// buffer, with one UTF-8 check for the whole run. Anything else, and
-        /// every error, goes through `escapedString`.
-        mutating func string() throws -> String {
+        /// Most strings have no escapes: the token is the run between the
+        /// quotes, checked as UTF-8 once. Anything else, and every error,
+        /// goes through `escapedString`, whose token marks that the text
+        /// must be decoded again when it is read.
+        mutating func string() throws {
             let start = i + 1
             var j = start, ascii = true
+            // Eight bytes at a time while none is a quote, a backslash or a
+            // control character (see `plainRun`).
+            var high: UInt64 = 0
+            while j + 8 <= bytes.count {
+                let w = UnsafeRawPointer(bytes.baseAddress! + j).loadUnaligned(as: UInt64.self)
+                if Parser.stops(w) { break }
+                high |= w
+                j += 8
+            }
+            if high & 0x8080_8080_8080_8080 != 0 { ascii = false }
             while j < bytes.count {
                 let b = bytes[j]
                 if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { break }
                 if b >= 0x80 { ascii = false }
                 j += 1
             }
-            if j < bytes.count, bytes[j] == UInt8(ascii: "\"") {
-                let run = UnsafeBufferPointer(rebasing: bytes[start..<j])
-                if ascii {
-                    i = j + 1
-                    return String(decoding: run, as: UTF8.self)
-                }
-                if let s = String(validating: run, as: UTF8.self) {
-                    i = j + 1
-                    return s
-                }
+            if j < bytes.count, bytes[j] == UInt8(ascii: "\""),
+               ascii || String(validating: UnsafeBufferPointer(rebasing: bytes[start..<j]), as: UTF8.self) != nil {
+                i = j + 1
+                tokens.append(Token(kind: .string, start: UInt32(start), end: UInt32(j)))
+                return
             }
-            return try escapedString()
+            _ = try escapedString()
+            tokens.append(Token(kind: .escapedString, start: UInt32(start), end: UInt32(i - 1)))
         }
 
-        mutating func escapedString() throws -> String {
+        /// Whether one of the eight bytes in `w` ends a plain run of a
+        /// string: a quote, a backslash or a byte below 0x20. The usual
+        /// test for a zero byte, `(x - 0x01…) & ~x & 0x80…`, applied to `w`
+        /// xor '"', `w` xor '\\', and (with 0x20 for 0x01) `w` itself; a byte
+        /// of 0x80 or more never sets its own bit there.
+        static func stops(_ w: UInt64) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            let q = w ^ (ones &* 0x22), b = w ^ (ones &* 0x5C)
+            return ((q &- ones) & ~q | (b &- ones) & ~b | (w &- ones &* 0x20) & ~w) & highs != 0
+        }
+
+        /// The string's text with its escapes decoded; `i` at its opening quote.
+        mutating func escapedString() throws -> [UInt8] {
             i += 1
             var out: [UInt8] = []
             while i < bytes.count {
                 let b = bytes[i]
-                if b == UInt8(ascii: "\"") { i += 1; return String(decoding: out, as: UTF8.self) }
+                if b == UInt8(ascii: "\"") { i += 1; return out }
                 if b < 0x20 { throw fail("control character in a string (escape it, e.g. \\n)") }
                 if b == UInt8(ascii: "\\") {
                     i += 1
@@ -202,7 +246,7 @@ public enum JSONSyntax {
                             }
                         }
                         let scalar = Unicode.Scalar(unit) ?? "\u{FFFD}"
-                        out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                        UTF8.encode(scalar) { out.append($0) }
                     default:
                         throw fail("invalid escape '\\\(printable(bytes[i]))'")
                     }
@@ -231,68 +275,99 @@ public enum JSONSyntax {
             (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b)
         }
 
-        mutating func object(depth: Int) throws -> JSONValue {
+        /// An object's token, then each member's key token and its value's
+        /// tokens; the object's `end` is the index past its last token.
+        mutating func object(depth: Int) throws {
+            let me = tokens.count
+            tokens.append(Token(kind: .object, start: UInt32(i), end: 0))
             i += 1
             skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(JSONObject()) }
-            // This object's members sit on `pending` above `base`, over those
-            // of the objects it is nested in, until its '}' copies them out.
-            let base = pending.count
-            defer { pending.removeSubrange(base...) }
-            var index: [String: Int]?
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; close(me, count: 0); return }
+            // This object's keys sit on `keys` above `base`, over those of
+            // the objects it is nested in.
+            let base = keys.count
+            defer { keys.removeSubrange(base...) }
+            var index: Set<[UInt8]>?
             while true {
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object") }
                 guard bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a quoted key, found '\(printable(bytes[i]))'") }
                 let keyStart = i
-                let key = try string()
+                try string()
+                let key = tokens.count - 1
                 if has(key, from: base, index: &index) {
                     i = keyStart
-                    throw fail("duplicate key '\(key)'")
+                    throw fail("duplicate key '\(String(decoding: text(of: key), as: UTF8.self))'")
                 }
+                keys.append(key)
                 skipWhitespace()
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
                 i += 1
                 skipWhitespace()
-                let value = try value(depth: depth + 1)
-                index?[key] = pending.count - base
-                pending.append((key: key, value: value))
+                try value(depth: depth + 1)
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an object; expected ',' or '}'") }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
                 if bytes[i] == UInt8(ascii: "}") {
                     i += 1
-                    return .object(JSONObject(Array(pending[base...]), index: index))
+                    close(me, count: keys.count - base)
+                    return
                 }
                 throw fail("expected ',' or '}', found '\(printable(bytes[i]))'")
             }
         }
 
-        /// Whether the object whose members start at `pending[base]` has
-        /// `key`: a scan while it is small, then through `index`, built here
-        /// once it passes `JSONObject.indexThreshold` members.
-        func has(_ key: String, from base: Int, index: inout [String: Int]?) -> Bool {
-            if let index { return index[key] != nil }
-            let members = pending[base...]
-            if members.count < JSONObject.indexThreshold { return members.contains { $0.key == key } }
-            var built: [String: Int] = [:]
-            for (i, m) in members.enumerated() { built[m.key] = i }
-            index = built
-            return built[key] != nil
+        mutating func close(_ container: Int, count: Int) {
+            tokens[container].end = UInt32(tokens.count)
+            tokens[container].count = UInt32(count)
         }
 
-        mutating func array(depth: Int) throws -> JSONValue {
+        /// A string token's text, escapes decoded.
+        func text(of token: Int) -> [UInt8] {
+            let t = tokens[token]
+            if t.kind == .string { return Array(bytes[Int(t.start)..<Int(t.end)]) }
+            var p = Parser(bytes: bytes)
+            p.i = Int(t.start) - 1
+            return (try? p.escapedString()) ?? []
+        }
+
+        /// Whether two string tokens have the same text, byte for byte.
+        func same(_ a: Int, _ b: Int) -> Bool {
+            let x = tokens[a], y = tokens[b]
+            guard x.kind == .string, y.kind == .string else { return text(of: a) == text(of: b) }
+            let n = Int(x.end - x.start)
+            guard n == Int(y.end - y.start) else { return false }
+            return n == 0 || memcmp(bytes.baseAddress! + Int(x.start), bytes.baseAddress! + Int(y.start), n) == 0
+        }
+
+        /// Whether the object whose keys start at `keys[base]` has the text of
+        /// `key`: a scan while it is small, then through `index`, built here
+        /// once it passes `JSONObject.indexThreshold` members and kept up to
+        /// date.
+        func has(_ key: Int, from base: Int, index: inout Set<[UInt8]>?) -> Bool {
+            if index == nil {
+                let members = keys[base...]
+                if members.count < JSONObject.indexThreshold { return members.contains { same($0, key) } }
+                index = Set(members.map { text(of: $0) })
+            }
+            return !index!.insert(text(of: key)).inserted
+        }
+
+        mutating func array(depth: Int) throws {
+            let me = tokens.count
+            tokens.append(Token(kind: .array, start: UInt32(i), end: 0))
             i += 1
-            var items: [JSONValue] = []
+            var count = 0
             skipWhitespace()
-            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; close(me, count: 0); return }
             while true {
                 skipWhitespace()
-                items.append(try value(depth: depth + 1))
+                try value(depth: depth + 1)
+                count += 1
                 skipWhitespace()
                 guard i < bytes.count else { throw fail("unexpected end of file in an array; expected ',' or ']'") }
                 if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-                if bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+                if bytes[i] == UInt8(ascii: "]") { i += 1; close(me, count: count); return }
                 throw fail("expected ',' or ']', found '\(printable(bytes[i]))'")
             }
         }

@@ -9,11 +9,17 @@ extension String {
         return plain ? self : "'" + split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 
+    /// Whether every UTF-8 byte is below `limit`: over the string's own
+    /// storage when it has it (a table of a thousand rows is one string).
+    public func allBytes(below limit: UInt8) -> Bool {
+        utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 < limit } } ?? utf8.allSatisfy { $0 < limit }
+    }
+
     /// Columns the text takes on a terminal: two for each wide (East Asian)
     /// character, such as the Chinese in a translated table header; one for
     /// any other character.
     public var terminalWidth: Int {
-        if utf8.allSatisfy({ $0 < 0x80 }) { return utf8.count }
+        if allBytes(below: 0x80) { return utf8.count }
         var n = 0
         for c in self {
             let v = c.unicodeScalars.first!.value

@@ -37,7 +37,7 @@ extension Profile {
     /// does not know (a misspelt key would otherwise be dropped on save).
     public static func parseStrictly(_ bytes: [UInt8]) throws -> (profile: Profile, unknownKeys: [KeyTracker.UnknownKey]) {
         let tracker = KeyTracker()
-        let profile = try Profile(json: JSONReader(try JSONSyntax.parse(bytes), tracker: tracker))
+        let profile = try Profile(json: JSONReader(parsing: bytes, tracker: tracker))
         return (profile, tracker.unknownKeys())
     }
 }
@@ -292,6 +292,6 @@ extension TransitionEvent {
     }
 
     public static func parse(_ bytes: [UInt8]) throws -> TransitionEvent {
-        try TransitionEvent(json: JSONReader(try JSONSyntax.parse(bytes)))
+        try TransitionEvent(json: JSONReader(parsing: bytes))
     }
 }

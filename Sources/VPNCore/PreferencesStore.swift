@@ -181,10 +181,11 @@ public enum PreferencesCodec {
     public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
         let hint = "fix the file by hand (vpnctl never rewrites a file it cannot read)"
         let prefs: Preferences
-        let document: JSONValue
-        let tally = KeyTracker(full: false)
+        let document: JSONDocument
+        let tally: KeyTracker
         do {
-            document = try JSONSyntax.parse(bytes)
+            document = try JSONDocument(parsing: bytes)
+            tally = KeyTracker(counting: document)
             prefs = try Preferences(json: JSONReader(document, tracker: tally))
         } catch let problem as JSONSyntax.Problem {
             throw VPNError(.configurationReadWriteFailed,

@@ -3,8 +3,9 @@ import Testing
 
 @Suite struct KeyTrackerTests {
     func read(_ json: String, full: Bool) throws -> KeyTracker {
-        let tracker = KeyTracker(full: full)
-        let r = JSONReader(try JSONSyntax.parse(Array(json.utf8)), tracker: tracker)
+        let document = try JSONDocument(parsing: Array(json.utf8))
+        let tracker = full ? KeyTracker() : KeyTracker(counting: document)
+        let r = JSONReader(document, tracker: tracker)
         _ = try r.string("name")
         _ = try r.optional("inner")?.int("mtu")
         _ = try r.optional("map")?.stringMap()

@@ -68,7 +68,7 @@ public struct OnDemandPauses {
 
     public func paused() throws -> Set<UUID> {
         guard let bytes = try FileSystem.readFileIfPresent(path, limit: 4 << 20) else { return [] }
-        let r = JSONReader(try JSONSyntax.parse(bytes))
+        let r = try JSONReader(parsing: bytes)
         return Set(try r.optional("paused")?.array().map { try $0.uuid() } ?? [])
     }
 
@@ -130,7 +130,7 @@ public struct OnDemandReport: Equatable, Sendable {
 
     public static func read(runDirectory: String) throws -> OnDemandReport? {
         guard let bytes = try FileSystem.readFileIfPresent(path(runDirectory: runDirectory), limit: 4 << 20) else { return nil }
-        let r = JSONReader(try JSONSyntax.parse(bytes))
+        let r = try JSONReader(parsing: bytes)
         return OnDemandReport(entries: try r.optional("profiles")?.array().map { e in
             Entry(id: try e.required("id").uuid(), decision: try e.string("decision") ?? "none", rule: try e.int("rule"),
                   reason: try e.string("reason") ?? "", note: try e.string("note"))

@@ -76,7 +76,7 @@ public struct RuntimeStore: Sendable {
             throw storeError(error)
         }
         do {
-            return try RuntimeRecord(json: JSONReader(try JSONSyntax.parse(bytes)))
+            return try RuntimeRecord(json: JSONReader(parsing: bytes))
         } catch {
             throw VPNError(.configurationReadWriteFailed, "\(path): unreadable runtime record (\(error))",
                            hint: "stop the profile, or remove the file if no supervisor runs")
