@@ -80,6 +80,18 @@ import VPNSystem
         #expect(decision?.reason == "user 'bob' may stop 'office': user 'bob' is in group 'staff', named in its policy")
     }
 
+    /// The agent logs a refusal from the decision (English), not from the
+    /// error the client reads (in the client's language).
+    @Test func aRefusalCarriesItsDecisionForTheLog() {
+        #expect {
+            try AgentExecution.authorize(AgentRequest(verb: .start, profile: "office"), caller: mallory, settings: settings)
+        } throws: { error in
+            guard let d = error as? AgentExecution.Denial else { return false }
+            return d.error.code == .permissionDenied && !d.decision.allowed
+                && d.decision.englishReason == "user 'mallory' may not start 'office': its policy allows users alice; groups staff"
+        }
+    }
+
     @Test func canAnswersForTheCallerNotForTheAgent() {
         let yes = agent(AgentRequest(verb: .can, profile: "office", canAction: .toggle), as: alice)
         #expect(yes.code == 0 && yes.stdout == "allowed: user 'alice' may toggle 'office': user 'alice' is named in its policy\n")

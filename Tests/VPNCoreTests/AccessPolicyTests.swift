@@ -110,6 +110,46 @@ import Testing
         #expect(e.remedy == .grant(profile: "office", adminGroup: "vpnctl"))
     }
 
+    @Test func reasonsAreWordedInTheReadersLanguageAndInEnglishForTheLog() throws {
+        let vi = try #require(MessageCatalog(bytes: try LocalizationTests.compile("""
+            msgid ""
+            msgstr ""
+            "Content-Type: text/plain; charset=UTF-8\\n"
+
+            #, c-format
+            msgid "%1$s may not %2$s: %3$s"
+            msgstr "%1$s không được %2$s: %3$s"
+
+            #, c-format
+            msgid "user '%1$s'"
+            msgstr "người dùng '%1$s'"
+
+            #, c-format
+            msgid "stop '%1$s'"
+            msgstr "dừng '%1$s'"
+
+            #, c-format
+            msgid "its policy allows %1$s"
+            msgstr "chính sách của nó cho phép %1$s"
+
+            #, c-format
+            msgid "users %1$s"
+            msgstr "người dùng %1$s"
+
+            #, c-format
+            msgid "groups %1$s"
+            msgstr "nhóm %1$s"
+
+            """)))
+        let d = policy.decide(user("mallory"), .stop, profile: office)
+        let english = "user 'mallory' may not stop 'office': its policy allows users alice; groups staff"
+        #expect(d.text(in: vi) == "người dùng 'mallory' không được dừng 'office': chính sách của nó cho phép người dùng alice; nhóm staff")
+        #expect(d.text(in: nil) == english)
+        // The process speaks English here: the reason and the log's text agree.
+        #expect(d.englishReason == english && d.reason == english)
+        #expect(d.why == .notNamed(user("mallory"), .stop, profile: "office", policy: office.policy, adminGroup: "vpnctl"))
+    }
+
     @Test func policyActionsRoundTripAndRejectStoreActions() throws {
         var p = sampleProfile("x")
         p.policy = Policy(users: ["alice"], actions: [.start, .stop])

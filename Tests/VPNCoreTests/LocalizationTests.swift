@@ -160,6 +160,37 @@ import Testing
         #expect(load(["LANG": "ru_RU.UTF-8"]) == nil)
     }
 
+    /// The agent loads a catalog for every request in a language: the file
+    /// is read once, and again when it is another file (an upgrade).
+    @Test func aCatalogIsReadOnceWhileItsFileIsUnchanged() throws {
+        func catalog(_ word: String) throws -> [UInt8] {
+            try Self.compile("msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n\nmsgid \"word\"\nmsgstr \"\(word)\"\n")
+        }
+        let dir = TempDir()
+        let path = dir.path + "/ru/LC_MESSAGES/vpnctl.mo"
+        try FileManager.default.createDirectory(atPath: dir.path + "/ru/LC_MESSAGES", withIntermediateDirectories: true)
+        try Data(try catalog("один")).write(to: URL(fileURLWithPath: path))
+        let env = ["VPNCTL_LOCALEDIR": dir.path, "LANGUAGE": "ru", "LANG": "C.UTF-8"]
+        #expect(Localization.load(env)?.catalog.translation(of: "word") == "один")
+        // Other bytes of the same size, written in place with the old mtime put
+        // back: the same file as far as the cache can tell, so not read again.
+        var before = stat()
+        #expect(stat(path, &before) == 0)
+        let other = try catalog("пять")
+        #expect(other.count == Int(before.st_size))
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        #expect(other.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == other.count)
+        close(fd)
+        var times = [before.st_atim, before.st_mtim]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        #expect(Localization.load(env)?.catalog.translation(of: "word") == "один")
+        // A new mtime is a changed file: read again.
+        times[1].tv_sec += 1
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        #expect(Localization.load(env)?.catalog.translation(of: "word") == "пять")
+    }
+
     @Test func widthOfWideCharacters() {
         #expect("NAME".terminalWidth == 4)
         #expect("名称".terminalWidth == 4)

@@ -198,6 +198,11 @@ test_languages() {
   out=$(speak LANG=zh_CN.UTF-8 -- show nope 2>&1); rc=$?
   expect_exit "LANG=zh_CN show nope" 9 $rc || return 1
   expect_contains "LANG=zh_CN show nope" "没有名为 'nope' 的配置" "$out" || return 1
+  # The property list reader's own problems, not only the import's wording of them.
+  printf '<?xml version="1.0"?>\n<plist version="1.0"><dict><key>a</key></dict></plist>\n' > "$WORK/bad.mobileconfig"
+  out=$(speak LANGUAGE=vi -- import "$WORK/bad.mobileconfig" 2>&1); rc=$?
+  expect_exit "LANGUAGE=vi import of a broken plist" 5 $rc || return 1
+  expect_contains "LANGUAGE=vi import of a broken plist" "property list XML, dòng 2, cột 47: khóa 'a' không có giá trị" "$out" || return 1
   out=$(speak LC_ALL=ru_RU.UTF-8 -- status)
   expect_contains "LC_ALL=ru status" "ИМЯ" "$out" || return 1
   expect_contains "LC_ALL=ru status" "отключён" "$out" || return 1

@@ -73,6 +73,11 @@ test_agent_user_tunnel() {
   expect_contains "verify" "verdict: path proven" "$OUT" || return 1
   expect_run "stop by $u2" 11 as "$u2" stop office || return 1
   expect_contains "the refusal" "user '$u2' may not stop 'office'" "$OUT" || return 1
+  # A refusal reads in the client's language; the agent logs it in English.
+  expect_run "stop by $u2 in Vietnamese" 11 as_vi "$u2" stop office || return 1
+  expect_contains "the refusal in Vietnamese" "người dùng '$u2' không được dừng 'office'" "$OUT" || return 1
+  expect_eq "refusals the log has in English" 2 \
+    "$(grep -c "($u2) pid=[0-9]* stop 'office': denied (exit 11): user '$u2' may not stop 'office'" "$(dirname "$VPNCTL_RUN_DIR")/agent.log")" || return 1
   expect_field office status connected || return 1
   expect_run "start second by $u1" 11 as "$u1" start second || return 1
   expect_run "second is untouched" 12 cn "$V" is-connected second || return 1

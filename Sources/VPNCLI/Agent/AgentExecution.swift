@@ -74,6 +74,13 @@ enum AgentExecution {
         }
     }
 
+    /// A request the policy refuses: the error the client reads, in its
+    /// language, and the decision, which the agent logs in English.
+    struct Denial: Error {
+        let error: VPNError
+        let decision: AccessDecision
+    }
+
     /// Authorizes the request for the caller. Returns the request with its
     /// profile named by UUID (so that a rename meanwhile cannot point it at
     /// another profile) and the decision, or throws the error to render.
@@ -95,7 +102,7 @@ enum AgentExecution {
             throw error
         }
         let decision = policy.decide(caller, action, profile: profile)
-        guard decision.allowed else { throw policy.denial(decision, action: action, profile: profile) }
+        guard decision.allowed else { throw Denial(error: policy.denial(decision, action: action, profile: profile), decision: decision) }
         var resolved = request
         resolved.profile = profile.id.lowercasedString
         return (resolved, decision)
@@ -135,7 +142,7 @@ enum AgentExecution {
     static func render(_ error: Error, _ request: AgentRequest?, stdout: TextSink, stderr: TextSink) -> Int32 {
         let context = makeContext(request ?? AgentRequest(verb: .list), path: nil, stdout: stdout, stderr: stderr)
         let mode: ColorMode = request?.flag("no-color") == true ? .never : ColorMode(rawValue: request?.values["color"] ?? "auto") ?? .auto
-        return VPNCLI.report(error, to: Output(context: context, json: request?.flag("json") ?? false, color: mode))
+        return VPNCLI.report((error as? Denial)?.error ?? error, to: Output(context: context, json: request?.flag("json") ?? false, color: mode))
     }
 
     /// Makes this process speak the request's language, and returns the

@@ -171,11 +171,15 @@ final class AgentServer {
             (authorized, decision) = try AgentExecution.authorize(request, caller: caller, settings: settings)
         } catch {
             let code = AgentExecution.render(error, request, stdout: buffer.stdout, stderr: buffer.stderr)
-            log("\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)")
+            if let denial = error as? AgentExecution.Denial {
+                log("\(summary): denied (exit \(code)): \(denial.decision.englishReason)")
+            } else {
+                log("\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)")
+            }
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
-        if let d = decision { summary += " (\(d.reason))" }
+        if let d = decision { summary += " (\(d.englishReason))" }
         if AgentExecution.runsInline(authorized) {
             let code = AgentExecution.run(authorized, caller: caller, settings: settings, path: path, stdout: buffer.stdout, stderr: buffer.stderr)
             log("\(summary): exit \(code)")

@@ -17,20 +17,83 @@ public struct Caller: Equatable, Sendable {
     }
 
     public var isRoot: Bool { uid == 0 }
-
-    /// "user 'alice'", or "uid 1234" for a uid with no name.
-    public var display: String { userName.map { "user '\($0)'" } ?? "uid \(uid)" }
 }
 
-/// The answer to "may this caller do this": allowed or not, and why, in
-/// words fit for a log line and for `vpnctl can`.
+/// The answer to "may this caller do this": allowed or not, and why. The
+/// why is kept as data and worded on demand: in English for the agent's
+/// log, in the reader's language for them (`vpnctl can`, a refusal).
 public struct AccessDecision: Equatable, Sendable {
-    public let allowed: Bool
-    public let reason: String
+    public enum Why: Equatable, Sendable {
+        case root
+        case admin(Caller, group: String)
+        /// A store change by someone outside the admin group.
+        case changesStore(PolicyAction, adminGroup: String)
+        case needsProfile(PolicyAction)
+        /// The profile's policy names neither the caller nor a group of theirs.
+        case notNamed(Caller, PolicyAction, profile: String, policy: Policy, adminGroup: String)
+        /// The policy names the caller but does not grant the action.
+        case notGranted(Caller, PolicyAction, profile: String, granted: [PolicyAction])
+        /// Named in the policy: by user name (`group` nil) or through a group.
+        case named(Caller, PolicyAction, profile: String, group: String?)
+    }
 
-    public init(allowed: Bool, reason: String) {
+    public let allowed: Bool
+    public let why: Why
+
+    public init(allowed: Bool, why: Why) {
         self.allowed = allowed
-        self.reason = reason
+        self.why = why
+    }
+
+    /// Why, in the language messages are made in now (in the agent, the request's).
+    public var reason: String { text(in: Localization.catalog) }
+
+    /// Why, in English: what the agent logs whatever the client speaks.
+    public var englishReason: String { text(in: nil) }
+
+    /// Why, worded with `catalog` (nil: English).
+    public func text(in catalog: MessageCatalog?) -> String {
+        // The marked messages, translated with `catalog` rather than the process's language.
+        func L(_ text: LocalizedText) -> String { Localization.translate(text, in: catalog) }
+        func who(_ c: Caller) -> String { c.userName.map { L("user '\($0)'") } ?? L("uid \(c.uid)") }
+        func what(_ action: PolicyAction, _ profile: String) -> String {
+            switch action {
+            case .start: return L("start '\(profile)'")
+            case .stop: return L("stop '\(profile)'")
+            case .toggle: return L("toggle '\(profile)'")
+            case .status: return L("see the status of '\(profile)'")
+            case .stats: return L("see the counters of '\(profile)'")
+            case .verify: return L("verify '\(profile)'")
+            default: return "\(action.rawValue) '\(profile)'"
+            }
+        }
+        switch why {
+        case .root:
+            return L("root may do everything")
+        case .admin(let c, let group):
+            return L("\(who(c)) is in the admin group '\(group)'")
+        case .changesStore(let action, let group):
+            return L("\(action.rawValue) changes the store: only root and members of group '\(group)' may")
+        case .needsProfile(let action):
+            return L("\(action.rawValue) needs a profile")
+        case .notNamed(let c, let action, let profile, let policy, let group):
+            let allows: String
+            if policy.users.isEmpty && policy.groups.isEmpty {
+                allows = L("its policy names nobody (root and group '\(group)' only)")
+            } else {
+                var parts: [String] = []
+                if !policy.users.isEmpty { parts.append(L("users \(policy.users.joined(separator: ", "))")) }
+                if !policy.groups.isEmpty { parts.append(L("groups \(policy.groups.joined(separator: ", "))")) }
+                allows = L("its policy allows \(parts.joined(separator: "; "))")
+            }
+            return L("\(who(c)) may not \(what(action, profile)): \(allows)")
+        case .notGranted(let c, let action, let profile, let granted):
+            return L("\(who(c)) may not \(what(action, profile)): its policy grants only \(granted.map(\.rawValue).joined(separator: ", "))")
+        case .named(let c, let action, let profile, nil):
+            return L("\(who(c)) may \(what(action, profile)): \(who(c)) is named in its policy")
+        case .named(let c, let action, let profile, let group?):
+            return L("\(who(c)) may \(what(action, profile)): \(who(c)) is in group '\(group)', named in its policy")
+        }
     }
 }
 
@@ -54,29 +117,22 @@ public struct AccessPolicy: Sendable {
     /// Decides `action` on `profile` (nil for an action on no one profile,
     /// such as an import).
     public func decide(_ caller: Caller, _ action: PolicyAction, profile: Profile?) -> AccessDecision {
-        if caller.isRoot { return AccessDecision(allowed: true, reason: "root may do everything") }
-        if isAdmin(caller) {
-            return AccessDecision(allowed: true, reason: "\(caller.display) is in the admin group '\(adminGroup)'")
-        }
+        if caller.isRoot { return AccessDecision(allowed: true, why: .root) }
+        if isAdmin(caller) { return AccessDecision(allowed: true, why: .admin(caller, group: adminGroup)) }
         guard action.isTunnelAction else {
-            return AccessDecision(allowed: false, reason: "\(action.rawValue) changes the store: only root and members of group '\(adminGroup)' may")
+            return AccessDecision(allowed: false, why: .changesStore(action, adminGroup: adminGroup))
         }
-        guard let profile else {
-            return AccessDecision(allowed: false, reason: "\(action.rawValue) needs a profile")
-        }
+        guard let profile else { return AccessDecision(allowed: false, why: .needsProfile(action)) }
         let policy = profile.policy
         let byUser = caller.userName.map { policy.users.contains($0) } ?? false
         let byGroup = caller.groupNames.first { policy.groups.contains($0) }
-        let what = "\(action.phrase) '\(profile.name)'"
         guard byUser || byGroup != nil else {
-            return AccessDecision(allowed: false, reason: "\(caller.display) may not \(what): \(describe(policy))")
+            return AccessDecision(allowed: false, why: .notNamed(caller, action, profile: profile.name, policy: policy, adminGroup: adminGroup))
         }
         guard policy.allowedActions.contains(action) else {
-            return AccessDecision(allowed: false, reason: "\(caller.display) may not \(what): its policy grants only "
-                                  + policy.allowedActions.map(\.rawValue).joined(separator: ", "))
+            return AccessDecision(allowed: false, why: .notGranted(caller, action, profile: profile.name, granted: policy.allowedActions))
         }
-        let via = byUser ? "is named in its policy" : "is in group '\(byGroup!)', named in its policy"
-        return AccessDecision(allowed: true, reason: "\(caller.display) may \(what): \(caller.display) \(via)")
+        return AccessDecision(allowed: true, why: .named(caller, action, profile: profile.name, group: byUser ? nil : byGroup))
     }
 
     /// Whether `verify` may send the caller's probe when the route to it does
@@ -92,20 +148,11 @@ public struct AccessPolicy: Sendable {
     }
 
     /// The error a denied request ends in (exit 11): the profile, the
-    /// action, why, and who may grant it.
+    /// action, why, and who may grant it, in the language messages are made
+    /// in now (the agent logs `decision.englishReason` instead).
     public func denial(_ decision: AccessDecision, action: PolicyAction, profile: Profile?) -> VPNError {
         VPNError(.permissionDenied, decision.reason,
-                 hint: profile == nil ? "only root and members of group '\(adminGroup)' may" : nil,
+                 hint: profile == nil ? L("only root and members of group '\(adminGroup)' may") : nil,
                  remedy: profile.map { .grant(profile: $0.name, adminGroup: adminGroup) })
-    }
-
-    func describe(_ policy: Policy) -> String {
-        if policy.users.isEmpty && policy.groups.isEmpty {
-            return "its policy names nobody (root and group '\(adminGroup)' only)"
-        }
-        var parts: [String] = []
-        if !policy.users.isEmpty { parts.append("users " + policy.users.joined(separator: ", ")) }
-        if !policy.groups.isEmpty { parts.append("groups " + policy.groups.joined(separator: ", ")) }
-        return "its policy allows " + parts.joined(separator: "; ")
     }
 }

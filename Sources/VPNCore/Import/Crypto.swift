@@ -65,7 +65,7 @@ public enum Crypto {
 
     static func withBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) throws -> T) throws -> T {
         try bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw failure("out of memory") }
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw failure(L("out of memory")) }
             defer { BIO_free(bio) }
             return try body(bio)
         }
@@ -96,7 +96,7 @@ public enum Crypto {
     static func describe(_ x: OpaquePointer) throws -> Certificate {
         var out: UnsafeMutablePointer<UInt8>? = nil
         let n = i2d_X509(x, &out)
-        guard n > 0, let out else { throw failure("cannot encode a certificate") }
+        guard n > 0, let out else { throw failure(L("cannot encode a certificate")) }
         defer { CRYPTO_free(out, #fileID, #line) }
         return Certificate(der: Array(UnsafeBufferPointer(start: out, count: Int(n))),
                            subject: name(X509_get_subject_name(x)), issuer: name(X509_get_issuer_name(x)),
@@ -106,13 +106,13 @@ public enum Crypto {
     /// One DER certificate, checked: libcrypto must read all of it.
     public static func certificate(der: [UInt8]) throws -> Certificate {
         ERR_clear_error()
-        guard !der.isEmpty else { throw Problem("empty certificate") }
+        guard !der.isEmpty else { throw Problem(L("empty certificate")) }
         let x: OpaquePointer = try der.withUnsafeBufferPointer { buf in
             var p: UnsafePointer<UInt8>? = buf.baseAddress
-            guard let x = d2i_X509(nil, &p, buf.count) else { throw failure("not a DER X.509 certificate") }
+            guard let x = d2i_X509(nil, &p, buf.count) else { throw failure(L("not a DER X.509 certificate")) }
             if let p, p != buf.baseAddress! + buf.count {
                 X509_free(x)
-                throw Problem("not a DER X.509 certificate: \(buf.baseAddress! + buf.count - p) bytes after it")
+                throw Problem(L("not a DER X.509 certificate: \(buf.baseAddress! + buf.count - p) bytes after it"))
             }
             return x
         }
@@ -124,7 +124,7 @@ public enum Crypto {
     public static func certificates(pem text: String) throws -> [Certificate] {
         var out: [Certificate] = []
         for (i, block) in PEM.blocks(text).enumerated() where block.label == "CERTIFICATE" || block.label == "TRUSTED CERTIFICATE" {
-            guard let der = block.der else { throw Problem("PEM block \(i + 1) is not valid base64") }
+            guard let der = block.der else { throw Problem(L("PEM block \(i + 1) is not valid base64")) }
             out.append(try certificate(der: der))
         }
         return out
@@ -144,7 +144,7 @@ public enum Crypto {
         ERR_clear_error()
         let p12: OpaquePointer = try der.withUnsafeBufferPointer { buf in
             var p: UnsafePointer<UInt8>? = buf.baseAddress
-            guard let x = d2i_PKCS12(nil, &p, buf.count) else { throw failure("not a PKCS#12 file") }
+            guard let x = d2i_PKCS12(nil, &p, buf.count) else { throw failure(L("not a PKCS#12 file")) }
             return x
         }
         defer { PKCS12_free(p12) }
@@ -156,20 +156,20 @@ public enum Crypto {
             var n: Int64 = 1
             if let iter, ASN1_INTEGER_get_int64(&n, iter) != 1 { n = Int64.max }
             guard (1...maximumIterations).contains(n) else {
-                throw Problem("the PKCS#12 file asks for \(n) MAC iterations (vpnctl allows 1 to \(maximumIterations))")
+                throw Problem(L("the PKCS#12 file asks for \(n) MAC iterations (vpnctl allows 1 to \(maximumIterations))"))
             }
         }
         let bagIterations = vpnctl_pkcs12_max_iterations(p12)
         if bagIterations > maximumIterations {
-            throw Problem("the PKCS#12 file asks for \(bagIterations) key-derivation iterations (vpnctl allows up to \(maximumIterations))")
+            throw Problem(L("the PKCS#12 file asks for \(bagIterations) key-derivation iterations (vpnctl allows up to \(maximumIterations))"))
         }
         ERR_clear_error()
         if PKCS12_mac_present(p12) == 1 && PKCS12_verify_mac(p12, password, -1) != 1 {
             let why = errors()
             if why.contains("unsupported") || why.contains("unknown digest") {
-                throw Problem("the PKCS#12 file's integrity check uses an algorithm this OpenSSL lacks: \(why)")
+                throw Problem(L("the PKCS#12 file's integrity check uses an algorithm this OpenSSL lacks: \(why)"))
             }
-            throw Problem("wrong password for the PKCS#12 file (its integrity check fails)")
+            throw Problem(L("wrong password for the PKCS#12 file (its integrity check fails)"))
         }
         var key: OpaquePointer? = nil, cert: OpaquePointer? = nil, ca: OpaquePointer? = nil
         var ok = PKCS12_parse(p12, password, &key, &cert, &ca) == 1
@@ -180,21 +180,21 @@ public enum Crypto {
             ok = PKCS12_parse(p12, password, &key, &cert, &ca) == 1
         }
         guard ok else {
-            throw failure(legacyLoaded ? "cannot open the PKCS#12 file" : "cannot open the PKCS#12 file (OpenSSL's legacy provider is not available)")
+            throw failure(legacyLoaded ? L("cannot open the PKCS#12 file") : L("cannot open the PKCS#12 file (OpenSSL's legacy provider is not available)"))
         }
         defer {
             EVP_PKEY_free(key)
             X509_free(cert)
             vpnctl_x509_stack_pop_free(ca)
         }
-        guard let cert else { throw Problem("the PKCS#12 file holds no certificate") }
-        guard let key else { throw Problem("the PKCS#12 file holds no private key") }
+        guard let cert else { throw Problem(L("the PKCS#12 file holds no certificate")) }
+        guard let key else { throw Problem(L("the PKCS#12 file holds no private key")) }
         guard X509_check_private_key(cert, key) == 1 else {
             ERR_clear_error()
-            throw Problem("the PKCS#12 file's private key does not belong to its certificate")
+            throw Problem(L("the PKCS#12 file's private key does not belong to its certificate"))
         }
         let keyPEM = memoryBIOText { _ = PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) }
-        guard !keyPEM.isEmpty else { throw failure("cannot write the private key") }
+        guard !keyPEM.isEmpty else { throw failure(L("cannot write the private key")) }
         var chain: [Certificate] = []
         for i in 0..<vpnctl_x509_stack_count(ca) {
             if let x = vpnctl_x509_stack_at(ca, i) { chain.append(try describe(x)) }
@@ -207,22 +207,22 @@ public enum Crypto {
     public static func pkcs12(identityPEM: [UInt8], password: String) throws -> [UInt8] {
         ERR_clear_error()
         let cert: OpaquePointer = try withBIO(identityPEM) { bio in
-            guard let x = PEM_read_bio_X509(bio, nil, nil, nil) else { throw failure("the identity holds no PEM certificate") }
+            guard let x = PEM_read_bio_X509(bio, nil, nil, nil) else { throw failure(L("the identity holds no PEM certificate")) }
             return x
         }
         defer { X509_free(cert) }
         let key: OpaquePointer = try withBIO(identityPEM) { bio in
-            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw failure("the identity holds no PEM private key") }
+            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw failure(L("the identity holds no PEM private key")) }
             return k
         }
         defer { EVP_PKEY_free(key) }
         guard let p12 = PKCS12_create(password, "vpnctl identity", key, cert, nil, 0, 0, 0, 0, 0) else {
-            throw failure("cannot make a PKCS#12 file of the identity")
+            throw failure(L("cannot make a PKCS#12 file of the identity"))
         }
         defer { PKCS12_free(p12) }
         var out: UnsafeMutablePointer<UInt8>? = nil
         let n = i2d_PKCS12(p12, &out)
-        guard n > 0, let out else { throw failure("cannot encode the PKCS#12 file") }
+        guard n > 0, let out else { throw failure(L("cannot encode the PKCS#12 file")) }
         defer { CRYPTO_free(out, #fileID, #line) }
         return Array(UnsafeBufferPointer(start: out, count: Int(n)))
     }
@@ -253,54 +253,54 @@ public enum Crypto {
         ERR_clear_error()
         let der = derFromPEM(input) ?? input
         let cms: OpaquePointer = try withBIO(der) { bio in
-            guard let c = d2i_CMS_bio(bio, nil) else { throw failure("not a CMS (PKCS#7) structure") }
+            guard let c = d2i_CMS_bio(bio, nil) else { throw failure(L("not a CMS (PKCS#7) structure")) }
             return c
         }
         defer { CMS_ContentInfo_free(cms) }
         if vpnctl_cms_is_enveloped(cms) == 1 {
-            throw Problem("the profile is encrypted (CMS EnvelopedData) for another device's key; vpnctl cannot read it")
+            throw Problem(L("the profile is encrypted (CMS EnvelopedData) for another device's key; vpnctl cannot read it"))
         }
-        guard vpnctl_cms_is_signed_data(cms) == 1 else { throw Problem("the CMS structure is not SignedData") }
-        guard let out = BIO_new(BIO_s_mem()) else { throw failure("out of memory") }
+        guard vpnctl_cms_is_signed_data(cms) == 1 else { throw Problem(L("the CMS structure is not SignedData")) }
+        guard let out = BIO_new(BIO_s_mem()) else { throw failure(L("out of memory")) }
         defer { BIO_free(out) }
         // First the signature alone: a changed byte fails here, whoever signed.
         guard CMS_verify(cms, nil, nil, nil, out, UInt32(CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY)) == 1 else {
             let why = errors()
             if why.contains("signer certificate not found") {
-                throw Problem("the signed profile does not carry its signer's certificate (signed with -nocerts?), so nothing can be checked")
+                throw Problem(L("the signed profile does not carry its signer's certificate (signed with -nocerts?), so nothing can be checked"))
             }
             if why.contains("no content") {
-                throw Problem("the signature is detached: the profile itself is not inside it (sign with -nodetach)")
+                throw Problem(L("the signature is detached: the profile itself is not inside it (sign with -nodetach)"))
             }
-            throw Problem("the signature does not match the content (the profile was changed after it was signed, or the signature is damaged)"
+            throw Problem(L("the signature does not match the content (the profile was changed after it was signed, or the signature is damaged)")
                           + (why.isEmpty ? "" : ": \(why)"))
         }
         let signers = CMS_get0_signers(cms)
         defer { vpnctl_x509_stack_free(signers) }
         guard vpnctl_x509_stack_count(signers) >= 1, let first = vpnctl_x509_stack_at(signers, 0) else {
-            throw Problem("the signed profile does not carry its signer's certificate")
+            throw Problem(L("the signed profile does not carry its signer's certificate"))
         }
         let signer = try describe(first)
         var p: UnsafeMutablePointer<CChar>? = nil
         let n = vpnctl_bio_mem_data(out, &p)
         let content = p.map { q in q.withMemoryRebound(to: UInt8.self, capacity: max(n, 0)) { Array(UnsafeBufferPointer(start: $0, count: max(n, 0))) } } ?? []
         guard let anchors else { return SignedContent(content: content, signer: signer, chainVerified: false) }
-        guard let store = X509_STORE_new() else { throw failure("out of memory") }
+        guard let store = X509_STORE_new() else { throw failure(L("out of memory")) }
         defer { X509_STORE_free(store) }
         for a in anchors {
             let x: OpaquePointer = try a.der.withUnsafeBufferPointer { buf in
                 var q: UnsafePointer<UInt8>? = buf.baseAddress
-                guard let x = d2i_X509(nil, &q, buf.count) else { throw failure("cannot read a --ca certificate") }
+                guard let x = d2i_X509(nil, &q, buf.count) else { throw failure(L("cannot read a --ca certificate")) }
                 return x
             }
             X509_STORE_add_cert(store, x)
             X509_free(x)
         }
         X509_STORE_set_purpose(store, X509_PURPOSE_ANY)
-        guard let sink = BIO_new(BIO_s_mem()) else { throw failure("out of memory") }
+        guard let sink = BIO_new(BIO_s_mem()) else { throw failure(L("out of memory")) }
         defer { BIO_free(sink) }
         guard CMS_verify(cms, nil, store, nil, sink, UInt32(CMS_BINARY)) == 1 else {
-            throw failure("the signer (\(signer.subject)) does not chain to the given CA")
+            throw failure(L("the signer (\(signer.subject)) does not chain to the given CA"))
         }
         return SignedContent(content: content, signer: signer, chainVerified: true)
     }

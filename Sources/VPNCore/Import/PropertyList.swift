@@ -17,14 +17,14 @@ public indirect enum PropertyList: Equatable, Sendable {
     /// What a value is, for messages ("a string", "an array").
     public var kindName: String {
         switch self {
-        case .string: return "a string"
-        case .integer: return "an integer"
-        case .real: return "a real"
-        case .bool: return "a boolean"
-        case .date: return "a date"
-        case .data: return "data"
-        case .array: return "an array"
-        case .dict: return "a dictionary"
+        case .string: return L("a string")
+        case .integer: return L("an integer")
+        case .real: return L("a real")
+        case .bool: return L("a boolean")
+        case .date: return L("a date")
+        case .data: return L("data")
+        case .array: return L("an array")
+        case .dict: return L("a dictionary")
         }
     }
 
@@ -142,31 +142,31 @@ struct XMLPropertyListReader {
         for k in 0..<min(i, b.count) {
             if b[k] == 0x0A { line += 1; column = 1 } else if b[k] & 0xC0 != 0x80 { column += 1 }
         }
-        return PropertyList.Problem("XML property list, line \(line), column \(column): \(what)")
+        return PropertyList.Problem(L("XML property list, line \(line), column \(column): \(what)"))
     }
 
     mutating func read() throws -> PropertyList {
         if b.starts(with: [0xFE, 0xFF]) || b.starts(with: [0xFF, 0xFE]) || b.starts(with: [0x00, 0x3C]) || b.starts(with: [0x3C, 0x00]) {
-            throw PropertyList.Problem("the property list is UTF-16; vpnctl reads UTF-8 XML or binary property lists (convert it with: plutil -convert xml1 FILE)")
+            throw PropertyList.Problem(L("the property list is UTF-16; vpnctl reads UTF-8 XML or binary property lists (convert it with: plutil -convert xml1 FILE)"))
         }
-        guard String(validating: b, as: UTF8.self) != nil else { throw PropertyList.Problem("the XML property list is not valid UTF-8") }
+        guard String(validating: b, as: UTF8.self) != nil else { throw PropertyList.Problem(L("the XML property list is not valid UTF-8")) }
         if b.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         try skipMisc()
         guard let open = try tag(), open.name == "plist", !open.closing else {
-            throw fail("expected <plist>")
+            throw fail(L("expected <plist>"))
         }
         let value: PropertyList
         if open.empty {
-            throw fail("<plist/> holds no value")
+            throw fail(L("<plist/> holds no value"))
         } else {
             try skipMisc()
-            guard let t = try tag(), !t.closing else { throw fail("<plist> holds no value") }
+            guard let t = try tag(), !t.closing else { throw fail(L("<plist> holds no value")) }
             value = try element(t, depth: 1)
             try skipMisc()
-            guard let close = try tag(), close.closing, close.name == "plist" else { throw fail("expected </plist> after the value") }
+            guard let close = try tag(), close.closing, close.name == "plist" else { throw fail(L("expected </plist> after the value")) }
         }
         try skipMisc()
-        if i < b.count { throw fail("unexpected content after </plist>") }
+        if i < b.count { throw fail(L("unexpected content after </plist>")) }
         return value
     }
 
@@ -177,18 +177,18 @@ struct XMLPropertyListReader {
         while true {
             while i < b.count, [0x20, 0x09, 0x0A, 0x0D].contains(b[i]) { i += 1 }
             if hasPrefix("<!--") {
-                guard let end = find("-->", from: i + 4) else { throw fail("a comment is never closed") }
+                guard let end = find("-->", from: i + 4) else { throw fail(L("a comment is never closed")) }
                 i = end + 3
             } else if hasPrefix("<?") {
-                guard let end = find("?>", from: i + 2) else { throw fail("a processing instruction is never closed") }
+                guard let end = find("?>", from: i + 2) else { throw fail(L("a processing instruction is never closed")) }
                 i = end + 2
             } else if hasPrefix("<!DOCTYPE") {
                 var k = i
                 while k < b.count, b[k] != 0x3E {
-                    if b[k] == 0x5B { throw fail("a DOCTYPE with an internal subset (entity declarations) is refused") }
+                    if b[k] == 0x5B { throw fail(L("a DOCTYPE with an internal subset (entity declarations) is refused")) }
                     k += 1
                 }
-                guard k < b.count else { throw fail("the DOCTYPE is never closed") }
+                guard k < b.count else { throw fail(L("the DOCTYPE is never closed")) }
                 i = k + 1
             } else {
                 return
@@ -219,7 +219,7 @@ struct XMLPropertyListReader {
         if closing { k += 1 }
         let start = k
         while k < b.count, isNameByte(b[k]) { k += 1 }
-        guard k > start else { throw fail("a malformed tag") }
+        guard k > start else { throw fail(L("a malformed tag")) }
         let name = String(decoding: b[start..<k], as: UTF8.self)
         var quote: UInt8? = nil
         while k < b.count {
@@ -227,7 +227,7 @@ struct XMLPropertyListReader {
             if let q = quote { if c == q { quote = nil } } else if c == 0x22 || c == 0x27 { quote = c } else if c == 0x3E || c == 0x3C { break }
             k += 1
         }
-        guard k < b.count, b[k] == 0x3E else { throw fail("the tag <\(closing ? "/" : "")\(name.prefix(40))> is never closed") }
+        guard k < b.count, b[k] == 0x3E else { throw fail(L("the tag <\(closing ? "/" : "")\(name.prefix(40))> is never closed")) }
         let empty = !closing && b[k - 1] == 0x2F
         i = k + 1
         return Tag(name: name, closing: closing, empty: empty)
@@ -238,14 +238,14 @@ struct XMLPropertyListReader {
     }
 
     mutating func element(_ t: Tag, depth: Int) throws -> PropertyList {
-        guard depth <= PropertyList.maximumDepth else { throw fail("nested more than \(PropertyList.maximumDepth) deep") }
+        guard depth <= PropertyList.maximumDepth else { throw fail(L("nested more than \(PropertyList.maximumDepth) deep")) }
         values += 1
-        guard values <= PropertyList.maximumValues else { throw fail("more than \(PropertyList.maximumValues) values") }
+        guard values <= PropertyList.maximumValues else { throw fail(L("more than \(PropertyList.maximumValues) values")) }
         switch t.name {
         case "true", "false":
             if !t.empty {
                 try skipMisc()
-                guard let c = try tag(), c.closing, c.name == t.name else { throw fail("<\(t.name)> must be empty") }
+                guard let c = try tag(), c.closing, c.name == t.name else { throw fail(L("<\(t.name)> must be empty")) }
             }
             return .bool(t.name == "true")
         case "dict":
@@ -253,17 +253,17 @@ struct XMLPropertyListReader {
             if t.empty { return .dict(d) }
             while true {
                 try skipMisc()
-                guard let k = try tag() else { throw fail("text inside <dict> (expected <key>)") }
+                guard let k = try tag() else { throw fail(L("text inside <dict> (expected <key>)")) }
                 if k.closing {
-                    guard k.name == "dict" else { throw fail("</\(k.name)> closes <dict>") }
+                    guard k.name == "dict" else { throw fail(L("</\(k.name)> closes <dict>")) }
                     return .dict(d)
                 }
-                guard k.name == "key" else { throw fail("<\(k.name)> where a <key> was expected in <dict>") }
+                guard k.name == "key" else { throw fail(L("<\(k.name)> where a <key> was expected in <dict>")) }
                 let key = k.empty ? "" : try text(closing: "key")
                 try skipMisc()
-                guard let v = try tag(), !v.closing else { throw fail("the key '\(key.prefix(60))' has no value") }
+                guard let v = try tag(), !v.closing else { throw fail(L("the key '\(key.prefix(60))' has no value")) }
                 let value = try element(v, depth: depth + 1)
-                if d[key] != nil { throw fail("the key '\(key.prefix(60))' appears twice in one <dict>") }
+                if d[key] != nil { throw fail(L("the key '\(key.prefix(60))' appears twice in one <dict>")) }
                 d[key] = value
             }
         case "array":
@@ -271,9 +271,9 @@ struct XMLPropertyListReader {
             if t.empty { return .array(a) }
             while true {
                 try skipMisc()
-                guard let v = try tag() else { throw fail("text inside <array>") }
+                guard let v = try tag() else { throw fail(L("text inside <array>")) }
                 if v.closing {
-                    guard v.name == "array" else { throw fail("</\(v.name)> closes <array>") }
+                    guard v.name == "array" else { throw fail(L("</\(v.name)> closes <array>")) }
                     return .array(a)
                 }
                 a.append(try element(v, depth: depth + 1))
@@ -281,27 +281,27 @@ struct XMLPropertyListReader {
         case "string":
             return .string(t.empty ? "" : try text(closing: "string"))
         case "key":
-            throw fail("a <key> outside a <dict>")
+            throw fail(L("a <key> outside a <dict>"))
         case "integer":
             let s = t.empty ? "" : try text(closing: "integer")
-            guard let v = Self.integer(s) else { throw fail("<integer>\(s.prefix(40))</integer> is not a 64-bit integer") }
+            guard let v = Self.integer(s) else { throw fail(L("<integer>\(s.prefix(40))</integer> is not a 64-bit integer")) }
             return .integer(v)
         case "real":
             let s = (t.empty ? "" : try text(closing: "real")).trimmingSpaces()
-            guard let v = Double(s), !s.isEmpty else { throw fail("<real>\(s.prefix(40))</real> is not a number") }
+            guard let v = Double(s), !s.isEmpty else { throw fail(L("<real>\(s.prefix(40))</real> is not a number")) }
             return .real(v)
         case "date":
             let s = (t.empty ? "" : try text(closing: "date")).trimmingSpaces()
-            guard let v = PlistDate.parse(s) else { throw fail("<date>\(s.prefix(40))</date> is not YYYY-MM-DDTHH:MM:SSZ") }
+            guard let v = PlistDate.parse(s) else { throw fail(L("<date>\(s.prefix(40))</date> is not YYYY-MM-DDTHH:MM:SSZ")) }
             return .date(v)
         case "data":
             let s = t.empty ? "" : try text(closing: "data")
             let compact = String(String.UnicodeScalarView(s.unicodeScalars.filter { !" \t\r\n".unicodeScalars.contains($0) }))
             if compact.isEmpty { return .data([]) }
-            guard let d = Data(base64Encoded: compact) else { throw fail("<data> is not valid base64") }
+            guard let d = Data(base64Encoded: compact) else { throw fail(L("<data> is not valid base64")) }
             return .data(Array(d))
         default:
-            throw fail("unknown element <\(t.name.prefix(40))>")
+            throw fail(L("unknown element <\(t.name.prefix(40))>"))
         }
     }
 
@@ -328,22 +328,22 @@ struct XMLPropertyListReader {
             let c = b[i]
             if c == 0x3C {
                 if hasPrefix("<![CDATA[") {
-                    guard let end = find("]]>", from: i + 9) else { throw fail("a CDATA section is never closed") }
+                    guard let end = find("]]>", from: i + 9) else { throw fail(L("a CDATA section is never closed")) }
                     out += b[(i + 9)..<end]
                     i = end + 3
                     continue
                 }
                 if hasPrefix("<!--") {
-                    guard let end = find("-->", from: i + 4) else { throw fail("a comment is never closed") }
+                    guard let end = find("-->", from: i + 4) else { throw fail(L("a comment is never closed")) }
                     i = end + 3
                     continue
                 }
-                guard let t = try tag() else { throw fail("a malformed tag") }
-                guard t.closing, t.name == name else { throw fail("<\(t.closing ? "/" : "")\(t.name.prefix(40))> inside <\(name)>") }
+                guard let t = try tag() else { throw fail(L("a malformed tag")) }
+                guard t.closing, t.name == name else { throw fail(L("<\(t.closing ? "/" : "")\(t.name.prefix(40))> inside <\(name)>")) }
                 return String(decoding: out, as: UTF8.self)
             }
             if c == 0x26 {
-                guard let semi = b[i...].prefix(12).firstIndex(of: 0x3B) else { throw fail("'&' that starts no character reference (write &amp;)") }
+                guard let semi = b[i...].prefix(12).firstIndex(of: 0x3B) else { throw fail(L("'&' that starts no character reference (write &amp;)")) }
                 let ref = String(decoding: b[(i + 1)..<semi], as: UTF8.self)
                 let scalar: Unicode.Scalar?
                 switch ref {
@@ -358,10 +358,10 @@ struct XMLPropertyListReader {
                     } else if ref.hasPrefix("#") {
                         scalar = UInt32(ref.dropFirst(), radix: 10).flatMap(Unicode.Scalar.init)
                     } else {
-                        throw fail("the entity &\(ref.prefix(20)); is not one XML defines (vpnctl expands no others)")
+                        throw fail(L("the entity &\(ref.prefix(20)); is not one XML defines (vpnctl expands no others)"))
                     }
                 }
-                guard let s = scalar, s.value != 0 else { throw fail("&\(ref.prefix(20)); is not a valid character") }
+                guard let s = scalar, s.value != 0 else { throw fail(L("&\(ref.prefix(20)); is not a valid character")) }
                 out += Array(String(Character(s)).utf8)
                 i = semi + 1
                 continue
@@ -369,7 +369,7 @@ struct XMLPropertyListReader {
             out.append(c)
             i += 1
         }
-        throw fail("<\(name)> is never closed")
+        throw fail(L("<\(name)> is never closed"))
     }
 }
 
@@ -388,25 +388,25 @@ struct BinaryPropertyListReader {
 
     init(_ bytes: [UInt8]) { b = bytes }
 
-    func fail(_ what: String) -> PropertyList.Problem { PropertyList.Problem("binary property list: \(what)") }
+    func fail(_ what: String) -> PropertyList.Problem { PropertyList.Problem(L("binary property list: \(what)")) }
 
     mutating func read() throws -> PropertyList {
-        guard b.count >= 8 + 1 + 32 else { throw fail("too short (\(b.count) bytes)") }
+        guard b.count >= 8 + 1 + 32 else { throw fail(L("too short (\(b.count) bytes)")) }
         guard b.starts(with: Array("bplist00".utf8)) else {
-            throw fail("version '\(String(decoding: b[6..<8], as: UTF8.self))' is not 00")
+            throw fail(L("version '\(String(decoding: b[6..<8], as: UTF8.self))' is not 00"))
         }
         let t = b.count - 32
         offsetSize = Int(b[t + 6]); refSize = Int(b[t + 7])
         guard (1...8).contains(offsetSize), (1...8).contains(refSize) else {
-            throw fail("offset size \(offsetSize) or reference size \(refSize) is not 1–8")
+            throw fail(L("offset size \(offsetSize) or reference size \(refSize) is not 1–8"))
         }
         let count = uint(t + 8, 8), topObject = uint(t + 16, 8), table = uint(t + 24, 8)
-        guard count >= 1, count <= UInt64(b.count) else { throw fail("object count \(count) does not fit the file") }
-        guard topObject < count else { throw fail("top object \(topObject) is not one of the \(count) objects") }
-        guard table >= 9, table < UInt64(t) else { throw fail("offset table at \(table) is outside the file") }
+        guard count >= 1, count <= UInt64(b.count) else { throw fail(L("object count \(count) does not fit the file")) }
+        guard topObject < count else { throw fail(L("top object \(topObject) is not one of the \(count) objects")) }
+        guard table >= 9, table < UInt64(t) else { throw fail(L("offset table at \(table) is outside the file")) }
         objectCount = Int(count); top = Int(topObject); tableOffset = Int(table)
         let (tableBytes, o1) = objectCount.multipliedReportingOverflow(by: offsetSize)
-        guard !o1, tableOffset + tableBytes <= t else { throw fail("the offset table (\(objectCount) × \(offsetSize) bytes) runs past the trailer") }
+        guard !o1, tableOffset + tableBytes <= t else { throw fail(L("the offset table (\(objectCount) × \(offsetSize) bytes) runs past the trailer")) }
         return try object(top, depth: 1)
     }
 
@@ -418,7 +418,7 @@ struct BinaryPropertyListReader {
 
     func offset(of index: Int) throws -> Int {
         let o = uint(tableOffset + index * offsetSize, offsetSize)
-        guard o >= 8, o < UInt64(tableOffset) else { throw fail("object \(index) has offset \(o), outside the object area") }
+        guard o >= 8, o < UInt64(tableOffset) else { throw fail(L("object \(index) has offset \(o), outside the object area")) }
         return Int(o)
     }
 
@@ -427,13 +427,13 @@ struct BinaryPropertyListReader {
     func count(_ marker: UInt8, at o: Int) throws -> (Int, Int) {
         let low = Int(marker & 0x0F)
         if low != 0x0F { return (low, o + 1) }
-        guard o + 1 < tableOffset else { throw fail("object at \(o) is cut off") }
+        guard o + 1 < tableOffset else { throw fail(L("object at \(o) is cut off")) }
         let m = b[o + 1]
-        guard m >> 4 == 1 else { throw fail("object at \(o): its length is not an integer") }
+        guard m >> 4 == 1 else { throw fail(L("object at \(o): its length is not an integer")) }
         let size = 1 << Int(m & 0x0F)
-        guard size <= 8, o + 2 + size <= tableOffset else { throw fail("object at \(o): its length is cut off or too wide") }
+        guard size <= 8, o + 2 + size <= tableOffset else { throw fail(L("object at \(o): its length is cut off or too wide")) }
         let v = uint(o + 2, size)
-        guard v <= UInt64(b.count) else { throw fail("object at \(o): length \(v) is larger than the file") }
+        guard v <= UInt64(b.count) else { throw fail(L("object at \(o): length \(v) is larger than the file")) }
         return (Int(v), o + 2 + size)
     }
 
@@ -441,7 +441,7 @@ struct BinaryPropertyListReader {
     func checkSpan(_ start: Int, _ count: Int, _ width: Int, _ what: String) throws {
         let (bytes, o1) = count.multipliedReportingOverflow(by: width)
         let (end, o2) = start.addingReportingOverflow(bytes)
-        guard !o1, !o2, end <= tableOffset else { throw fail("\(what) of \(count) at \(start) runs past the object area") }
+        guard !o1, !o2, end <= tableOffset else { throw fail(L("\(what) of \(count) at \(start) runs past the object area")) }
     }
 
     func refs(_ start: Int, _ count: Int) -> [Int] {
@@ -449,11 +449,11 @@ struct BinaryPropertyListReader {
     }
 
     mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
-        guard index < objectCount else { throw fail("reference to object \(index), but there are \(objectCount)") }
-        guard depth <= PropertyList.maximumDepth else { throw fail("nested more than \(PropertyList.maximumDepth) deep") }
-        guard !decoding.contains(index) else { throw fail("object \(index) contains itself (a reference cycle)") }
+        guard index < objectCount else { throw fail(L("reference to object \(index), but there are \(objectCount)")) }
+        guard depth <= PropertyList.maximumDepth else { throw fail(L("nested more than \(PropertyList.maximumDepth) deep")) }
+        guard !decoding.contains(index) else { throw fail(L("object \(index) contains itself (a reference cycle)")) }
         values += 1
-        guard values <= PropertyList.maximumValues else { throw fail("more than \(PropertyList.maximumValues) values (shared objects counted each time)") }
+        guard values <= PropertyList.maximumValues else { throw fail(L("more than \(PropertyList.maximumValues) values (shared objects counted each time)")) }
         let o = try offset(of: index)
         let marker = b[o]
         switch marker >> 4 {
@@ -461,29 +461,29 @@ struct BinaryPropertyListReader {
             switch marker {
             case 0x08: return .bool(false)
             case 0x09: return .bool(true)
-            default: throw fail("object \(index): marker 0x\(String(marker, radix: 16)) (null or fill) is not a value")
+            default: throw fail(L("object \(index): marker 0x\(String(marker, radix: 16)) (null or fill) is not a value"))
             }
         case 0x1:
             let size = 1 << Int(marker & 0x0F)
-            guard size <= 16 else { throw fail("object \(index): integer of \(size) bytes") }
+            guard size <= 16 else { throw fail(L("object \(index): integer of \(size) bytes")) }
             try checkSpan(o + 1, size, 1, "integer")
             if size == 16 {
-                guard uint(o + 1, 8) == 0, uint(o + 9, 8) <= UInt64(Int64.max) else { throw fail("object \(index): integer out of 64-bit range") }
+                guard uint(o + 1, 8) == 0, uint(o + 9, 8) <= UInt64(Int64.max) else { throw fail(L("object \(index): integer out of 64-bit range")) }
                 return .integer(Int64(uint(o + 9, 8)))
             }
             // 1, 2 and 4 bytes are unsigned; 8 bytes is two's complement.
             return .integer(size == 8 ? Int64(bitPattern: uint(o + 1, 8)) : Int64(uint(o + 1, size)))
         case 0x2:
             let size = 1 << Int(marker & 0x0F)
-            guard size == 4 || size == 8 else { throw fail("object \(index): real of \(size) bytes") }
+            guard size == 4 || size == 8 else { throw fail(L("object \(index): real of \(size) bytes")) }
             try checkSpan(o + 1, size, 1, "real")
             let bits = uint(o + 1, size)
             return .real(size == 4 ? Double(Float(bitPattern: UInt32(bits))) : Double(bitPattern: bits))
         case 0x3:
-            guard marker == 0x33 else { throw fail("object \(index): date marker 0x\(String(marker, radix: 16))") }
+            guard marker == 0x33 else { throw fail(L("object \(index): date marker 0x\(String(marker, radix: 16))")) }
             try checkSpan(o + 1, 8, 1, "date")
             let t = Double(bitPattern: uint(o + 1, 8))
-            guard PlistDate.range.contains(t) else { throw fail("object \(index): a date outside the years 0001–9999") }
+            guard PlistDate.range.contains(t) else { throw fail(L("object \(index): a date outside the years 0001–9999")) }
             return .date(t)
         case 0x4:
             let (n, start) = try count(marker, at: o)
@@ -493,7 +493,7 @@ struct BinaryPropertyListReader {
             let (n, start) = try count(marker, at: o)
             try checkSpan(start, n, 1, "ASCII string")
             let bytes = b[start..<(start + n)]
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { throw fail("object \(index): an ASCII string with a byte above 0x7F") }
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { throw fail(L("object \(index): an ASCII string with a byte above 0x7F")) }
             return .string(String(decoding: bytes, as: UTF8.self))
         case 0x6:
             let (n, start) = try count(marker, at: o)
@@ -501,12 +501,12 @@ struct BinaryPropertyListReader {
             let units = (0..<n).map { UInt16(b[start + 2 * $0]) << 8 | UInt16(b[start + 2 * $0 + 1]) }
             var s = ""
             for scalar in Unicode.UTF16.self.decodeAll(units) {
-                guard let scalar else { throw fail("object \(index): a UTF-16 string with an unpaired surrogate") }
+                guard let scalar else { throw fail(L("object \(index): a UTF-16 string with an unpaired surrogate")) }
                 s.unicodeScalars.append(scalar)
             }
             return .string(s)
         case 0x8:
-            throw fail("object \(index) is a UID (an NSKeyedArchiver archive, not a configuration profile)")
+            throw fail(L("object \(index) is a UID (an NSKeyedArchiver archive, not a configuration profile)"))
         case 0xA:
             let (n, start) = try count(marker, at: o)
             try checkSpan(start, n, refSize, "array")
@@ -522,14 +522,14 @@ struct BinaryPropertyListReader {
             var d: [String: PropertyList] = [:]
             for (k, v) in zip(keys, vals) {
                 guard case .string(let key) = try object(k, depth: depth + 1) else {
-                    throw fail("object \(index): a dictionary key that is not a string")
+                    throw fail(L("object \(index): a dictionary key that is not a string"))
                 }
-                if d[key] != nil { throw fail("object \(index): the key '\(key.prefix(60))' appears twice") }
+                if d[key] != nil { throw fail(L("object \(index): the key '\(key.prefix(60))' appears twice")) }
                 d[key] = try object(v, depth: depth + 1)
             }
             return .dict(d)
         default:
-            throw fail("object \(index): unknown marker 0x\(String(marker, radix: 16))")
+            throw fail(L("object \(index): unknown marker 0x\(String(marker, radix: 16))"))
         }
     }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
 import VPNSystem
 
 /// The language of the messages people read. It is decided once, at
@@ -33,9 +37,7 @@ public enum Localization {
             guard let name = catalogName(candidate) else { continue }
             if name == "en" { return nil }
             for directory in directories {
-                let path = "\(directory)/\(name)/LC_MESSAGES/vpnctl.mo"
-                guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true, limit: 4 << 20),
-                      let c = MessageCatalog(bytes: bytes) else { continue }
+                guard let c = CatalogCache.shared.catalog("\(directory)/\(name)/LC_MESSAGES/vpnctl.mo") else { continue }
                 return (c, name)
             }
         }
@@ -94,6 +96,46 @@ public enum Localization {
     public static func translate(_ text: LocalizedText, in catalog: MessageCatalog? = Localization.catalog) -> String {
         let format = catalog?.translation(of: text.format) ?? text.format
         return LocalizedText.render(format, text.arguments)
+    }
+}
+
+/// The catalogs read so far, by path. The agent answers every request in
+/// its client's language: a catalog is read once, and again only when the
+/// file is no longer the one read (another inode, size or mtime: a package
+/// upgrade, a damaged file replaced).
+final class CatalogCache: Sendable {
+    static let shared = CatalogCache()
+
+    struct Identity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+        let size: Int64
+        let seconds: Int
+        let nanoseconds: Int
+    }
+
+    private let entries = Mutex<[String: (identity: Identity, catalog: MessageCatalog)]>([:])
+
+    /// The catalog at `path` (symlinks followed); nil when there is no
+    /// file, or it is not a catalog.
+    func catalog(_ path: String) -> MessageCatalog? {
+        guard let identity = Self.identity(path) else { return nil }
+        return entries.withLock { entries in
+            if let known = entries[path], known.identity == identity { return known.catalog }
+            entries[path] = nil
+            guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true, limit: 4 << 20),
+                  let catalog = MessageCatalog(bytes: bytes) else { return nil }
+            // The identity from before the read: a file replaced meanwhile is read again next time.
+            entries[path] = (identity, catalog)
+            return catalog
+        }
+    }
+
+    static func identity(_ path: String) -> Identity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                        seconds: Int(st.st_mtim.tv_sec), nanoseconds: Int(st.st_mtim.tv_nsec))
     }
 }
 

@@ -141,8 +141,8 @@ public final class NftFirewall: FirewallPort {
     /// `scratch` is a file path in the run dir for the script (removed after).
     public init(searchPath: String?, scratch: String) throws {
         guard let p = Processes.which("nft", path: searchPath) else {
-            throw VPNError(.providerUnavailable, "nft is not installed (the kill switch, includeAllNetworks, needs it)",
-                           hint: "install it: apt-get install --no-install-recommends nftables")
+            throw VPNError(.providerUnavailable, L("nft is not installed (the kill switch, includeAllNetworks, needs it)"),
+                           hint: L("install it: apt-get install --no-install-recommends nftables"))
         }
         program = p
         self.scratch = scratch
@@ -153,7 +153,7 @@ public final class NftFirewall: FirewallPort {
         defer { unlink(scratch) }
         let r = try Command.run(program, [program, "-f", scratch])
         if !r.succeeded {
-            throw VPNError(.failure, "nft -f failed (exit \(r.status)): \(r.output.trimmedWhitespace)")
+            throw VPNError(.failure, L("nft -f failed (exit \(r.status)): \(r.output.trimmedWhitespace)"))
         }
     }
 
@@ -256,17 +256,17 @@ public final class KillSwitch {
         // Only the profile's own table, by the name vpnctl gives it: a record
         // never names another table (or smuggles a command into the script).
         guard r.table == KillSwitchRules.tableName(id) else {
-            return ("kill switch record names table '\(r.table.escapingControls(keepLineBreaks: false))', not this profile's; left alone", false)
+            return (L("kill switch record names table '\(r.table.escapingControls(keepLineBreaks: false))', not this profile's; left alone"), false)
         }
         let here = NetworkNamespace.current()
         if let there = r.netns, there != here {
-            return ("kill switch left in place: its table is in network namespace \(there), this is \(here ?? "?"); stop the profile there", false)
+            return (L("kill switch left in place: its table is in network namespace \(there), this is \(here ?? "?"); stop the profile there"), false)
         }
         do {
             try firewall().run(KillSwitchRules.removal(r.table))
-            return ("deleted nftables table inet \(r.table) (kill switch off)", true)
+            return (L("deleted nftables table inet \(r.table) (kill switch off)"), true)
         } catch {
-            return ("cannot delete nftables table inet \(r.table): \(error)", false)
+            return (L("cannot delete nftables table inet \(r.table): \(error)"), false)
         }
     }
 }

@@ -168,16 +168,16 @@ public struct ResolvConfStack: Sendable {
         if wasTop {
             let current = try readFile()
             if current != mine.text {
-                done = "\(path) was changed by someone else since vpnctl wrote it; left as it is"
+                done = L("\(path) was changed by someone else since vpnctl wrote it; left as it is")
             } else if let below = state.entries.last {
                 try writeFile(below.text)
-                done = "\(path): the DNS of the tunnel below (\(below.id)) restored"
+                done = L("\(path): the DNS of the tunnel below (\(below.id)) restored")
             } else {
                 try writeFile(state.original)
-                done = "\(path) restored"
+                done = L("\(path) restored")
             }
         } else {
-            done = "\(path): a later tunnel's DNS stays in effect"
+            done = L("\(path): a later tunnel's DNS stays in effect")
         }
         if state.entries.isEmpty {
             try FileSystem.remove(statePath)
@@ -332,7 +332,7 @@ public final class TunnelDNS {
     public static func undo(_ r: ResolverRecord, id: UUID, runDirectory: String, searchPath: String?) -> [String] {
         let here = NetworkNamespace.current()
         if let there = r.netns, there != here {
-            return ["DNS left alone: it was applied in network namespace \(there), this is \(here ?? "?"); stop the profile there"]
+            return [L("DNS left alone: it was applied in network namespace \(there), this is \(here ?? "?"); stop the profile there")]
         }
         switch ResolverBackend(rawValue: r.backend) {
         case .resolved:
@@ -349,7 +349,7 @@ public final class TunnelDNS {
             do {
                 return try stack.pop(id: id).map { [$0] } ?? []
             } catch {
-                return ["[!] cannot restore \(stack.path): \(error)"]
+                return ["[!] " + L("cannot restore \(stack.path): \(error)")]
             }
         case nil:
             return []
