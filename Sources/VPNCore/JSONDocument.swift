@@ -7,17 +7,30 @@ import Glibc
 /// used to become a tree of some hundred thousand values, most of the cost of
 /// `vpnctl list`, and then had to be torn down again.
 public final class JSONDocument {
+    /// Twelve bytes: a megabyte of preferences makes some seventy
+    /// thousand, and every page of them is a page fault.
     struct Token {
         enum Kind: UInt8 { case object, array, string, escapedString, number, `true`, `false`, null }
         let kind: Kind
         /// Scalars: where the text starts (inside the quotes of a string).
-        /// Containers: where the bracket is.
-        let start: UInt32
+        /// Containers: how many members or elements.
+        var start: UInt32
         /// Scalars: where the text ends. Containers: the index of the first
         /// token after the container's own.
         var end: UInt32
-        /// Containers: members or elements.
-        var count: UInt32 = 0
+        /// A container's members or elements.
+        var count: UInt32 { start }
+
+        init(kind: Kind, start: UInt32, end: UInt32) {
+            self.kind = kind
+            self.start = start
+            self.end = end
+        }
+
+        /// A container, its size and extent filled in when it closes.
+        init(container kind: Kind) {
+            self.init(kind: kind, start: 0, end: 0)
+        }
     }
 
     let bytes: [UInt8]

@@ -69,11 +69,16 @@ public struct JSONReader {
 
     /// nil when the key is absent or null.
     public func optional(_ key: String) throws -> JSONReader? {
+        try memberToken(key).map { reader(at: $0, tracker: tracker) }
+    }
+
+    /// The token of the member named `key`; nil when it is absent or null.
+    func memberToken(_ key: String) throws -> Int? {
         try requireObject()
         let found = document.member(key, of: token)
         if let tracker { tracker.asked(key, found: found?.position, in: slot) }
         guard let found, document.kind(found.value) != .null else { return nil }
-        return reader(at: found.value, tracker: tracker)
+        return found.value
     }
 
     public func required(_ key: String) throws -> JSONReader {
@@ -170,9 +175,27 @@ public struct JSONReader {
         return e
     }
 
-    // Conveniences for optional fields.
-    public func string(_ key: String) throws -> String? { try optional(key)?.string() }
-    public func int(_ key: String) throws -> Int? { try optional(key)?.int() }
-    public func bool(_ key: String) throws -> Bool? { try optional(key)?.bool() }
-    public func strings(_ key: String) throws -> [String] { try optional(key)?.stringArray() ?? [] }
+    // Conveniences for optional fields. A field of a scalar type is read
+    // straight from its token; a reader is made only for a message.
+    public func string(_ key: String) throws -> String? {
+        guard let t = try memberToken(key) else { return nil }
+        let k = document.kind(t)
+        guard k == .string || k == .escapedString else { return try reader(at: t, tracker: nil).string() }
+        return document.text(t)
+    }
+
+    public func bool(_ key: String) throws -> Bool? {
+        guard let t = try memberToken(key) else { return nil }
+        switch document.kind(t) {
+        case .true: return true
+        case .false: return false
+        default: return try reader(at: t, tracker: nil).bool()
+        }
+    }
+
+    public func int(_ key: String) throws -> Int? { try memberToken(key).map { try reader(at: $0, tracker: nil).int() } }
+    public func strings(_ key: String) throws -> [String] {
+        guard let t = try memberToken(key) else { return [] }
+        return document.tokens[t].kind == .array && document.tokens[t].count == 0 ? [] : try reader(at: t, tracker: nil).stringArray()
+    }
 }

@@ -279,7 +279,7 @@ public enum JSONSyntax {
         /// tokens; the object's `end` is the index past its last token.
         mutating func object(depth: Int) throws {
             let me = tokens.count
-            tokens.append(Token(kind: .object, start: UInt32(i), end: 0))
+            tokens.append(Token(container: .object))
             i += 1
             skipWhitespace()
             if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; close(me, count: 0); return }
@@ -319,7 +319,7 @@ public enum JSONSyntax {
 
         mutating func close(_ container: Int, count: Int) {
             tokens[container].end = UInt32(tokens.count)
-            tokens[container].count = UInt32(count)
+            tokens[container].start = UInt32(count)
         }
 
         /// A string token's text, escapes decoded.
@@ -334,9 +334,9 @@ public enum JSONSyntax {
         /// Whether two string tokens have the same text, byte for byte.
         func same(_ a: Int, _ b: Int) -> Bool {
             let x = tokens[a], y = tokens[b]
+            let n = Int(x.end &- x.start)
             guard x.kind == .string, y.kind == .string else { return text(of: a) == text(of: b) }
-            let n = Int(x.end - x.start)
-            guard n == Int(y.end - y.start) else { return false }
+            guard n == Int(y.end &- y.start), bytes[Int(x.start)] == bytes[Int(y.start)] || n == 0 else { return false }
             return n == 0 || memcmp(bytes.baseAddress! + Int(x.start), bytes.baseAddress! + Int(y.start), n) == 0
         }
 
@@ -346,16 +346,18 @@ public enum JSONSyntax {
         /// date.
         func has(_ key: Int, from base: Int, index: inout Set<[UInt8]>?) -> Bool {
             if index == nil {
-                let members = keys[base...]
-                if members.count < JSONObject.indexThreshold { return members.contains { same($0, key) } }
-                index = Set(members.map { text(of: $0) })
+                if keys.count - base < JSONObject.indexThreshold {
+                    for j in base..<keys.count where same(keys[j], key) { return true }
+                    return false
+                }
+                index = Set(keys[base...].map { text(of: $0) })
             }
             return !index!.insert(text(of: key)).inserted
         }
 
         mutating func array(depth: Int) throws {
             let me = tokens.count
-            tokens.append(Token(kind: .array, start: UInt32(i), end: 0))
+            tokens.append(Token(container: .array))
             i += 1
             var count = 0
             skipWhitespace()

@@ -56,6 +56,17 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
 
     public var count: Int { members.count }
 
+    /// Whether the members are already in key order (an object written in
+    /// that order, as status's are, needs no sort to be serialized).
+    var keysAreSorted: Bool {
+        var i = 1
+        while i < members.count {
+            if !(members[i - 1].key < members[i].key) { return false }
+            i += 1
+        }
+        return true
+    }
+
     public subscript(key: String) -> JSONValue? {
         position(of: key).map { members[$0].value }
     }
@@ -98,7 +109,8 @@ extension JSONValue {
             out.append(UInt8(ascii: "]"))
         case .object(let object):
             out.append(UInt8(ascii: "{"))
-            for (i, member) in (sortingKeys ? object.members.sorted(by: { $0.key < $1.key }) : object.members).enumerated() {
+            let members = sortingKeys && !object.keysAreSorted ? object.members.sorted(by: { $0.key < $1.key }) : object.members
+            for (i, member) in members.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.quote(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))

@@ -54,6 +54,24 @@ final class ScriptedEvents: StatusEventSource {
         #expect(d.map(\.status) == [.disconnected, .disconnected] && d.map(\.name) == ["office", "second"])
     }
 
+    /// Many profiles: the run directory is listed once, and a profile
+    /// whose record is there is still read (a dead supervisor's record
+    /// still says so).
+    @Test func manyProfilesAreDerivedFromOneListingOfTheRunDirectory() throws {
+        let (dir, controller, p) = try fixture()
+        defer { withExtendedLifetime(dir) {} }
+        let crashed = sampleProfile("crashed")
+        var record = RuntimeRecord(id: crashed.id, name: crashed.name, status: .connected)
+        record.supervisorPid = 999_999_999
+        try controller.runtime.write(record)
+        let others = (0..<12).map { sampleProfile("p\($0)") }
+        let d = try StatusUseCase(controller: controller).statuses(of: [p] + others + [crashed])
+        #expect(d.count == 14 && d.allSatisfy { $0.status == .disconnected })
+        #expect(d.last?.stopReason == .providerFailed && d.last?.record != nil)
+        #expect(d.dropLast().allSatisfy { $0.stopReason == nil })
+        #expect(try controller.derive(crashed, recorded: []).record == nil, "a listing without the file: no read")
+    }
+
     @Test func aWatchStartsFromNowAndReportsEachNewTransitionOnce() throws {
         let (dir, controller, p) = try fixture()
         defer { withExtendedLifetime(dir) {} }

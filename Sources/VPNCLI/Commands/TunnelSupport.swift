@@ -33,22 +33,23 @@ struct StatusJSON: Encodable {
 extension StatusJSON {
     /// The same shape, built by hand: `status` is called in loops, and
     /// JSONEncoder's generic set-up costs more than the rest of the command.
+    /// The keys are in the order they are written (sorted), so no sort.
     var json: JSONValue {
         .object([
-            "id": .string(status.id.lowercasedString),
-            "name": .string(status.name),
-            "status": .string(status.status.name),
-            "interface": .optional(status.interface),
             "connectedSince": .optional(status.connectedSince.map(Timestamp.iso8601)),
-            "reconnects": .number(String(status.record?.reconnects ?? 0)),
-            "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
-            "stopReason": .optional(status.stopReason?.rawValue),
             "dns": .array(status.dns.map { .string($0) }),
-            "resolver": status.resolverJSON,
+            "id": .string(status.id.lowercasedString),
+            "interface": .optional(status.interface),
             "killSwitch": status.killSwitchJSON,
+            "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
+            "name": .string(status.name),
+            "reconnects": .number(String(status.record?.reconnects ?? 0)),
+            "resolver": status.resolverJSON,
             "startedBy": status.record?.startedBy.map {
-                .object(["by": .string($0.by), "rule": .number(String($0.rule)), "reason": .string($0.reason)])
+                .object(["by": .string($0.by), "reason": .string($0.reason), "rule": .number(String($0.rule))])
             } ?? .null,
+            "status": .string(status.status.name),
+            "stopReason": .optional(status.stopReason?.rawValue),
         ])
     }
 }

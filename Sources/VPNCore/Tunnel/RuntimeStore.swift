@@ -57,6 +57,14 @@ public struct RuntimeStore: Sendable {
         return e
     }
 
+    /// The names of the record files in the run directory: one listing,
+    /// where a status of a thousand profiles would otherwise look for a
+    /// thousand files that are not there. Nil when it cannot be listed.
+    public func recordFileNames() -> Set<String>? {
+        guard let names = try? FileSystem.listAll(directory) else { return nil }
+        return Set(names.lazy.filter { $0.hasSuffix(".json") })
+    }
+
     /// Nil when the profile never ran here.
     public func read(_ id: UUID) throws -> RuntimeRecord? {
         let path = recordPath(id)

@@ -82,8 +82,12 @@ public struct TunnelController {
     }
 
     /// Status is derived every time; nothing is remembered from an earlier run.
-    public func derive(_ profile: Profile) throws -> DerivedStatus {
-        guard let r = try runtime.read(profile.id) else {
+    /// `recorded`: the run directory's record files, listed once for many
+    /// profiles (see `RuntimeStore.recordFileNames`); a profile with none
+    /// there is disconnected without a look for its file.
+    public func derive(_ profile: Profile, recorded: Set<String>? = nil) throws -> DerivedStatus {
+        let unrecorded = recorded.map { !$0.contains(profile.id.lowercasedString + ".json") } ?? false
+        guard !unrecorded, let r = try runtime.read(profile.id) else {
             return DerivedStatus(id: profile.id, name: profile.name, status: .disconnected, supervisorAlive: false)
         }
         let alive = TunnelController.isSupervisor(r)

@@ -14,8 +14,9 @@ public struct StatusUseCase {
     }
 
     public func statuses(of profiles: [Profile]) throws -> [DerivedStatus] {
-        try profiles.map { p in
-            var d = try controller.derive(p)
+        let recorded = profiles.count > 8 ? controller.runtime.recordFileNames() : nil
+        return try profiles.map { p in
+            var d = try controller.derive(p, recorded: recorded)
             // A kill switch is what nftables holds, not what the record says.
             if let ks = d.record?.killSwitch, ks.netns == NetworkNamespace.current(), ks.table == KillSwitchRules.tableName(p.id),
                let nft = try? NftFirewall(searchPath: nil, scratch: "") {
