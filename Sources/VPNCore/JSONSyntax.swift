@@ -99,13 +99,15 @@ public enum JSONSyntax {
             (0x20..<0x7F).contains(b) ? String(UnicodeScalar(b)) : "\\x" + String(b, radix: 16)
         }
 
-        /// Indentation comes in runs of spaces: eight at a time where it can.
+        /// Indentation comes in runs of spaces: a run is skipped up to eight
+        /// at a time (the lowest byte of the word that is not a space ends it).
         mutating func skipWhitespace() {
             while i < bytes.count {
                 let b = bytes[i]
-                if b == 0x20, i + 8 <= bytes.count,
-                   UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self) == 0x2020_2020_2020_2020 {
-                    i += 8
+                if b == 0x20, i + 8 <= bytes.count {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self))
+                    let notSpaces = word ^ 0x2020_2020_2020_2020
+                    i += notSpaces == 0 ? 8 : notSpaces.trailingZeroBitCount >> 3
                     continue
                 }
                 guard b == 0x20 || b == 0x0A || b == 0x09 || b == 0x0D else { return }

@@ -64,4 +64,15 @@ import Testing
         #expect(JSONSyntax.firstError(in: Array(long.utf8))?.column == 47)
         #expect(try JSONSyntax.parse(Array(("[\"" + String(repeating: "é日x", count: 9) + "\"]").utf8)) == .array([.string(String(repeating: "é日x", count: 9))]))
     }
+
+    /// Runs of spaces of every length around every token parse the same
+    /// and problems are found at the same column.
+    @Test func indentationOfAnyLengthIsSkipped() throws {
+        for n in 0..<20 {
+            let pad = String(repeating: " ", count: n)
+            let text = "\(pad){\(pad)\"a\"\(pad):\(pad)[\(pad)1\(pad),\n\(pad)\"x\"\(pad)]\(pad)}\(pad)"
+            #expect(try JSONSyntax.parse(Array(text.utf8)) == .object(["a": .array([.number("1"), .string("x")])]), "\(n) spaces")
+            #expect(JSONSyntax.firstError(in: Array("[\(pad)1\(pad)x]".utf8)) == JSONSyntax.Problem(line: 1, column: 2 * n + 3, message: "expected ',' or ']', found 'x'"))
+        }
+    }
 }
