@@ -210,7 +210,10 @@ public enum PreferencesCodec {
         if prefs.schemaVersion < 1 {
             throw VPNError(.configurationReadWriteFailed, L("\(path): schemaVersion \(prefs.schemaVersion) is not valid"))
         }
-        var seen = Set<UUID>(), names = Set<String>()
+        // Ids as text: a Set<UUID> costs a start-up search of every
+        // conformance in this static binary for UUID's Hashable (~250,000
+        // instructions, a sixth of a `status --json`); String's is found already.
+        var seen = Set<String>(), names = Set<String>()
         for p in prefs.profiles {
             var which: String { "profile \(p.id.lowercasedString)" }
             if let problem = ProfileName.problems(p.name).first {
@@ -221,7 +224,7 @@ public enum PreferencesCodec {
                 throw VPNError(.configurationReadWriteFailed,
                                "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
             }
-            if !seen.insert(p.id).inserted {
+            if !seen.insert(p.id.lowercasedString).inserted {
                 throw VPNError(.configurationReadWriteFailed, L("\(path): two profiles share the id \(p.id.lowercasedString)"))
             }
             if !names.insert(p.name).inserted {

@@ -191,7 +191,7 @@ public struct LocalizedText: ExpressibleByStringInterpolation, Sendable {
 
     static func hasPercent(_ s: String) -> Bool {
         var s = s
-        return s.withUTF8 { $0.contains(UInt8(ascii: "%")) }
+        return s.withUTF8 { $0.count > 0 && memchr($0.baseAddress!, 0x25, $0.count) != nil }
     }
 
     /// `format` with `%%` as `%` and each `%N$s` as argument N. Anything
