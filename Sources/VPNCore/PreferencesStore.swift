@@ -91,7 +91,7 @@ public final class PreferencesStore: @unchecked Sendable {
             let stored = prefs.profiles[i]
             guard stored.revision == profile.revision else {
                 throw VPNError(.configurationStale,
-                               "profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))",
+                               L("profile '\(stored.name)' changed since it was loaded (loaded revision \(profile.revision), stored revision \(stored.revision))"),
                                hint: L("load it again and redo the change"))
             }
             try checkUniqueName(profile, in: prefs.profiles)
@@ -105,7 +105,7 @@ public final class PreferencesStore: @unchecked Sendable {
         } else {
             guard profile.revision == 0 else {
                 throw VPNError(.configurationStale,
-                               "profile '\(profile.name)' was removed since it was loaded",
+                               L("profile '\(profile.name)' was removed since it was loaded"),
                                remedy: .list(again: true))
             }
             try checkUniqueName(profile, in: prefs.profiles)
@@ -179,7 +179,7 @@ public enum PreferencesCodec {
     }
 
     public static func decode(_ bytes: [UInt8], path: String) throws -> Preferences {
-        let hint = "fix the file by hand (vpnctl never rewrites a file it cannot read)"
+        var hint: String { L("fix the file by hand (vpnctl never rewrites a file it cannot read)") }
         let prefs: Preferences
         let document: JSONDocument
         let tally: KeyTracker
@@ -189,7 +189,7 @@ public enum PreferencesCodec {
             prefs = try Preferences(json: JSONReader(document, tracker: tally))
         } catch let problem as JSONSyntax.Problem {
             throw VPNError(.configurationReadWriteFailed,
-                           "\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)", hint: hint)
+                           L("\(path):\(problem.line):\(problem.column): malformed JSON: \(problem.message)"), hint: hint)
         } catch let problem as JSONDecodeProblem {
             throw VPNError(.configurationReadWriteFailed, "\(path): \(problem)", hint: hint)
         }
@@ -204,7 +204,7 @@ public enum PreferencesCodec {
         }
         if prefs.schemaVersion > Preferences.currentSchemaVersion {
             throw VPNError(.configurationReadWriteFailed,
-                           "\(path): schemaVersion \(prefs.schemaVersion) is newer than this vpnctl understands (\(Preferences.currentSchemaVersion))",
+                           L("\(path): schemaVersion \(prefs.schemaVersion) is newer than this vpnctl understands (\(Preferences.currentSchemaVersion))"),
                            hint: L("upgrade vpnctl"))
         }
         if prefs.schemaVersion < 1 {
@@ -215,14 +215,14 @@ public enum PreferencesCodec {
         // instructions, a sixth of a `status --json`); String's is found already.
         var seen = Set<String>(), names = Set<String>()
         for p in prefs.profiles {
-            var which: String { "profile \(p.id.lowercasedString)" }
+            var which: String { L("profile \(p.id.lowercasedString)") }
             if let problem = ProfileName.problems(p.name).first {
                 throw VPNError(.configurationReadWriteFailed, L("\(path): \(which) has an invalid name \(p.name.quotedForMessage): \(problem)"),
                                hint: hint)
             }
             if p.revision < 0 {
                 throw VPNError(.configurationReadWriteFailed,
-                               "\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))", hint: hint)
+                               L("\(path): \(which): revision \(p.revision) is out of range (0–\(Int.max))"), hint: hint)
             }
             if !seen.insert(p.id.lowercasedString).inserted {
                 throw VPNError(.configurationReadWriteFailed, L("\(path): two profiles share the id \(p.id.lowercasedString)"))

@@ -64,7 +64,7 @@ public struct SecretStore: Sendable {
             }
             if info.mode & 0o077 != 0 {
                 throw VPNError(.permissionDenied, L("secret file \(p) is readable by others (mode \(String(info.mode, radix: 8)))"),
-                               hint: "chmod 600 \(p)")
+                               hint: "chmod 600 \(p)") // English: a command line
             }
         } catch let e as VPNError {
             throw e

@@ -29,8 +29,8 @@ enum AgentCommand {
     static func number(_ inv: Invocation, _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text = inv.args.value(name) else { return value }
         guard let n = Int(text), range.contains(n) else {
-            throw VPNError.usage("invalid value \(text.quotedForMessage) for '--\(name)': expected \(range.lowerBound)–\(range.upperBound)",
-                                 hint: "See 'vpnctl help agent'.")
+            throw VPNError.usage("invalid value \(text.quotedForMessage) for '--\(name)': expected \(range.lowerBound)–\(range.upperBound)", // English: 'vpnctl agent' speaks English only (VPNCLI.speaksEnglishOnly)
+                                 hint: "See 'vpnctl help agent'.") // English: as above
         }
         return n
     }
@@ -42,10 +42,10 @@ enum AgentCommand {
         limits.maximumWorkersPerUser = try number(inv, "max-workers", default: 32, range: 1...10_000)
         let adminGroup = inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup
         guard !adminGroup.isEmpty, !adminGroup.contains(where: { $0 == ":" || $0 == " " || $0 == "\n" }) else {
-            throw VPNError.usage("invalid value \(adminGroup.quotedForMessage) for '--admin-group <group>'", hint: "See 'vpnctl help agent'.")
+            throw VPNError.usage("invalid value \(adminGroup.quotedForMessage) for '--admin-group <group>'", hint: "See 'vpnctl help agent'.") // English: as above
         }
         guard geteuid() == 0 else {
-            throw VPNError(.permissionDenied, "the agent runs as root", hint: "start it with: systemctl start vpnctl-agent.socket")
+            throw VPNError(.permissionDenied, "the agent runs as root", hint: "start it with: systemctl start vpnctl-agent.socket") // English: as above
         }
         let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
                                      adminGroup: adminGroup)
@@ -101,7 +101,7 @@ enum AgentCommand {
         let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [workerSpec]))
         do {
             guard case .run(let spec, let args) = try parser.parse(["__agent-run"] + argv) else {
-                throw VPNError.usage("__agent-run has no help; the agent runs it")
+                throw VPNError.usage("__agent-run has no help; the agent runs it") // English: __agent-run speaks English only
             }
             return VPNCLI.execute(spec, args, context, early: output)
         } catch {
@@ -111,7 +111,7 @@ enum AgentCommand {
 
     static func worker(_ inv: Invocation) throws -> ExitCode {
         guard let uid = inv.args.value("uid").flatMap(UInt32.init), let gid = inv.args.value("gid").flatMap(UInt32.init) else {
-            throw VPNError.usage("__agent-run needs --uid and --gid")
+            throw VPNError.usage("__agent-run needs --uid and --gid") // English: __agent-run speaks English only
         }
         let request = try AgentRequest.parse(Array(inv.args.positionals[0].utf8))
         let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
@@ -168,8 +168,8 @@ enum CanCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let word = inv.args.positionals[0]
         guard let action = PolicyAction(rawValue: word) else {
-            throw VPNError.usage("unknown action \(word.quotedForMessage); expected one of \(PolicyAction.allCases.map(\.rawValue).joined(separator: ", "))",
-                                 hint: "See 'vpnctl help can'.")
+            throw VPNError.usage(L("unknown action \(word.quotedForMessage); expected one of \(PolicyAction.allCases.map(\.rawValue).joined(separator: ", "))"),
+                                 hint: L("See 'vpnctl help can'."))
         }
         let (caller, policy) = inv.context.agentCaller ?? (Caller.current, AccessPolicy())
         let manager = try inv.loadedManager()

@@ -97,7 +97,7 @@ enum AgentExecution {
             guard !policy.isAdmin(caller) else { throw error }
             manager.restrict { policy.canSee(caller, $0) }
             do { _ = try manager.profile(named: reference) } catch let e as VPNError where e.remedy == .importFirst {
-                throw VPNError(e.code, e.message, hint: "no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'")
+                throw VPNError(e.code, e.message, hint: L("no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'"))
             }
             throw error
         }
@@ -133,7 +133,7 @@ enum AgentExecution {
         }
         let early = Output(context: context, json: request.flag("json"), color: false)
         guard let spec = VPNCLI.commands.first(where: { $0.name == request.verb.rawValue }) else {
-            return VPNCLI.report(VPNError(.usage, "the agent has no command \(request.verb.rawValue.quotedForMessage)"), to: early)
+            return VPNCLI.report(VPNError(.usage, L("the agent has no command \(request.verb.rawValue.quotedForMessage)")), to: early)
         }
         return VPNCLI.execute(spec, args, context, early: early)
     }
@@ -169,7 +169,7 @@ enum AgentExecution {
         var context = Context(environment: environment, stdout: stdout, stderr: stderr,
                               readStdin: { _ in [] }, stdinIsTerminal: false,
                               stdoutIsTerminal: request.stdoutIsTerminal, stderrIsTerminal: request.stderrIsTerminal,
-                              runEditor: { _, _, _ in throw VPNError(.usage, "no editor runs through the agent") },
+                              runEditor: { _, _, _ in throw VPNError(.usage, L("no editor runs through the agent")) },
                               readSecretFromTerminal: { _ in [] })
         context.terminalWidth = request.stdoutIsTerminal ? request.terminalColumns : nil
         return context

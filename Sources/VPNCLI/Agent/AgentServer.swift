@@ -86,7 +86,7 @@ final class AgentServer {
             if clients.count >= limits.maximumClients {
                 log("refused uid=\(credentials.uid) pid=\(credentials.pid): \(clients.count) requests are being read already")
                 let busy = ReplyBuffer()
-                let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent is busy", hint: "try again"), nil,
+                let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent is busy", hint: "try again"), nil, // English: no request read yet, no language known
                                                  stdout: busy.stdout, stderr: busy.stderr)
                 reply(fd, code, frames: busy.bytes)
                 continue
@@ -144,7 +144,7 @@ final class AgentServer {
         let c = client.credentials
         log("uid=\(c.uid) pid=\(c.pid) malformed: \(reason)")
         let reply = ReplyBuffer()
-        let code = AgentExecution.render(VPNError(.usage, "the vpnctl agent refused the request: \(reason)"), nil,
+        let code = AgentExecution.render(VPNError(.usage, "the vpnctl agent refused the request: \(reason)"), nil, // English: an undecoded request has no language
                                          stdout: reply.stdout, stderr: reply.stderr)
         self.reply(client.fd, code, frames: reply.bytes)
     }
@@ -187,8 +187,8 @@ final class AgentServer {
             return
         }
         if workers.values.filter({ $0.caller.uid == c.uid }).count >= limits.maximumWorkersPerUser && !caller.isRoot {
-            let code = AgentExecution.render(VPNError(.failure, "\(limits.maximumWorkersPerUser) requests of yours are running already",
-                                                      hint: "wait for one to end (a status --watch ends when you end it)"),
+            let code = AgentExecution.render(VPNError(.failure, L("\(limits.maximumWorkersPerUser) requests of yours are running already"),
+                                                      hint: L("wait for one to end (a status --watch ends when you end it)")),
                                              request, stdout: buffer.stdout, stderr: buffer.stderr)
             log("\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run")
             reply(client.fd, code, frames: buffer.bytes)
@@ -204,7 +204,7 @@ final class AgentServer {
             workers[pid] = Worker(caller: caller, request: authorized, summary: summary)
             log("\(summary): accepted, worker \(pid)")
         } catch {
-            let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent cannot run the request: \(error)"), request,
+            let code = AgentExecution.render(VPNError(.failure, L("the vpnctl agent cannot run the request: \(error)")), request,
                                              stdout: buffer.stdout, stderr: buffer.stderr)
             log("\(summary): failed: \(error)")
             reply(client.fd, code, frames: buffer.bytes)

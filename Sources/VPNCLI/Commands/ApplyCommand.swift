@@ -80,7 +80,7 @@ enum ApplyCommand {
         let anchors = try inv.args.value("ca").map(MobileConfigImport.signerAnchors)
         var desired: [Desired] = []
         var allAnchors: [String: [UInt8]] = [:]
-        var notes: [String] = skipped.map { "\($0): not a file; apply reads a directory's files, not what is below them" }
+        var notes: [String] = skipped.map { L("\($0): not a file; apply reads a directory's files, not what is below them") }
         var problems: [String] = []
         for path in paths {
             do {
@@ -101,7 +101,7 @@ enum ApplyCommand {
                     notes += c.notes + c.items.flatMap(\.result.notes)
                 } else {
                     if let problem = ProfileName.problems(base).first {
-                        throw VPNError(.configurationInvalid, "\(path): the file name gives the profile name \(base.quotedForMessage), which \(problem)")
+                        throw VPNError(.configurationInvalid, L("\(path): the file name gives the profile name \(base.quotedForMessage), which \(problem)"))
                     }
                     let r = try ImportFormat.importChecked(bytes, name: base, source: path,
                                                            options: ImportOptions(baseDirectory: FileSystem.parentDirectory(of: path)))
@@ -117,7 +117,9 @@ enum ApplyCommand {
             }
         }
         if !problems.isEmpty {
-            throw VPNError.invalid("apply changed nothing: \(problems.filter { !$0.hasPrefix("  ") }.count) file\(problems.count == 1 ? "" : "s") cannot be imported",
+            let files = problems.filter { !$0.hasPrefix("  ") }.count
+            throw VPNError.invalid(files == 1 ? L("apply changed nothing: 1 file cannot be imported")
+                                              : L("apply changed nothing: \(files) files cannot be imported"),
                                    problems: problems, hint: L("fix the files and apply again"))
         }
         for d in desired { for (fp, pem) in d.result.anchors { allAnchors[fp] = pem } }
@@ -170,7 +172,9 @@ enum ApplyCommand {
         let dropped = managed.filter { !keys.contains(key($0.origin)) }
         // An empty set is more often a missing mount or copy than an intent.
         if desired.isEmpty && !dropped.isEmpty && !inv.args.flag("allow-empty") {
-            throw VPNError.usage("no profile files in \(inv.args.positionals.joined(separator: " ")): that would remove all \(dropped.count) profile\(dropped.count == 1 ? "" : "s") apply made",
+            let given = inv.args.positionals.joined(separator: " ")
+            throw VPNError.usage(dropped.count == 1 ? L("no profile files in \(given): that would remove all 1 profile apply made")
+                                                    : L("no profile files in \(given): that would remove all \(dropped.count) profiles apply made"),
                                  hint: L("give --allow-empty to remove them all"))
         }
         applyRows += dropped.map { Row(name: $0.name, id: $0.id.lowercasedString, protocol: $0.protocol.kind.rawValue, change: "removed",

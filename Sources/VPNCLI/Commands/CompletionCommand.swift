@@ -32,7 +32,7 @@ enum CompletionCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let word = inv.args.positionals[0]
         guard let shell = CompletionShell(rawValue: word) else {
-            throw VPNError.usage("Unknown shell \(word.quotedForMessage); expected bash, zsh or fish", hint: "See 'vpnctl help completion'.")
+            throw VPNError.usage(L("Unknown shell \(word.quotedForMessage); expected bash, zsh or fish"), hint: L("See 'vpnctl help completion'."))
         }
         let script = CompletionScripts(model: CompletionModel(root: VPNCLI.root)).script(for: shell)
         if inv.options.json {
@@ -115,7 +115,7 @@ enum CompletionCommand {
         case ("commands", 1):
             return VPNCLI.commands.map(\.name) + ["help"]
         default:
-            throw VPNError.usage("usage: vpnctl __complete [--config-dir DIR] [--run-dir DIR] "
+            throw VPNError.usage("usage: vpnctl __complete [--config-dir DIR] [--run-dir DIR] " // English: a synopsis for completion scripts
                                  + "profiles | interfaces | secrets PROFILE | fingerprints | commands")
         }
     }

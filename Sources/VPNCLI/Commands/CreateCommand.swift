@@ -196,8 +196,9 @@ enum CreateCommand {
         let certs = blocks.filter { $0.label == "CERTIFICATE" }, keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
         guard written == line.count, status == 0, certs.count >= 1, keys.count == 1 else {
             let said = text.split(separator: "\n").first { !$0.hasPrefix("Bag") && !$0.hasPrefix(" ") && !$0.isEmpty }.map(String.init) ?? ""
-            throw VPNError(.configurationInvalid, "cannot read the certificate and key from \(path.abbreviated(200))"
-                           + (said.isEmpty ? "" : " (openssl: \(said.abbreviated(200)))"),
+            let file = path.abbreviated(200), openssl = said.abbreviated(200)
+            throw VPNError(.configurationInvalid, said.isEmpty ? L("cannot read the certificate and key from \(file)")
+                                                               : L("cannot read the certificate and key from \(file) (openssl: \(openssl))"),
                            hint: L("check the .p12 password, or give --cert and --key (PEM)"))
         }
         return Array((certs + keys).compactMap { b in b.der.map { PEM.encode(label: b.label, der: $0) } }.joined().utf8)

@@ -139,7 +139,7 @@ enum ImportCommand {
         } catch let e as FileSystem.FileProblem {
             if case .tooLarge = e.kind {
                 throw VPNError(.configurationInvalid,
-                               "\(source) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file")
+                               L("\(source) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file"))
             }
             throw VPNError(.failure, L("cannot import \(e.description)"),
                            hint: L("import a regular file, or pipe it in with: vpnctl import - < FILE"))

@@ -24,7 +24,7 @@ enum InternalCommands {
         let parser = ArgumentParser(root: CommandSpec(name: "vpnctl", abstract: "", subcommands: [superviseSpec]))
         do {
             guard case .run(let spec, let args) = try parser.parse(["__supervise"] + argv) else {
-                throw VPNError.usage("__supervise has no help or version; vpnctl start runs it")
+                throw VPNError.usage("__supervise has no help or version; vpnctl start runs it") // English: __supervise speaks English only (its log)
             }
             return VPNCLI.execute(spec, args, context, early: output)
         } catch {
@@ -35,11 +35,11 @@ enum InternalCommands {
     static func supervise(_ inv: Invocation) throws -> Int32 {
         let args = inv.args
         guard let id = UUID(uuidString: args.positionals[0]) else {
-            throw VPNError.usage("__supervise: '\(args.positionals[0].abbreviated(80))' is not a profile UUID")
+            throw VPNError.usage("__supervise: '\(args.positionals[0].abbreviated(80))' is not a profile UUID") // English: as above
         }
         var notifyFD: Int32 = -1
         if let text = args.value("notify-fd") {
-            guard let fd = Int32(text), fd >= 0 else { throw VPNError.usage("__supervise: '\(text.abbreviated(80))' is not a descriptor") }
+            guard let fd = Int32(text), fd >= 0 else { throw VPNError.usage("__supervise: '\(text.abbreviated(80))' is not a descriptor") } // English: as above
             notifyFD = fd
         }
         let startedBy = args.value("on-demand-rule").flatMap(Int.init).map {

@@ -53,7 +53,7 @@ enum MobileConfigImport {
         } catch let e as VPNError {
             throw e
         } catch {
-            throw VPNError(.usage, "--ca \(path.abbreviated(200)): \(error)")
+            throw VPNError(.usage, L("--ca \(path.abbreviated(200)): \(error)"))
         }
         do {
             let text = String(decoding: bytes, as: UTF8.self)
@@ -61,7 +61,7 @@ enum MobileConfigImport {
             guard !certs.isEmpty else { throw Crypto.Problem("no certificate in it") }
             return certs
         } catch let p as Crypto.Problem {
-            throw VPNError(.usage, "--ca \(path.abbreviated(200)): \(p.message)", hint: L("give the CA certificate that issued the signer's certificate (PEM)"))
+            throw VPNError(.usage, L("--ca \(path.abbreviated(200)): \(p.message)"), hint: L("give the CA certificate that issued the signer's certificate (PEM)"))
         }
     }
 

@@ -169,9 +169,10 @@ enum SecretCommand {
         let bad: UInt8?
         if binary { bad = nil } else if multiLine { bad = value.first { $0 == 0 } } else { bad = value.first { $0 == 0 || $0 == 0x0A || $0 == 0x0D } }
         guard let bad else { return }
-        let what = bad == 0 ? "a NUL byte" : "a line break"
+        let what = bad == 0 ? L("a NUL byte") : L("a line break")
         throw VPNError(.configurationInvalid,
-                       "the value for secret '\(name)' contains \(what)" + (multiLine ? "" : "; this secret is one line (one trailing newline is removed)"),
+                       multiLine ? L("the value for secret '\(name)' contains \(what)")
+                                 : L("the value for secret '\(name)' contains \(what); this secret is one line (one trailing newline is removed)"),
                        hint: L("check the file: vpnctl secret set \(profile) \(name) < file"))
     }
 

@@ -59,8 +59,11 @@ public enum ProfileExport {
     }
 
     static func notFor(_ p: Profile, _ f: Format) -> VPNError {
-        VPNError(.usage, "'\(p.name)' is \(p.protocol.kind.rawValue == "openvpn" || p.protocol.kind.rawValue == "ikev2" ? "an" : "a") \(p.protocol.kind.rawValue) profile; --format \(f.rawValue) is for \(f == .wgQuick ? "wireguard" : "openvpn") profiles",
-                 hint: "use --format \(nativeFormat(p).rawValue), mobileconfig or json")
+        let kind = p.protocol.kind.rawValue, target = f == .wgQuick ? "wireguard" : "openvpn"
+        return VPNError(.usage, kind == "openvpn" || kind == "ikev2"
+                            ? L("'\(p.name)' is an \(kind) profile; --format \(f.rawValue) is for \(target) profiles")
+                            : L("'\(p.name)' is a \(kind) profile; --format \(f.rawValue) is for \(target) profiles"),
+                        hint: L("use --format \(nativeFormat(p).rawValue), mobileconfig or json"))
     }
 
     /// An .ovpn with inline blocks, as the .ovpn importer reads it.

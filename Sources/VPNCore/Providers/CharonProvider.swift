@@ -61,13 +61,13 @@ public struct CharonProvider: TunnelProvider {
         var missing: [(String, String)] = []
         if access(charon, X_OK) != 0 { missing.append(("charon (\(charon))", "strongswan-charon")) }
         for (name, package) in Self.plugins(for: config) where name != "gcrypt" && name != "resolve" {
-            if access("\(plugins)/libstrongswan-\(name).so", R_OK) != 0 { missing.append(("the \(name) plugin", package)) }
+            if access("\(plugins)/libstrongswan-\(name).so", R_OK) != 0 { missing.append((L("the \(name) plugin"), package)) }
         }
         if Processes.which("unshare", path: nil) == nil { missing.append(("unshare", "util-linux")) }
         if !missing.isEmpty {
             let packages = Array(Set(missing.map { $0.1 })).sorted().joined(separator: " ")
-            throw VPNError(.providerUnavailable, "strongSwan is not installed for IKEv2: missing \(missing.map { $0.0 }.joined(separator: ", "))",
-                           hint: "install it: apt-get install --no-install-recommends \(packages)")
+            throw VPNError(.providerUnavailable, L("strongSwan is not installed for IKEv2: missing \(missing.map { $0.0 }.joined(separator: ", "))"),
+                           hint: L("install it: apt-get install --no-install-recommends \(packages)"))
         }
     }
 
@@ -75,8 +75,8 @@ public struct CharonProvider: TunnelProvider {
         guard name == config.identitySecret else { return }
         let blocks = PEM.blocks(String(decoding: value, as: UTF8.self))
         guard blocks.contains(where: { $0.label == "CERTIFICATE" }), blocks.contains(where: { $0.label.hasSuffix("PRIVATE KEY") }) else {
-            throw VPNError(.configurationInvalid, "secret '\(name)' must hold the client certificate and its private key, both PEM",
-                           hint: "cat client.crt client.key | vpnctl secret set <profile> \(name) --stdin")
+            throw VPNError(.configurationInvalid, L("secret '\(name)' must hold the client certificate and its private key, both PEM"),
+                           hint: "cat client.crt client.key | vpnctl secret set <profile> \(name) --stdin") // English: a command line
         }
     }
 

@@ -50,7 +50,7 @@ public struct OpenVPNLaunch: Sendable {
         ]
         for (i, r) in c.remotes.enumerated() {
             guard Endpoint.isHostName(r.host) || IPAddress(r.host) != nil, (1...65535).contains(r.port), OpenVPNImport.protocols.contains(r.proto) else {
-                throw VPNError(.configurationInvalid, "protocol.remotes[\(i)] is not a host, a port and a protocol openvpn can use",
+                throw VPNError(.configurationInvalid, L("protocol.remotes[\(i)] is not a host, a port and a protocol openvpn can use"),
                                remedy: .edit(profile: nil))
             }
             lines.append("remote \(r.host) \(r.port) \(r.proto)")
@@ -65,7 +65,7 @@ public struct OpenVPNLaunch: Sendable {
         if let mark { lines.append("mark \(mark)") }
         for (i, option) in c.options.enumerated() {
             if let problem = OpenVPNDirectives.problem(in: option) {
-                throw VPNError(.configurationInvalid, "protocol.options[\(i)]: \(problem)", remedy: .edit(profile: nil))
+                throw VPNError(.configurationInvalid, L("protocol.options[\(i)]: \(problem)"), remedy: .edit(profile: nil))
             }
             lines.append(OpenVPNDirectives.render(OpenVPNDirectives.tokenize(option) ?? []))
         }

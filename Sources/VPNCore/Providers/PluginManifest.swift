@@ -247,18 +247,17 @@ public struct PluginCatalog {
         let all = entries()
         if let e = all.first(where: { $0.manifest?.identifier == identifier && $0.shadowedBy == nil }) {
             if let m = e.manifest, let who = e.identity, e.problem == nil { return (m, who) }
-            throw VPNError(.providerUnavailable, "provider plugin '\(identifier)' may not run: \(e.problem ?? e.path)",
-                           hint: "a plugin's manifest and executable must be regular files owned by root and writable only by root, "
-                               + "declare '\(PluginManifest.packetTunnel)', and name an existing unprivileged user")
+            throw VPNError(.providerUnavailable, L("provider plugin '\(identifier)' may not run: \(e.problem ?? e.path)"),
+                           hint: L("a plugin's manifest and executable must be regular files owned by root and writable only by root, declare '\(PluginManifest.packetTunnel)', and name an existing unprivileged user"))
         }
         let installed = all.filter { $0.shadowedBy == nil }.compactMap { e in e.manifest.map { "\($0.identifier) (\(e.path))" } }
         let near = all.compactMap(\.manifest?.identifier).first { $0.lowercased() == identifier.lowercased() }
         var hint = installed.isEmpty
-            ? "no provider plugins are installed (manifests in \(directories.joined(separator: " or ")))"
-            : "installed: \(installed.joined(separator: ", "))"
-        if let near { hint += "; identifiers are compared exactly: did you mean '\(near)'?" }
+            ? L("no provider plugins are installed (manifests in \(directories.joined(separator: L(" or "))))")
+            : L("installed: \(installed.joined(separator: ", "))")
+        if let near { hint += L("; identifiers are compared exactly: did you mean '\(near)'?") }
         let broken = all.filter { $0.manifest == nil }.compactMap(\.problem)
-        if !broken.isEmpty { hint += "; unreadable: \(broken.joined(separator: "; "))" }
-        throw VPNError(.providerUnavailable, "no provider plugin '\(identifier)' is installed", hint: hint)
+        if !broken.isEmpty { hint += L("; unreadable: \(broken.joined(separator: "; "))") }
+        throw VPNError(.providerUnavailable, L("no provider plugin '\(identifier)' is installed"), hint: hint)
     }
 }

@@ -102,7 +102,7 @@ final class PluginTunnel: ProviderTunnel {
 
     func makeInterface() throws {
         guard let name = InterfaceNames.chooseFree(system) else {
-            throw VPNError(.configurationInvalid, "no free utunN name")
+            throw VPNError(.configurationInvalid, L("no free utunN name"))
         }
         let fd = try system.createTun(name)
         interface = name

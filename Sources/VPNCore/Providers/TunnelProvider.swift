@@ -103,8 +103,8 @@ public enum ProviderRegistry {
             if let p = type.init(profile: profile) { return p }
         }
         let known = providers.map { "\($0.kind.rawValue) (\($0.implementation))" }.joined(separator: ", ")
-        throw VPNError(.providerUnavailable, "no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl",
-                       hint: "this version starts: \(known)")
+        throw VPNError(.providerUnavailable, L("no provider for \(profile.protocol.kind.rawValue) profiles in this vpnctl"),
+                       hint: L("this version starts: \(known)"))
     }
 
     /// Every provider's own clean-up after a dead supervisor.

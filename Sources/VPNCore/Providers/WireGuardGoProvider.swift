@@ -27,16 +27,16 @@ public struct WireGuardGoProvider: TunnelProvider {
 
     public func preflight(_ environment: ProviderEnvironment) throws {
         if let name = config.interfaceName, environment.interfaceExists(name) {
-            throw VPNError(.configurationInvalid, "interface \(name) already exists; vpnctl only creates new interfaces",
-                           hint: "remove interfaceName from the profile, or choose a name that is free")
+            throw VPNError(.configurationInvalid, L("interface \(name) already exists; vpnctl only creates new interfaces"),
+                           hint: L("remove interfaceName from the profile, or choose a name that is free"))
         }
     }
 
     public func checkSecret(name: String, value: [UInt8]) throws {
         guard name == config.privateKeySecret || config.peers.contains(where: { $0.presharedKeySecret == name }) else { return }
         guard let text = String(validating: value, as: UTF8.self), WireGuardKey.isValid(text) else {
-            throw VPNError(.configurationInvalid, "the value for '\(name)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)",
-                           hint: "generate one with: wg genkey")
+            throw VPNError(.configurationInvalid, L("the value for '\(name)' is not a WireGuard key (44 characters of base64 encoding 32 bytes)"),
+                           hint: L("generate one with: wg genkey"))
         }
     }
 

@@ -86,8 +86,8 @@ public struct RuntimeStore: Sendable {
         do {
             return try RuntimeRecord(json: JSONReader(parsing: bytes))
         } catch {
-            throw VPNError(.configurationReadWriteFailed, "\(path): unreadable runtime record (\(error))",
-                           hint: "stop the profile, or remove the file if no supervisor runs")
+            throw VPNError(.configurationReadWriteFailed, L("\(path): unreadable runtime record (\(error))"),
+                           hint: L("stop the profile, or remove the file if no supervisor runs"))
         }
     }
 

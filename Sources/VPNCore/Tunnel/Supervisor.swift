@@ -121,7 +121,7 @@ public final class Supervisor {
         // The kill switch goes in before the provider starts.
         if KillSwitch.wanted(by: profile) {
             do {
-                guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") }
+                guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") } // English: goes into the runtime record
                 let killSwitch = KillSwitch(profile: profile, firewall: try makeFirewall("\(options.runDirectory)/\(id.lowercasedString).nft"), log: log)
                 try killSwitch.install()
                 context.killSwitch = killSwitch

@@ -200,7 +200,7 @@ public struct TunnelController {
                                 executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if logFD < 0 { throw VPNError(.configurationReadWriteFailed, "cannot open \(runtime.logPath(profile.id)): \(Errno.current)") }
+        if logFD < 0 { throw VPNError(.configurationReadWriteFailed, L("cannot open \(runtime.logPath(profile.id)): \(Errno.current)")) }
         defer { close(logFD) }
         let exe = executable
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
@@ -223,7 +223,7 @@ public struct TunnelController {
                 throw error
             }
         } catch {
-            throw VPNError(.failure, "cannot start the tunnel supervisor: \(error)")
+            throw VPNError(.failure, L("cannot start the tunnel supervisor: \(error)"))
         }
     }
 

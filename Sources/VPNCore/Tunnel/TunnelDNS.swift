@@ -291,12 +291,12 @@ public final class TunnelDNS {
             let file = "\(runDirectory)/\(id.lowercasedString).resolvconf"
             try AtomicFile.write(Array(text.utf8), to: file, mode: 0o600, durable: false)
             defer { unlink(file) }
-            guard let prog = Processes.which("resolvconf", path: searchPath) else { throw VPNError(.failure, "resolvconf is gone") }
+            guard let prog = Processes.which("resolvconf", path: searchPath) else { throw VPNError(.failure, "resolvconf is gone") } // English: the supervisor's, for its log and runtime record
             let res = try Command.run("/bin/sh", ["sh", "-c", "exec \"$0\" -a \"$1\" < \"$2\"", prog, key, file])
-            if !res.succeeded { throw VPNError(.failure, "resolvconf -a \(key) failed: \(res.output.trimmedWhitespace)") }
+            if !res.succeeded { throw VPNError(.failure, "resolvconf -a \(key) failed: \(res.output.trimmedWhitespace)") } // English: the supervisor's
             log("[#] resolvconf -a \(key)")
         case .file:
-            guard let netns = r.netns else { throw VPNError(.failure, "cannot read this process's network namespace") }
+            guard let netns = r.netns else { throw VPNError(.failure, "cannot read this process's network namespace") } // English: the supervisor's
             r.path = filePath
             if !config.matchDomains.isEmpty {
                 r.note = "split DNS needs systemd-resolved; every name goes to the tunnel's servers"
@@ -320,10 +320,10 @@ public final class TunnelDNS {
     }
 
     func resolvectl(_ args: [String]) throws {
-        guard let prog = Processes.which("resolvectl", path: searchPath) else { throw VPNError(.failure, "resolvectl is not installed") }
+        guard let prog = Processes.which("resolvectl", path: searchPath) else { throw VPNError(.failure, "resolvectl is not installed") } // English: the supervisor's
         let res = try Command.run(prog, [prog] + args)
         if !res.succeeded {
-            throw VPNError(.failure, "resolvectl \(args.joined(separator: " ")) failed: \(res.output.trimmedWhitespace)")
+            throw VPNError(.failure, "resolvectl \(args.joined(separator: " ")) failed: \(res.output.trimmedWhitespace)") // English: the supervisor's
         }
     }
 

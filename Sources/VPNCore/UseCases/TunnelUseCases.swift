@@ -43,8 +43,9 @@ public struct StartFailure: Error, Sendable {
             return VPNError(.timedOut, L("'\(status.name)' is still connecting after \(timeoutSeconds) s"))
         }
         let e = status.lastDisconnectError
-        return VPNError(.connectionFailed,
-                        "cannot connect '\(status.name)': \(e.map { "\($0.name): \($0.message)" } ?? "the tunnel went down")")
+        // The ConnectionError stays English: it is the runtime record's.
+        let why = e.map { "\($0.name): \($0.message)" } ?? L("the tunnel went down")
+        return VPNError(.connectionFailed, L("cannot connect '\(status.name)': \(why)"))
     }
 }
 
@@ -74,7 +75,8 @@ public struct TunnelUseCases {
         let validator = ProfileValidator(secretExists: { store.secrets.exists(profile.id, name: $0) })
         let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
         if !problems.isEmpty {
-            throw VPNError.invalid("profile '\(profile.name)' cannot start (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+            throw VPNError.invalid(problems.count == 1 ? L("profile '\(profile.name)' cannot start (1 problem)")
+                                                       : L("profile '\(profile.name)' cannot start (\(problems.count) problems)"),
                                    problems: problems, remedy: .edit(profile: profile.name, secrets: true))
         }
         // Secrets are checked as the supervisor will read them (owner, mode,
@@ -155,8 +157,7 @@ public struct TunnelUseCases {
         let here = NetworkNamespace.current()
         for other in try store.load() where other.id != profile.id {
             guard let ks = try controller.runtime.read(other.id)?.killSwitch, ks.netns == here else { continue }
-            throw VPNError(.failure, "profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); "
-                           + "two would block each other's tunnels",
+            throw VPNError(.failure, L("profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); two would block each other's tunnels"),
                            hint: L("stop it first: vpnctl stop \(other.name)"))
         }
     }
