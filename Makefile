@@ -82,6 +82,7 @@ coverage:
 # placeholders), and msgfmt's own checks.
 test-i18n:
 	@$(MAKE) -s deps
+	python3 Tools/check-unmarked.py
 	python3 Tools/extract-messages.py --check
 	python3 Tools/check-translations.py
 	@for l in $(LANGUAGES); do msgfmt --check --statistics -o /dev/null po/$$l.po || exit 1; done
