@@ -209,13 +209,23 @@ test_languages() {
   out=$(speak LC_ALL=ru_RU.UTF-8 -- start office --wait --no-wait 2>&1); rc=$?
   expect_exit "LC_ALL=ru usage error" 2 $rc || return 1
   expect_contains "LC_ALL=ru usage error" "'--wait' и '--no-wait' нельзя использовать вместе" "$out" || return 1
+  # Messages of the core (export) and of a command's own checks (completion).
+  out=$(speak LANG=zh_CN.UTF-8 -- export office --format ovpn 2>&1); rc=$?
+  expect_exit "LANG=zh_CN export --format ovpn of a wireguard profile" 2 $rc || return 1
+  expect_contains "LANG=zh_CN export --format ovpn of a wireguard profile" "'office' 是 wireguard 配置；--format ovpn 用于 openvpn 配置" "$out" || return 1
+  expect_contains "LANG=zh_CN export --format ovpn of a wireguard profile" "请使用 --format wg-quick、mobileconfig 或 json" "$out" || return 1
+  out=$(speak LANGUAGE=vi -- completion tcsh 2>&1); rc=$?
+  expect_exit "LANGUAGE=vi completion tcsh" 2 $rc || return 1
+  expect_contains "LANGUAGE=vi completion tcsh" "Shell không xác định 'tcsh'; cần bash, zsh hoặc fish" "$out" || return 1
+  expect_contains "LANGUAGE=vi completion tcsh" "Xem 'vpnctl help completion'." "$out" || return 1
   # C and POSIX are English whatever LANGUAGE says; so is a language without a catalog.
   expect_contains "LC_ALL=C LANGUAGE=vi" "USAGE: vpnctl list" "$(speak LC_ALL=C LANGUAGE=vi -- help list)" || return 1
   expect_contains "LANG=de_DE" "USAGE: vpnctl list" "$(speak LANG=de_DE.UTF-8 -- help list)" || return 1
   # --json: stdout, stderr and the exit code byte for byte the same as in English.
   local args english got
   for args in "list --json" "status --json" "show office --json" "show nope --json" "help list --json" \
-              "statsu --json" "start office --wait --no-wait --json" "is-connected office --json" "--version --json"; do
+              "statsu --json" "start office --wait --no-wait --json" "is-connected office --json" "--version --json" \
+              "export office --format ovpn --json"; do
     # shellcheck disable=SC2086
     english=$(speak LC_ALL=C -- $args 2>"$WORK/en.err"; echo "exit $?")
     for l in LANGUAGE=vi LANG=zh_CN.UTF-8 LC_ALL=ru_RU.UTF-8; do
