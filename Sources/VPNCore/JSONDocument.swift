@@ -127,7 +127,7 @@ public final class JSONDocument {
     func elements(of array: Int) -> [Int] {
         var out: [Int] = []
         out.reserveCapacity(Int(tokens[array].count))
-        try? forEachElement(of: array) { out.append($0) }
+        forEachElement(of: array) { out.append($0) }
         return out
     }
 
