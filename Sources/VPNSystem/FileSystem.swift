@@ -75,6 +75,12 @@ public enum FileSystem {
     /// /proc files arrive in page-sized chunks, so one read is not enough.
     public static func readAll(fd: Int32, path: String, limit: Int = defaultReadLimit) throws -> [UInt8] {
         var result: [UInt8] = []
+        // A regular file's size, room for it at once: growing by doubling
+        // touched (and faulted in) twice the memory for a large store.
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
+            result.reserveCapacity(min(Int(st.st_size), limit) + 1)
+        }
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let room = limit - result.count
