@@ -17,6 +17,7 @@ its line, or on the line the call starts on:
 
 Usage: Tools/check-unmarked.py   (from anywhere; exit 1 listing file:line)
 """
+import importlib.util
 import os
 import re
 import sys
@@ -154,18 +155,19 @@ def unmarked(text):
     return sorted(lines)
 
 
+def swift_sources():
+    """The sources as extract-messages.py walks them (its file name has a dash: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("extract_messages", os.path.join(os.path.dirname(os.path.abspath(__file__)), "extract-messages.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.swift_sources()
+
+
 def faults():
     found = []
-    for directory, dirs, files in os.walk(os.path.join(ROOT, "Sources")):
-        dirs.sort()
-        for name in sorted(files):
-            if not name.endswith(".swift"):
-                continue
-            path = os.path.join(directory, name)
-            rel = os.path.relpath(path, ROOT)
-            text = open(path, encoding="utf-8").read()
-            lines = text.split("\n")
-            found += ["%s:%d: %s" % (rel, n, lines[n - 1].strip()) for n in unmarked(text)]
+    for rel, text in swift_sources():
+        lines = text.split("\n")
+        found += ["%s:%d: %s" % (rel, n, lines[n - 1].strip()) for n in unmarked(text)]
     return found
 
 

@@ -127,33 +127,36 @@ def read_multiline(text, i):
     return msgid, end + 3
 
 
-def messages():
-    """(msgid, ["path:line", ...]) in the order they first appear."""
-    found = {}
+def swift_sources():
+    """(path relative to the repository, text) of every Swift file under Sources/, in a stable order."""
     for directory, dirs, files in os.walk(os.path.join(ROOT, "Sources")):
         dirs.sort()
         for name in sorted(files):
-            if not name.endswith(".swift"):
+            if name.endswith(".swift"):
+                path = os.path.join(directory, name)
+                yield os.path.relpath(path, ROOT), open(path, encoding="utf-8").read()
+
+
+def messages():
+    """(msgid, ["path:line", ...]) in the order they first appear."""
+    found = {}
+    for rel, text in swift_sources():
+        for m in MARK.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            if text[text.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("//"):
                 continue
-            path = os.path.join(directory, name)
-            rel = os.path.relpath(path, ROOT)
-            text = open(path, encoding="utf-8").read()
-            for m in MARK.finditer(text):
-                line = text.count("\n", 0, m.start()) + 1
-                if text[text.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("//"):
-                    continue
-                try:
-                    if text.startswith('""', m.end()):
-                        msgid, end = read_multiline(text, m.end() + 2)
-                    else:
-                        msgid, end = read_literal(text, m.end())
-                except ExtractError as e:
-                    raise SystemExit("%s:%d: %s" % (rel, line, e))
-                if not re.match(r"\s*\)", text[end:]):
-                    raise SystemExit("%s:%d: L(...) takes one string literal, nothing more" % (rel, line))
-                if msgid == "":
-                    raise SystemExit("%s:%d: an empty message" % (rel, line))
-                found.setdefault(msgid, []).append("%s:%d" % (rel, line))
+            try:
+                if text.startswith('""', m.end()):
+                    msgid, end = read_multiline(text, m.end() + 2)
+                else:
+                    msgid, end = read_literal(text, m.end())
+            except ExtractError as e:
+                raise SystemExit("%s:%d: %s" % (rel, line, e))
+            if not re.match(r"\s*\)", text[end:]):
+                raise SystemExit("%s:%d: L(...) takes one string literal, nothing more" % (rel, line))
+            if msgid == "":
+                raise SystemExit("%s:%d: an empty message" % (rel, line))
+            found.setdefault(msgid, []).append("%s:%d" % (rel, line))
     return found
 
 
