@@ -15,10 +15,18 @@ public protocol ConfigurationModel: Sendable {
     /// The prefixes routed into the tunnel by the profile itself (not what a
     /// server pushes).
     var tunnelRoutes: [String] { get }
+    /// The trust anchors (SHA-256 fingerprints) this configuration trusts.
+    var anchorReferences: [String] { get }
+    /// The public key the server needs, derived from a private key secret
+    /// read through `read`; nil for a protocol without one, or when the
+    /// secret is unset or unreadable.
+    func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String?
 }
 
 extension ConfigurationModel {
     public var tunnelRoutes: [String] { [] }
+    public var anchorReferences: [String] { [] }
+    public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? { nil }
 }
 
 /// A configuration as labelled rows, then free lines (WireGuard's peers).

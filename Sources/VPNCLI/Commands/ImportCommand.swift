@@ -83,13 +83,10 @@ enum ImportCommand {
         for note in result.notes { inv.output.note(L("note: \(note)")) }
         let p = result.profile
         for w in ProfileValidator(secretExists: { _ in true }).warnings(in: p) { inv.output.note(L("warning: \(w)")) }
-        var publicKey: String? = nil
-        if case .wireguard(let w) = p.protocol {
-            publicKey = w.publicKey(readingSecret: { name in
-                guard let value = result.secrets[name] else { throw VPNError(.failure, L("no secret \(name)")) }
-                return value
-            })
-        }
+        let publicKey = p.protocol.model.publicKey(readingSecret: { name in
+            guard let value = result.secrets[name] else { throw VPNError(.failure, L("no secret \(name)")) }
+            return value
+        })
         if inv.options.json {
             inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
@@ -109,16 +106,16 @@ enum ImportCommand {
     /// set the secrets the file could not carry, then start.
     static func nextSteps(_ p: Profile, publicKey: String?, stored: Set<String>) -> [String] {
         var steps: [String] = []
-        if let publicKey { steps.append("public key: \(publicKey) (give this to the server as this peer's key)") }
+        if let publicKey { steps.append(L("public key: \(publicKey) (give this to the server as this peer's key)")) }
         let name = p.name.shellQuoted
         let missing = p.secretReferences.filter { !stored.contains($0.name) }.map(\.name)
         var commands: [String] = []
         if case .openvpn(let o) = p.protocol, o.passwordSecret != nil, o.username == nil {
-            commands.append("vpnctl edit \(name) (set protocol.username; or import again with --username)")
+            commands.append(L("vpnctl edit \(name) (set protocol.username; or import again with --username)"))
         }
         commands += missing.map { "vpnctl secret set \(name) \($0)" }
         commands.append("vpnctl start \(name)")
-        steps.append("next: " + commands.joined(separator: "; then "))
+        steps.append(L("next: \(commands.joined(separator: L("; then ")))"))
         return steps
     }
 

@@ -45,8 +45,7 @@ enum ShowCommand {
     }
 
     static func derivedPublicKey(_ profile: Profile, _ secrets: SecretStore) -> String? {
-        guard case .wireguard(let w) = profile.protocol else { return nil }
-        return w.publicKey(readingSecret: { try secrets.read(profile.id, name: $0) })
+        profile.protocol.model.publicKey(readingSecret: { try secrets.read(profile.id, name: $0) })
     }
 
     /// The text view. Secret fields print as the secret's name and whether it

@@ -3,13 +3,7 @@ import VPNSystem
 
 extension ProtocolConfiguration {
     /// The trust anchors (SHA-256 fingerprints) this configuration trusts.
-    public var anchorReferences: [String] {
-        switch self {
-        case .openvpn(let o): return o.caFingerprints
-        case .ikev2(let i): return i.caFingerprint.map { [$0] } ?? []
-        case .wireguard, .provider: return []
-        }
-    }
+    public var anchorReferences: [String] { model.anchorReferences }
 }
 
 extension TrustStore {

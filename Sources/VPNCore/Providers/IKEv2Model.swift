@@ -3,7 +3,7 @@ import FoundationEssentials
 /// What an IKEv2 profile answers for itself: its problems and its `show` rows.
 extension IKEv2Configuration: ConfigurationModel {
     public var serverHosts: [String] { [serverAddress] }
-
+    public var anchorReferences: [String] { caFingerprint.map { [$0] } ?? [] }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let i = self

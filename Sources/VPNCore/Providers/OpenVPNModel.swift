@@ -3,7 +3,7 @@ import FoundationEssentials
 /// What an OpenVPN profile answers for itself: its problems and its `show` rows.
 extension OpenVPNConfiguration: ConfigurationModel {
     public var serverHosts: [String] { remotes.map(\.host) }
-
+    public var anchorReferences: [String] { caFingerprints }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let o = self
