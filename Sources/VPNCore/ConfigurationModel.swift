@@ -21,12 +21,16 @@ public protocol ConfigurationModel: Sendable {
     /// read through `read`; nil for a protocol without one, or when the
     /// secret is unset or unreadable.
     func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String?
+    /// Fields a start will need that an import can leave unset (an
+    /// OpenVPN password without its user name), as `protocol.field`.
+    var fieldsToSetBeforeStart: [String] { get }
 }
 
 extension ConfigurationModel {
     public var tunnelRoutes: [String] { [] }
     public var anchorReferences: [String] { [] }
     public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? { nil }
+    public var fieldsToSetBeforeStart: [String] { [] }
 }
 
 /// A configuration as labelled rows, then free lines (WireGuard's peers).

@@ -110,8 +110,10 @@ enum ImportCommand {
         let name = p.name.shellQuoted
         let missing = p.secretReferences.filter { !stored.contains($0.name) }.map(\.name)
         var commands: [String] = []
-        if case .openvpn(let o) = p.protocol, o.passwordSecret != nil, o.username == nil {
-            commands.append(L("vpnctl edit \(name) (set protocol.username; or import again with --username)"))
+        for field in p.protocol.model.fieldsToSetBeforeStart {
+            // Import's own option for the field, where it has one.
+            commands.append(field == "protocol.username" ? L("vpnctl edit \(name) (set protocol.username; or import again with --username)")
+                                                         : L("vpnctl edit \(name) (set \(field))"))
         }
         commands += missing.map { "vpnctl secret set \(name) \($0)" }
         commands.append("vpnctl start \(name)")

@@ -4,6 +4,7 @@ import FoundationEssentials
 extension OpenVPNConfiguration: ConfigurationModel {
     public var serverHosts: [String] { remotes.map(\.host) }
     public var anchorReferences: [String] { caFingerprints }
+    public var fieldsToSetBeforeStart: [String] { passwordSecret != nil && username == nil ? ["protocol.username"] : [] }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let o = self
