@@ -3,6 +3,23 @@ import Testing
 @testable import VPNCore
 
 @Suite struct ProviderRegistryTests {
+    /// What front ends ask a profile without asking its protocol: the anchors
+    /// it trusts, the public key its server needs, what an import left unset.
+    @Test func eachConfigurationAnswersForItself() throws {
+        let anchor = String(repeating: "a", count: 64)
+        let ovpn = ProtocolConfiguration.openvpn(OpenVPNConfiguration(remotes: [.init(host: "198.18.0.1")], caFingerprints: [anchor],
+                                                                      passwordSecret: "password"))
+        #expect(ovpn.anchorReferences == [anchor] && ovpn.model.fieldsToSetBeforeStart == ["protocol.username"])
+        #expect(ovpn.model.publicKey(readingSecret: { _ in [] }) == nil)
+        let ike = ProtocolConfiguration.ikev2(IKEv2Configuration(serverAddress: "vpn.example.com", caFingerprint: anchor))
+        #expect(ike.anchorReferences == [anchor] && ike.model.fieldsToSetBeforeStart.isEmpty)
+        let wg = sampleProfile("office").protocol
+        #expect(wg.anchorReferences.isEmpty)
+        let key = Array("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=".utf8)
+        #expect(wg.model.publicKey(readingSecret: { _ in key }) != nil)
+        #expect(wg.model.publicKey(readingSecret: { _ in throw VPNError(.failure, "unset") }) == nil)
+    }
+
     @Test func eachProtocolFindsItsProviderOrIsNamedAsMissing() throws {
         let wg = try ProviderRegistry.provider(for: sampleProfile("office"))
         #expect(type(of: wg).implementation == "wireguard-go")
