@@ -13,18 +13,37 @@ public func exitProcess(_ code: Int32) -> Never {
 
 public enum VPNCLI {
     /// Every command, in the order `vpnctl help` lists them.
-    public static var commands: [CommandSpec] {
-        [ListCommand.spec, ShowCommand.spec, ImportCommand.spec, CreateCommand.spec, EditCommand.spec, RemoveCommand.spec,
-         EnableCommand.enableSpec, EnableCommand.disableSpec, SecretCommand.spec, TrustCommand.spec,
-         StartCommand.spec, StopCommand.spec, ToggleCommand.spec, StatusCommand.spec, IsConnectedCommand.spec,
-         OnDemandCommand.spec, VerifyCommand.spec, StatsCommand.spec, ExportCommand.spec, ApplyCommand.spec, ProvidersCommand.spec,
-         CanCommand.spec, AgentCommand.spec, CompletionCommand.spec]
-    }
+    /// Each command by name, its spec made when it is asked for: a spec
+    /// holds its help, and making all of them (some 800 marked messages)
+    /// cost a `status --json` a tenth of its instructions. A test keeps the
+    /// names equal to the specs' own.
+    static let table: [(name: String, spec: () -> CommandSpec)] = [
+        ("list", { ListCommand.spec }), ("show", { ShowCommand.spec }), ("import", { ImportCommand.spec }),
+        ("create", { CreateCommand.spec }), ("edit", { EditCommand.spec }), ("remove", { RemoveCommand.spec }),
+        ("enable", { EnableCommand.enableSpec }), ("disable", { EnableCommand.disableSpec }), ("secret", { SecretCommand.spec }),
+        ("trust", { TrustCommand.spec }), ("start", { StartCommand.spec }), ("stop", { StopCommand.spec }),
+        ("toggle", { ToggleCommand.spec }), ("status", { StatusCommand.spec }), ("is-connected", { IsConnectedCommand.spec }),
+        ("ondemand", { OnDemandCommand.spec }), ("verify", { VerifyCommand.spec }), ("stats", { StatsCommand.spec }),
+        ("export", { ExportCommand.spec }), ("apply", { ApplyCommand.spec }), ("providers", { ProvidersCommand.spec }),
+        ("can", { CanCommand.spec }), ("agent", { AgentCommand.spec }), ("completion", { CompletionCommand.spec }),
+    ]
 
-    public static var root: CommandSpec {
+    public static var commands: [CommandSpec] { table.map { $0.spec() } }
+
+    public static var root: CommandSpec { root(with: commands) }
+
+    static func root(with subcommands: [CommandSpec]) -> CommandSpec {
         CommandSpec(name: "vpnctl", abstract: L("Control VPN tunnels on Linux: profiles, tunnels and their status."),
                     options: [OptionSpec("version", help: L("Print the version."))],
-                    subcommands: commands)
+                    subcommands: subcommands)
+    }
+
+    /// The root a command line is parsed against: only the command it names
+    /// when its first word is one; every command otherwise (help, an unknown
+    /// word, an option first), so that messages can list and suggest them.
+    static func root(for words: [String]) -> CommandSpec {
+        guard let first = words.first, let entry = table.first(where: { $0.name == first }) else { return root }
+        return root(with: [entry.spec()])
     }
 
     /// Parses and runs one command line. `argv[0]` is the program name.
@@ -63,7 +82,7 @@ public enum VPNCLI {
         if words.first == "__agent-run" { return AgentCommand.worker(Array(words.dropFirst()), context) }
         if words.first == "__probe" { return InternalCommands.probe(Array(words.dropFirst())) }
         if words.first == "__complete" { return CompletionCommand.complete(Array(words.dropFirst()), context) }
-        let parser = ArgumentParser(root: root)
+        let parser = ArgumentParser(root: root(for: words))
         let wantsJSON = words.prefix(while: { $0 != "--" }).contains("--json")
         let early = Output(context: context, json: wantsJSON, color: false)
         let outcome: ParseOutcome

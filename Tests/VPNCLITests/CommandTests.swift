@@ -5,6 +5,25 @@ import VPNCore
 import VPNSystem
 
 @Suite struct CommandTests {
+    /// The table a command line is dispatched through names each spec by its
+    /// own name, and a command named first parses as it does against all.
+    @Test func theCommandTableNamesEachSpecByItsOwnName() throws {
+        #expect(VPNCLI.table.map(\.name) == VPNCLI.commands.map(\.name))
+        #expect(VPNCLI.root(for: ["status", "--json"]).subcommands.map(\.name) == ["status"])
+        #expect(VPNCLI.root(for: ["stauts"]).subcommands.count == VPNCLI.table.count)
+        #expect(VPNCLI.root(for: ["--version"]).subcommands.count == VPNCLI.table.count)
+        for words in [["status", "--json"], ["stats", "--all", "--json"], ["ondemand", "test", "x"], ["secret", "set", "p", "k"]] {
+            let narrow = try ArgumentParser(root: VPNCLI.root(for: words)).parse(words)
+            let wide = try ArgumentParser(root: VPNCLI.root).parse(words)
+            #expect(summary(narrow) == summary(wide) && summary(narrow).hasPrefix("run"), "\(words)")
+        }
+    }
+
+    func summary(_ outcome: ParseOutcome) -> String {
+        guard case .run(let spec, let a) = outcome else { return "\(outcome)" }
+        return "run \(spec.name) \(a.command) \(a.values.sorted { $0.key < $1.key }.map { "\($0)" }) \(a.flags.sorted()) \(a.positionals)"
+    }
+
     let privateKey = "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk="
     let presharedKey = "FpCyhws9cxwWoV4xELtfJvjJN+zQVRPISllRWgeopVE="
 
