@@ -10,7 +10,10 @@ public final class JSONDocument {
     /// Twelve bytes: a megabyte of preferences makes some seventy
     /// thousand, and every page of them is a page fault.
     struct Token {
-        enum Kind: UInt8 { case object, array, string, escapedString, number, `true`, `false`, null }
+        enum Kind: UInt8 {
+            case object, array, string, escapedString, number, `true`, `false`, null
+            var isString: Bool { self == .string || self == .escapedString }
+        }
         let kind: Kind
         /// Scalars: where the text starts (inside the quotes of a string).
         /// Containers: how many members or elements.
@@ -30,6 +33,28 @@ public final class JSONDocument {
         /// A container, its size and extent filled in when it closes.
         init(container kind: Kind) {
             self.init(kind: kind, start: 0, end: 0)
+        }
+
+        var isContainer: Bool { kind == .object || kind == .array }
+
+        /// The index of the token after this one's value (members included),
+        /// this token being at `index`.
+        func next(at index: Int) -> Int { isContainer ? Int(end) : index + 1 }
+
+        /// Whether this is a string without escapes whose text is `key`,
+        /// byte for byte; `bytes` is the document's.
+        func isPlain(_ key: UnsafeBufferPointer<UInt8>, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            let n = Int(end &- start)
+            guard kind == .string, n == key.count else { return false }
+            return n == 0 || memcmp(bytes.baseAddress! + Int(start), key.baseAddress!, n) == 0
+        }
+
+        /// A string's text, escapes decoded; `bytes` is the document's.
+        func text(in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+            if kind != .escapedString { return Array(bytes[Int(start)..<Int(end)]) }
+            var p = JSONSyntax.Parser(bytes: bytes)
+            p.i = Int(start) - 1
+            return (try? p.escapedString()) ?? []
         }
     }
 
@@ -63,22 +88,15 @@ public final class JSONDocument {
     func kind(_ token: Int) -> Token.Kind { tokens[token].kind }
 
     /// The index of the token after `token`'s value, its members included.
-    func after(_ token: Int) -> Int {
-        let t = tokens[token]
-        return t.kind == .object || t.kind == .array ? Int(t.end) : token + 1
-    }
+    func after(_ token: Int) -> Int { tokens[token].next(at: token) }
 
     /// A scalar's text as written: a string's (escapes decoded) or a number's.
     func text(_ token: Int) -> String {
         let t = tokens[token]
-        if t.kind == .escapedString {
-            return bytes.withUnsafeBufferPointer { buffer in
-                var p = JSONSyntax.Parser(bytes: buffer)
-                p.i = Int(t.start) - 1
-                return String(decoding: (try? p.escapedString()) ?? [], as: UTF8.self)
-            }
+        return bytes.withUnsafeBufferPointer { buffer in
+            t.kind == .escapedString ? String(decoding: t.text(in: buffer), as: UTF8.self)
+                                     : String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(t.start)..<Int(t.end)]), as: UTF8.self)
         }
-        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[Int(t.start)..<Int(t.end)]), as: UTF8.self) }
     }
 
     /// The object's member named `key`, compared byte for byte: its
@@ -95,16 +113,10 @@ public final class JSONDocument {
                 var token = object + 1
                 for position in 0..<Int(tokens[object].count) {
                     let t = tokens[token]
-                    let n = Int(t.end &- t.start)
-                    if t.kind == .string {
-                        if n == key.count, n == 0 || memcmp(bytes.baseAddress! + Int(t.start), key.baseAddress!, n) == 0 {
-                            return (position, token + 1)
-                        }
-                    } else if text(token).utf8.elementsEqual(key) {
+                    if t.kind == .string ? t.isPlain(key, in: bytes) : t.text(in: bytes).elementsEqual(key) {
                         return (position, token + 1)
                     }
-                    let v = tokens[token + 1]
-                    token = v.kind == .object || v.kind == .array ? Int(v.end) : token + 2
+                    token = tokens[token + 1].next(at: token + 1)
                 }
                 return nil
             }

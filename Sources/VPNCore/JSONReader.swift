@@ -87,7 +87,7 @@ public struct JSONReader {
     }
 
     public func string() throws -> String {
-        guard kind == .string || kind == .escapedString else { throw problem(nil, "expected a string") }
+        guard kind.isString else { throw problem(nil, "expected a string") }
         return document.text(token)
     }
 
@@ -143,7 +143,7 @@ public struct JSONReader {
         out.reserveCapacity(count)
         try document.forEachElement(of: token) { e in
             let k = document.kind(e)
-            guard k == .string || k == .escapedString else { throw reader(at: e, tracker: nil).problem(nil, "expected a string") }
+            guard k.isString else { throw reader(at: e, tracker: nil).problem(nil, "expected a string") }
             out.append(document.text(e))
         }
         return out
@@ -180,7 +180,7 @@ public struct JSONReader {
     public func string(_ key: String) throws -> String? {
         guard let t = try memberToken(key) else { return nil }
         let k = document.kind(t)
-        guard k == .string || k == .escapedString else { return try reader(at: t, tracker: nil).string() }
+        guard k.isString else { return try reader(at: t, tracker: nil).string() }
         return document.text(t)
     }
 
@@ -195,7 +195,6 @@ public struct JSONReader {
 
     public func int(_ key: String) throws -> Int? { try memberToken(key).map { try reader(at: $0, tracker: nil).int() } }
     public func strings(_ key: String) throws -> [String] {
-        guard let t = try memberToken(key) else { return [] }
-        return document.tokens[t].kind == .array && document.tokens[t].count == 0 ? [] : try reader(at: t, tracker: nil).stringArray()
+        try memberToken(key).map { try reader(at: $0, tracker: nil).stringArray() } ?? []
     }
 }

@@ -325,21 +325,13 @@ public enum JSONSyntax {
         }
 
         /// A string token's text, escapes decoded.
-        func text(of token: Int) -> [UInt8] {
-            let t = tokens[token]
-            if t.kind == .string { return Array(bytes[Int(t.start)..<Int(t.end)]) }
-            var p = Parser(bytes: bytes)
-            p.i = Int(t.start) - 1
-            return (try? p.escapedString()) ?? []
-        }
+        func text(of token: Int) -> [UInt8] { tokens[token].text(in: bytes) }
 
         /// Whether two string tokens have the same text, byte for byte.
         func same(_ a: Int, _ b: Int) -> Bool {
             let x = tokens[a], y = tokens[b]
-            let n = Int(x.end &- x.start)
             guard x.kind == .string, y.kind == .string else { return text(of: a) == text(of: b) }
-            guard n == Int(y.end &- y.start), bytes[Int(x.start)] == bytes[Int(y.start)] || n == 0 else { return false }
-            return n == 0 || memcmp(bytes.baseAddress! + Int(x.start), bytes.baseAddress! + Int(y.start), n) == 0
+            return x.isPlain(UnsafeBufferPointer(rebasing: bytes[Int(y.start)..<Int(y.end)]), in: bytes)
         }
 
         /// Whether the object whose keys start at `keys[base]` has the text of

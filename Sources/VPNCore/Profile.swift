@@ -187,15 +187,6 @@ public enum PolicyAction: String, CaseIterable, Codable, Sendable {
     public static let tunnelActions: [PolicyAction] = [.start, .stop, .toggle, .status, .stats, .verify]
 
     public var isTunnelAction: Bool { PolicyAction.tunnelActions.contains(self) }
-
-    /// The action in a sentence: "may not \(phrase) 'office'".
-    public var phrase: String {
-        switch self {
-        case .status: return "see the status of"
-        case .stats: return "see the counters of"
-        default: return rawValue
-        }
-    }
 }
 
 /// The tunnel's DNS (NEDNSSettings): servers, search domains, and match

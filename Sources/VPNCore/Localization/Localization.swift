@@ -182,9 +182,9 @@ public struct LocalizedText: ExpressibleByStringInterpolation, Sendable {
         }
     }
 
-    /// Every spec's help is marked and built at start-up, so the test for
-    /// a `%` reads bytes: `contains("%")` walks grapheme clusters, and cost
-    /// `vpnctl --version` 5 M instructions (twice the rest of its run).
+    /// Every marked message passes here, a command's whole help included,
+    /// so the test for a `%` reads bytes: `contains("%")` walks grapheme
+    /// clusters, and cost `vpnctl --version` 5 M instructions.
     static func escaped(_ literal: String) -> String {
         hasPercent(literal) ? literal.split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%%") : literal
     }
