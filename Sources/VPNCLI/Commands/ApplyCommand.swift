@@ -64,15 +64,19 @@ enum ApplyCommand {
             catch { throw VPNError.from(error) }
         }
         for path in paths {
+            // As the kernel resolves it: "link/" and "link/." are the link.
+            let spelled = FileSystem.normalized(path)
             let info: FileSystem.Info?
-            do { info = try FileSystem.info(FileSystem.normalized(path)) } catch { throw VPNError.from(error) }
+            do { info = try FileSystem.info(spelled) } catch { throw VPNError.from(error) }
             guard let info else { throw VPNError(.usage, L("\(path.abbreviated(200)): no such file or directory")) }
-            if info.isDirectory {
-                guard try trusted({ try FileSystem.checkTrustedDirectory(path) }) else { continue }
+            if info.isSymlink {
+                untrusted.append(.symlink(spelled))
+            } else if info.isDirectory {
+                guard try trusted({ try FileSystem.checkTrustedDirectory(spelled) }) else { continue }
                 let names: [String]
-                do { names = try FileSystem.list(path) } catch { throw VPNError.from(error) }
+                do { names = try FileSystem.list(spelled) } catch { throw VPNError.from(error) }
                 for name in names {
-                    let full = path.hasSuffix("/") ? path + name : path + "/" + name
+                    let full = spelled.hasSuffix("/") ? spelled + name : spelled + "/" + name
                     let entry: FileSystem.Info?
                     do { entry = try FileSystem.info(full) } catch { throw VPNError.from(error) }
                     guard let entry else { continue }  // removed since the listing
@@ -82,7 +86,7 @@ enum ApplyCommand {
                         skipped.append(full)
                     }
                 }
-            } else if try trusted({ try FileSystem.checkTrustedFile(path); try FileSystem.checkAncestors(of: path) }) {
+            } else if try trusted({ try FileSystem.checkTrustedFile(spelled); try FileSystem.checkAncestors(of: spelled) }) {
                 out.append(path)
             }
         }
