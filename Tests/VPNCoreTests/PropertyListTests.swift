@@ -127,7 +127,7 @@ import Testing
     /// Issue 29 item 12: a reference is 1 to 8 bytes wide, and one of 2^63 or
     /// more trapped converting to Int (vpnctl died with SIGILL, exit 132).
     /// Every width is range-checked as read, and the refusal names the offset.
-    @Test func item12_objectReferencesOfEveryWidthAreRangeCheckedWithTheirOffset() {
+    @Test func item12_objectReferencesOfEveryWidthAreRangeCheckedWithTheirOffset() throws {
         let big: [UInt8] = [0x80, 0, 0, 0, 0, 0, 0, 0]  // 2^63
         let cases: [(String, [UInt8])] = [
             ("object 0: reference to object 9223372036854775808 at offset 9", Self.bplist([[0xA1] + big], refSize: 8)),
