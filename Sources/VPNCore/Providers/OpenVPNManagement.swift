@@ -79,7 +79,8 @@ public struct PushedSettings: Equatable, Sendable {
     public var mtu: Int? = nil
     public var dns: [String] = []
     public var domains: [String] = []
-    /// Values the server pushed that are not addresses or prefixes ("key=value").
+    /// Values the server pushed that are not addresses, prefixes or domain
+    /// names ("key=value", control characters shown escaped).
     public var invalid: [String] = []
 
     public init() {}
@@ -115,9 +116,15 @@ public struct PushedSettings: Equatable, Sendable {
         while let option = env["foreign_option_\(n)"] {
             let words = option.split(separator: " ").map(String.init)
             if words.count >= 3, words[0] == "dhcp-option" {
+                // Checked as a profile's dnsSettings are: what a server pushes
+                // reaches resolv.conf and resolvectl's command line.
                 switch words[1] {
-                case "DNS", "DNS6": dns.append(words[2])
-                case "DOMAIN", "DOMAIN-SEARCH": domains.append(words[2])
+                case "DNS", "DNS6":
+                    if words.count == 3, IPAddress(words[2]) != nil { dns.append(words[2]) }
+                    else { invalid.append("foreign_option_\(n)=\(OpenVPNDirectives.shown(option.escapingControls(keepLineBreaks: false)))") }
+                case "DOMAIN", "DOMAIN-SEARCH":
+                    if words.count == 3, isDomainName(words[2]) { domains.append(words[2]) }
+                    else { invalid.append("foreign_option_\(n)=\(OpenVPNDirectives.shown(option.escapingControls(keepLineBreaks: false)))") }
                 default: break
                 }
             }

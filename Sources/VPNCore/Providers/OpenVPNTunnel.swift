@@ -304,7 +304,7 @@ final class OpenVPNTunnel: ProviderTunnel {
         guard pushed.invalid.isEmpty else {
             send("signal SIGTERM")
             return fail(ConnectionError(.configurationFailed,
-                                        "the server pushed settings that are not addresses: \(pushed.invalid.joined(separator: ", "))"),
+                                        "the server pushed settings that are not valid addresses or domain names: \(pushed.invalid.joined(separator: ", "))"),
                         .configurationFailed)
         }
         var settings = TunnelNetworkSettings()
