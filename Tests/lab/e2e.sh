@@ -1220,6 +1220,30 @@ if [ $ike_ready = yes ]; then
     expect_field ike status disconnected || return 1
     ike_nothing_left
   }
+  # A full tunnel as hwdsl2's and Algo's servers offer it (0.0.0.0/0), on a
+  # client with a default route of its own: it once failed ("object exists").
+  test_ike_full_tunnel() {
+    need s ip addr add 198.18.64.1/32 dev lo || return 1
+    defer s ip addr del 198.18.64.1/32 dev lo
+    need c ip route add default via 198.18.0.1 dev "${LAB}c0" || return 1
+    defer c ip route del default via 198.18.0.1 dev "${LAB}c0"
+    printf '%s' "$IKE_PSK" | c "$V" create ike ikev2 --server 198.18.0.1 --remote-id vpn.lab.test \
+      --local-id dave@lab.test --auth psk >/dev/null || { echo "  create failed"; return 1; }
+    expect_ok "start" cn "$V" start ike --timeout 15 || { ike_log_tail; return 1; }
+    local ifn; ifn=$(field ike interface)
+    expect_match "the first half" "^0.0.0.0/1 dev $ifn" "$(c ip route show)" || return 1
+    expect_match "the second half" "^128.0.0.0/1 dev $ifn" "$(c ip route show)" || return 1
+    expect_match "the machine's default route is kept" "^default via 198.18.0.1 dev ${LAB}c0" "$(c ip route show)" || return 1
+    expect_match "the far host's route" "dev $ifn" "$(c ip route get 198.18.64.1)" || return 1
+    expect_match "the server's route" "dev ${LAB}c0" "$(c ip route get 198.18.0.1)" || return 1
+    expect_ok "the far host through the tunnel" c ping -n -c 1 -W 3 198.18.64.1 || { ike_log_tail; return 1; }
+    expect_ok "stop" cn "$V" stop ike || return 1
+    expect_not_contains "routes after stop" "0.0.0.0/1" "$(c ip route show)" || return 1
+    expect_match "the default route after stop" "^default via 198.18.0.1 dev ${LAB}c0" "$(c ip route show)" || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2 full tunnel (local_ts 0.0.0.0/0) over the machine's default route: both halves, the default kept, the far host through the tunnel" test_ike_full_tunnel
+
   lab_check "ikev2: a wrong PSK gives exit 4 with authenticationFailed, quoting charon" \
     ike_start_fails psk vpn.lab.test "not the psk" 15 authenticationFailed "charon: received AUTHENTICATION_FAILED"
   lab_check "ikev2: a wrong EAP password gives exit 4 with authenticationFailed" \

@@ -8,7 +8,8 @@
 #
 #   responder 198.18.0.1 (UDP 500/4500)  id vpn.lab.test
 #   virtual IPs 198.19.22.0/24 (see addresses.txt for who owns which range)  resource http://198.19.21.1:8080/ (server lo)
-#   users: alice@lab.test (PSK), bob (EAP-MSCHAPv2), carol@lab.test (certificate)
+#   users: alice@lab.test (PSK), bob (EAP-MSCHAPv2), carol@lab.test (certificate),
+#          dave@lab.test (PSK, a full tunnel: local_ts 0.0.0.0/0)   far host 198.18.64.1 (server lo)
 
 IKE_DIR=$LAB_DIR/ike
 IKE_PSK="psk for alice $LAB"
@@ -62,6 +63,16 @@ connections {
              id = alice@lab.test }
     children { net { local_ts = 198.19.21.0/24 } }
   }
+  full {
+    version = 2
+    local_addrs = 198.18.0.1
+    pools = lab
+    local { auth = psk
+            id = vpn.lab.test }
+    remote { auth = psk
+             id = dave@lab.test }
+    children { net { local_ts = 0.0.0.0/0 } }
+  }
   eap {
     version = 2
     local_addrs = 198.18.0.1
@@ -104,6 +115,8 @@ pools { lab { addrs = 198.19.22.0/24
 secrets {
   ike-alice { id = alice@lab.test
               secret = "$IKE_PSK" }
+  ike-dave { id = dave@lab.test
+             secret = "$IKE_PSK" }
   eap-bob { id = bob
             secret = "$IKE_EAP_PASSWORD" }
 }
