@@ -32,7 +32,7 @@ public struct PluginProvider: TunnelProvider {
     /// The entitlement checks: the identifier installed, its manifest and
     /// executable root's alone, the capability declared, an unprivileged user.
     public func preflight(_ environment: ProviderEnvironment) throws {
-        found.manifest = try PluginCatalog.standard(configDirectory: environment.configDirectory).plugin(config.providerIdentifier).0
+        found.manifest = try PluginCatalog.standard(configDirectory: environment.configDirectory).plugin(config.providerIdentifier).manifest
     }
 
     public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
@@ -62,10 +62,10 @@ final class PluginTunnel: ProviderTunnel {
     /// How long a plugin has to exit once told to stop.
     static let exitTimeoutMs: Int64 = 5_000
 
-    /// The installed plugin, checked.
-    let lookup: () throws -> (PluginManifest, UserIdentity)
+    /// The installed plugin, checked, its executable open.
+    let lookup: () throws -> CheckedPlugin
 
-    init(context: TunnelContext, config: ProviderConfiguration, lookup: @escaping () throws -> (PluginManifest, UserIdentity)) {
+    init(context: TunnelContext, config: ProviderConfiguration, lookup: @escaping () throws -> CheckedPlugin) {
         self.context = context
         self.config = config
         self.lookup = lookup
@@ -73,9 +73,9 @@ final class PluginTunnel: ProviderTunnel {
     }
 
     func start() {
-        let manifest: PluginManifest, user: UserIdentity
+        let plugin: CheckedPlugin
         do {
-            (manifest, user) = try lookup()
+            plugin = try lookup()
         } catch let e as VPNError {
             return context.finish(error: ConnectionError(.pluginDisabled, e.message + (e.hint.map { " (\($0))" } ?? "")), reason: .providerDisabled)
         } catch {
@@ -83,7 +83,7 @@ final class PluginTunnel: ProviderTunnel {
         }
         do {
             try makeInterface()
-            try spawn(manifest, user)
+            try spawn(plugin)
         } catch let e as SystemError {
             return fail(ConnectionError(.pluginFailed, "\(name): \(e)"), .providerFailed)
         } catch {
@@ -124,8 +124,11 @@ final class PluginTunnel: ProviderTunnel {
     var tunFD: Int32 = -1
 
     /// The plugin, as its user, with the tun as fd 3 and its end of the
-    /// control socket as fd 4; neither stays open here but ours.
-    func spawn(_ manifest: PluginManifest, _ user: UserIdentity) throws {
+    /// control socket as fd 4; neither stays open here but ours. The file
+    /// run is the one the catalog's walk checked and holds open (by its fd,
+    /// not its path looked up again).
+    func spawn(_ plugin: CheckedPlugin) throws {
+        let user = plugin.user
         defer { if tunFD >= 0 { system.closeFD(tunFD); tunFD = -1 } }
         let (ours, theirs) = try system.socketPair()
         defer { system.closeFD(theirs) }
@@ -133,11 +136,13 @@ final class PluginTunnel: ProviderTunnel {
         undo.push("close the control socket") { [self] in
             if control >= 0 { system.closeFD(control); control = -1 }
         }
-        let exe = manifest.executable
-        pid = try system.spawnProvider(exe, [exe], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
+        let exe = plugin.manifest.executable, checked = plugin.executable
+        pid = try system.spawnProvider(checked, [exe], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
                                        passFDs: [tunFD, theirs], logFD: context.outputFD, as: user)
         let pid = self.pid
-        context.log("[#] \(exe) as \(user.name) (uid \(user.uid)) (pid \(pid))")
+        let ran = checked.resolved == exe ? "" : " (\(checked.resolved))"
+        let script = checked.interpreter.map { " run by \($0)" } ?? ""
+        context.log("[#] \(exe)\(ran)\(script) as \(user.name) (uid \(user.uid)) (pid \(pid))")
         undo.push("stop \(name) \(pid)") { [system, context] in
             system.stopProvider(pid)
             context.log("[#] plugin \(pid) stopped")
