@@ -35,7 +35,10 @@ import VPNSystem
         let profile = try f.store.save(Profile(name: "relay", protocol: .provider(config)))
         try f.store.secrets.set(profile.id, name: "relay-token", value: Array("s3cret-token".utf8))
         let context = try f.context(profile)
-        let tunnel = PluginTunnel(context: context, config: config) { (Self.manifest, Self.user) }
+        let tunnel = PluginTunnel(context: context, config: config) {
+            CheckedPlugin(manifest: Self.manifest, user: Self.user,
+                          executable: CheckedExecutable(handle: 55, resolved: "/opt/relay", isScript: false, interpreter: nil)) {}
+        }
         tunnel.start()
         return Running(f: f, context: context, tunnel: tunnel)
     }
@@ -45,7 +48,7 @@ import VPNSystem
         let pair = r.f.system.pairs[0]
         #expect(r.f.system.calls.filter { !$0.hasPrefix("close") } == [
             "createTun utun0", "markLink utun0 vpnctl:", "ifindex utun0", "socketPair",
-            "spawn /opt/relay as vpnp fds=[10, \(pair.1)]"])
+            "spawn fd 55 (/opt/relay) /opt/relay as vpnp fds=[10, \(pair.1)]"])
         // Neither the tun nor the plugin's end stays open in the supervisor.
         #expect(r.f.system.calls.contains("close 10") && r.f.system.calls.contains("close \(pair.1)"))
         #expect(r.heard() == [#"{"interface":"utun0","providerConfiguration":{"mtu":"1400"},"serverAddress":"198.18.0.1:5555","type":"start"}"#])
@@ -169,5 +172,14 @@ import VPNSystem
         tunnel.start()
         #expect(context.record.lastDisconnectError == ConnectionError(.pluginDisabled, "no provider plugin 'x' is installed (installed: y (/p/y.json))"))
         #expect(f.system.calls.isEmpty)
+    }
+}
+
+/// The plugins' spawn on the fake: by the checked executable's handle.
+extension FakeTunnelSystem {
+    func spawnProvider(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                       as user: UserIdentity) throws -> pid_t {
+        try record("spawn fd \(executable.handle) (\(executable.resolved)) \(argv.joined(separator: " ")) as \(user.name) fds=\(passFDs)")
+        return 4242
     }
 }

@@ -239,7 +239,7 @@ public struct PluginCatalog {
     /// problem names the directory (and the symlink that led there) and the fix.
     static func words(_ p: ExecutablePathProblem, subject: String) -> String {
         let via = p.via.map { L(" (reached through the symlink \($0))") } ?? ""
-        let fix = L("; the executable and every directory on its path, symlinks resolved, must be root's and writable only by root: make \(p.path) so (chown root, chmod go-w) or install the plugin elsewhere")
+        let fix = L("; every directory on the path, symlinks resolved, must be root's and writable only by root: make \(p.path) so (chown root, chmod go-w) or install the plugin elsewhere")
         let elsewhere = p.path == subject ? "" : L(" (\(p.path))")
         switch p.kind {
         case .missing: return L("does not exist") + elsewhere + via
