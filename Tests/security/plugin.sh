@@ -102,3 +102,59 @@ sec_plugin_executable_in_another_users_directory_refused() {
   plug_manifest "$VPNCTL_CONFIG_DIR/providers/p.json" "$WORK/udir/true" nobody
   plug_refused "executable in $SEC_USER's directory" "$WORK/udir/true: is in $WORK/udir, which is owned by uid $(id -u "$SEC_USER"), not root"
 }
+
+# Item 9 (issue 29): a symlinked directory on the executable's path is judged
+# at its target and at every directory above the target. Here the link and
+# the target are root's, but the target's parent is the test user's: that
+# user could swap the target (renameat2 RENAME_EXCHANGE) and have their own
+# program run as the plugin's user.
+sec_plugin_symlinked_directory_judged_at_its_target() {
+  need_user || return 2
+  plug_install || return 1
+  mkdir -m 755 "$WORK/home" "$WORK/home/u" "$WORK/home/u/real" && chown "$SEC_USER" "$WORK/home/u" || return 1
+  install -m 0755 /bin/true "$WORK/home/u/real/true" && ln -s "$WORK/home/u/real" "$WORK/plug/bin" || return 1
+  plug_manifest "$VPNCTL_CONFIG_DIR/providers/p.json" "$WORK/plug/bin/true" nobody
+  plug_refused "the target's parent owned by $SEC_USER" \
+    "$WORK/plug/bin/true: is in $WORK/home/u, which is owned by uid $(id -u "$SEC_USER"), not root (reached through the symlink $WORK/plug/bin); every directory on the path, symlinks resolved, must be root's and writable only by root: make $WORK/home/u so (chown root, chmod go-w) or install the plugin elsewhere" || return 1
+  "$BIN" providers | grep -qF "is in $WORK/home/u, which is owned by uid" || { echo "  providers does not say why"; return 1; }
+  # The same through a relative link and '..'.
+  rm "$WORK/plug/bin" && ln -s ../home/u/real "$WORK/plug/bin"
+  plug_refused "a relative link" "is in $WORK/home/u, which is owned by uid $(id -u "$SEC_USER"), not root"
+}
+
+# Item 9: the file that was checked is the one that runs. strace holds the
+# plugin's exec for 1.5 s at its entry (after every check); meanwhile the
+# directory its path leads to is exchanged with another (renameat2
+# RENAME_EXCHANGE, as root here, since the check leaves nobody else a way
+# to). Run by its path looked up again, the swapped program would run.
+sec_plugin_swap_after_the_check_runs_the_checked_file() {
+  command -v strace >/dev/null || { echo "  skip: strace is not installed"; return 2; }
+  plug_install || return 1
+  chmod 755 "$WORK"   # so that a lookup by path as nobody would reach the swapped program
+  mkdir -m 755 "$WORK/a" "$WORK/b" && ln -s "$WORK/a" "$WORK/plug/bin" || return 1
+  printf '#!/bin/sh\necho THE-CHECKED-PLUGIN\nexec sleep 4\n' > "$WORK/a/plugin"
+  printf '#!/bin/sh\necho THE-SWAPPED-PROGRAM\nexec sleep 4\n' > "$WORK/b/plugin"
+  chmod 755 "$WORK/a/plugin" "$WORK/b/plugin"
+  plug_manifest "$VPNCTL_CONFIG_DIR/providers/p.json" "$WORK/plug/bin/plugin" nobody
+  local log=$VPNCTL_RUN_DIR/logs/3f1c2a9e-0d4b-4c8e-9a57-2b6f1e0c7d11.log tracer i
+  strace -f -qq -y -o "$WORK/trace" -e trace=execve,execveat -e inject=execve,execveat:delay_enter=1500000 \
+    timeout 30 "$BIN" start pp --no-wait --timeout 10 >"$WORK/start.out" 2>&1 &
+  tracer=$!
+  for i in $(seq 1 100); do
+    grep -qE "execve\(\"$WORK/plug/bin/plugin\"|execveat\([0-9]+<$WORK/a/plugin>" "$WORK/trace" 2>/dev/null && break
+    sleep 0.1
+  done
+  python3 - "$WORK/a" "$WORK/b" <<'PY' || { echo "  renameat2 failed"; kill "$tracer"; return 1; }
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+    raise OSError(ctypes.get_errno(), "renameat2")
+PY
+  for i in $(seq 1 60); do grep -qE "THE-(CHECKED-PLUGIN|SWAPPED-PROGRAM)" "$log" 2>/dev/null && break; sleep 0.1; done
+  timeout 20 "$BIN" stop pp >/dev/null 2>&1
+  wait "$tracer"
+  if grep -q THE-SWAPPED-PROGRAM "$log" 2>/dev/null; then echo "  the swapped program ran:"; sed 's/^/  log | /' "$log"; return 1; fi
+  grep -q THE-CHECKED-PLUGIN "$log" 2>/dev/null || {
+    echo "  the checked plugin did not run either"; sed 's/^/  log | /' "$log" 2>/dev/null; sed 's/^/  start | /' "$WORK/start.out"
+    grep -E "execve" "$WORK/trace" | tail -5 | sed 's/^/  trace | /'; return 1; }
+}
