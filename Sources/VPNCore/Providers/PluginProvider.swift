@@ -226,14 +226,24 @@ final class PluginTunnel: ProviderTunnel {
                                                gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
         }
         do {
+            // All or nothing: a refusal has undone this call's steps (the DNS never came).
             try applier?.apply(wanted)
+            settingsApplied = true
             context.update { [applier] in $0.settings = applier?.applied }
             send(PluginMessage.settingsReply(id: id, error: nil))
         } catch {
-            context.log("[!] \(name)'s settings were not applied: \(error)")
+            context.log("[!] \(name)'s settings were not applied (nothing of them is left): \(error)")
             send(PluginMessage.settingsReply(id: id, error: "\(error)"))
+            // Without a first set of settings there is no tunnel to keep:
+            // the start fails with the reason, and everything is undone.
+            if !settingsApplied {
+                fail(ConnectionError(.configurationFailed, "\(name)'s settings were refused: \(error)"), .configurationFailed)
+            }
         }
     }
+
+    /// A settings call has succeeded once; later refusals leave those settings in place.
+    var settingsApplied = false
 
     /// Only the profile's own secrets, by providerConfiguration key.
     func answerSecret(_ key: String, id: Int?) {
