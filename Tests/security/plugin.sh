@@ -158,3 +158,45 @@ PY
     echo "  the checked plugin did not run either"; sed 's/^/  log | /' "$log" 2>/dev/null; sed 's/^/  start | /' "$WORK/start.out"
     grep -E "execve" "$WORK/trace" | tail -5 | sed 's/^/  trace | /'; return 1; }
 }
+
+# Item 10 (issue 29): a plugin's first settings with a route the kernel
+# refuses (one that exists already, on another link) fail the start with the
+# reason and change nothing: not the namespace's resolv.conf (its own, by
+# /etc/netns), no route, no utun, no plugin process left.
+sec_plugin_refused_route_changes_nothing() {
+  need_netns || return 2
+  plug_install || return 1
+  chmod 755 "$WORK"
+  local ns made_etc=no
+  ns=$(new_netns s10) || { echo "  cannot create a namespace"; return 1; }
+  [ -d /etc/netns ] || made_etc=yes
+  [ -e "/etc/netns/$ns" ] && { echo "  /etc/netns/$ns exists already"; return 1; }
+  # Expanded now: the trap runs after this function's locals are gone.
+  trap "rm -rf '/etc/netns/$ns'; [ $made_etc = yes ] && rmdir /etc/netns 2>/dev/null; ip netns del '$ns' 2>/dev/null" EXIT
+  mkdir -p "/etc/netns/$ns" && printf '# the lab namespace'"'"'s own\nnameserver 198.18.9.9\n' > "/etc/netns/$ns/resolv.conf" || return 1
+  local before; before=$(cat "/etc/netns/$ns/resolv.conf")
+  ip netns exec "$ns" ip route add 198.19.40.0/24 dev lo || return 1
+  cat > "$WORK/plug/refused.sh" <<'SH'
+#!/bin/sh
+read -r start <&4
+printf '%s\n' '{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.41.2/32"],"routes":["198.19.41.0/24","198.19.40.0/24"],"dns":["198.19.41.53"]}' >&4
+exec sleep 20
+SH
+  chmod 755 "$WORK/plug/refused.sh"
+  plug_manifest "$VPNCTL_CONFIG_DIR/providers/p.json" "$WORK/plug/refused.sh" nobody
+  local err rc
+  err=$(ip netns exec "$ns" timeout 30 "$BIN" start pp --timeout 10 2>&1); rc=$?
+  [ $rc != 0 ] || { echo "  start succeeded: $err"; return 1; }
+  grep -qF "configurationFailed: plugin '$SEC_PLUG_ID''s settings were refused:" <<<"$err" \
+    || { echo "  exit $rc: $err"; return 1; }
+  local id=3f1c2a9e-0d4b-4c8e-9a57-2b6f1e0c7d11
+  grep -qF "settings were not applied (nothing of them is left): add route 198.19.40.0/24" "$VPNCTL_RUN_DIR/logs/$id.log" \
+    || { echo "  the log does not say so:"; sed 's/^/  log | /' "$VPNCTL_RUN_DIR/logs/$id.log"; return 1; }
+  [ "$(cat "/etc/netns/$ns/resolv.conf")" = "$before" ] || { echo "  the resolver was changed:"; sed 's/^/  | /' "/etc/netns/$ns/resolv.conf"; return 1; }
+  local routes; routes=$(ip -n "$ns" route show table all)
+  grep -q 198.19.41 <<<"$routes" && { echo "  a route of the refused settings is left:"; echo "$routes" | sed 's/^/  | /'; return 1; }
+  ip -n "$ns" -o link show | grep -q utun && { echo "  a utun is left"; return 1; }
+  local pid; pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("providerPid") or "")' "$VPNCTL_RUN_DIR/$id.json")
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(stat -c %u "/proc/$pid")" = "$(id -u nobody)" ] && { echo "  the plugin ($pid) still runs"; return 1; }
+  return 0
+}
