@@ -198,11 +198,10 @@ final class PluginTunnel: ProviderTunnel {
         guard !stopping else { return }
         switch m {
         case .status(let s):
-            guard s != context.status else { return }
+            guard s != (pendingStatus ?? context.status) else { return }
             if s == .connected { context.loop.cancel(tokens.removeValue(forKey: "start")) }
             if s == .connecting && context.status != .connecting { return }  // only before the first connected
-            context.log("[*] \(name) reports \(s.name)")
-            context.transition(s)
+            report(s)
         case .error(let kind, let message):
             context.log("[!] \(name) cancelled the tunnel: \(kind.name)")
             fail(ConnectionError(kind, message.isEmpty ? "\(name) reported \(kind.name)" : String(message.prefix(1000))), .providerFailed)
@@ -211,6 +210,65 @@ final class PluginTunnel: ProviderTunnel {
         case .secret(let id, let key):
             answerSecret(key, id: id)
         }
+    }
+
+    /// A plugin's status changes, at most `flapLimit` a second: past that
+    /// they are coalesced until the second is over, and then only the last
+    /// one is made, its event saying how many were not (so that a plugin
+    /// flapping thousands of times a second cannot flood the record, the
+    /// events and every `status --watch`).
+    static let flapLimit = 10
+    static let flapWindowMs: Int64 = 1000
+    var flapWindowStart: Int64 = .min
+    var flapCount = 0
+    var coalesced = 0
+    var pendingStatus: VPNStatus?
+
+    func report(_ s: VPNStatus) {
+        let now = context.loop.nowMs
+        if flapWindowStart == .min || now - flapWindowStart >= Self.flapWindowMs {
+            flapWindowStart = now
+            flapCount = 0
+        }
+        flapCount += 1
+        guard flapCount > Self.flapLimit else {
+            // A newer status than the one that waited: that one is dropped too.
+            let note = pendingStatus == nil ? nil : coalescedNote(coalesced)
+            if pendingStatus != nil {
+                context.loop.cancel(tokens.removeValue(forKey: "flap"))
+                pendingStatus = nil
+                coalesced = 0
+            }
+            context.log("[*] \(name) reports \(s.name)")
+            guard s != context.status else { return }
+            return context.transition(s, note: note)
+        }
+        pendingStatus = s
+        coalesced += 1
+        if tokens["flap"] == nil {
+            if coalesced == 1 { context.log("[!] \(name) changes its status more than \(Self.flapLimit) times a second; coalescing") }
+            tokens["flap"] = context.loop.after(max(1, flapWindowStart + Self.flapWindowMs - now)) { [weak self] in self?.flushStatus() }
+        }
+    }
+
+    // English: for the event log and the supervisor's log.
+    func coalescedNote(_ n: Int) -> String { "\(n) status change\(n == 1 ? "" : "s") coalesced (more than \(Self.flapLimit) a second)" }
+
+    /// The end of a flapping second: the last status asked for, with a note.
+    func flushStatus() {
+        tokens["flap"] = nil
+        guard let s = pendingStatus, !stopping, context.exitCode == nil else { return }
+        pendingStatus = nil
+        let n = coalesced
+        coalesced = 0
+        flapWindowStart = context.loop.nowMs
+        flapCount = 1
+        let note = coalescedNote(n)
+        context.log("[*] \(name) reports \(s.name) (\(note))")
+        guard s != context.status else {
+            return context.log("[*] \(name) is \(s.name) again after \(note)")
+        }
+        context.transition(s, note: note)
     }
 
     func apply(_ s: PluginMessage.Settings, id: Int?) {
