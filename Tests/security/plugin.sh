@@ -208,6 +208,7 @@ SH
 sec_plugin_flapping_is_bounded_and_watch_sees_the_last_transition() {
   need_netns || return 2
   plug_install || return 1
+  chmod 755 "$WORK"   # so that today's lookup by path reaches it too
   local ns; ns=$(new_netns s11) || { echo "  cannot create a namespace"; return 1; }
   trap "ip netns del '$ns' 2>/dev/null" EXIT
   cat > "$WORK/plug/flap.sh" <<'SH'
