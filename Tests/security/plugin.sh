@@ -173,13 +173,13 @@ sec_plugin_refused_route_changes_nothing() {
   [ -e "/etc/netns/$ns" ] && { echo "  /etc/netns/$ns exists already"; return 1; }
   # Expanded now: the trap runs after this function's locals are gone.
   trap "rm -rf '/etc/netns/$ns'; [ $made_etc = yes ] && rmdir /etc/netns 2>/dev/null; ip netns del '$ns' 2>/dev/null" EXIT
-  mkdir -p "/etc/netns/$ns" && printf '# the lab namespace'"'"'s own\nnameserver 198.18.9.9\n' > "/etc/netns/$ns/resolv.conf" || return 1
+  mkdir -p "/etc/netns/$ns" && printf '# the lab namespace'"'"'s own\nnameserver 198.19.43.9\n' > "/etc/netns/$ns/resolv.conf" || return 1
   local before; before=$(cat "/etc/netns/$ns/resolv.conf")
-  ip netns exec "$ns" ip route add 198.19.40.0/24 dev lo || return 1
+  ip netns exec "$ns" ip route add 198.19.44.0/24 dev lo || return 1
   cat > "$WORK/plug/refused.sh" <<'SH'
 #!/bin/sh
 read -r start <&4
-printf '%s\n' '{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.41.2/32"],"routes":["198.19.41.0/24","198.19.40.0/24"],"dns":["198.19.41.53"]}' >&4
+printf '%s\n' '{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.43.2/32"],"routes":["198.19.43.0/24","198.19.44.0/24"],"dns":["198.19.43.53"]}' >&4
 exec sleep 20
 SH
   chmod 755 "$WORK/plug/refused.sh"
@@ -190,11 +190,11 @@ SH
   grep -qF "configurationFailed: plugin '$SEC_PLUG_ID''s settings were refused:" <<<"$err" \
     || { echo "  exit $rc: $err"; return 1; }
   local id=3f1c2a9e-0d4b-4c8e-9a57-2b6f1e0c7d11
-  grep -qF "settings were not applied (nothing of them is left): add route 198.19.40.0/24" "$VPNCTL_RUN_DIR/logs/$id.log" \
+  grep -qF "settings were not applied (nothing of them is left): add route 198.19.44.0/24" "$VPNCTL_RUN_DIR/logs/$id.log" \
     || { echo "  the log does not say so:"; sed 's/^/  log | /' "$VPNCTL_RUN_DIR/logs/$id.log"; return 1; }
   [ "$(cat "/etc/netns/$ns/resolv.conf")" = "$before" ] || { echo "  the resolver was changed:"; sed 's/^/  | /' "/etc/netns/$ns/resolv.conf"; return 1; }
   local routes; routes=$(ip -n "$ns" route show table all)
-  grep -q 198.19.41 <<<"$routes" && { echo "  a route of the refused settings is left:"; echo "$routes" | sed 's/^/  | /'; return 1; }
+  grep -q 198.19.43 <<<"$routes" && { echo "  a route of the refused settings is left:"; echo "$routes" | sed 's/^/  | /'; return 1; }
   ip -n "$ns" -o link show | grep -q utun && { echo "  a utun is left"; return 1; }
   local pid; pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("providerPid") or "")' "$VPNCTL_RUN_DIR/$id.json")
   [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(stat -c %u "/proc/$pid")" = "$(id -u nobody)" ] && { echo "  the plugin ($pid) still runs"; return 1; }
@@ -214,7 +214,7 @@ sec_plugin_flapping_is_bounded_and_watch_sees_the_last_transition() {
   cat > "$WORK/plug/flap.sh" <<'SH'
 #!/bin/sh
 read -r start <&4
-printf '%s\n' '{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.42.2/32"],"routes":["198.19.42.0/24"]}' >&4
+printf '%s\n' '{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.45.2/32"],"routes":["198.19.45.0/24"]}' >&4
 read -r reply <&4
 printf '%s\n' '{"type":"status","status":"connected"}' >&4
 i=0
