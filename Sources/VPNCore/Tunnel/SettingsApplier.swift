@@ -120,7 +120,7 @@ public final class SettingsApplier {
     /// this one has not; the DNS last.
     public func apply(_ settings: TunnelNetworkSettings) throws {
         try transaction {
-            try withdraw(keeping: settings)
+            withdraw(keeping: settings)
             try addInterface(settings)
             try addRoutes(settings)
             try addDNS(settings)
@@ -277,7 +277,7 @@ public final class SettingsApplier {
     /// Withdraws routes and addresses no longer asked for; gone already (the
     /// kernel drops routes with a link) is as good. Each withdrawal is put
     /// back if the call fails.
-    func withdraw(keeping settings: TunnelNetworkSettings) throws {
+    func withdraw(keeping settings: TunnelNetworkSettings) {
         let table = settings.table
         for r in applied.routes where !settings.routes.contains(r) {
             applied.routes.removeAll { $0 == r }
