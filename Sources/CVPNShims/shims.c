@@ -119,6 +119,11 @@ int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
 
 int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
                       const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid) {
+    return vpn_spawn_tied_fd_as(path, -1, 0, argv, envp, pass_fds, n_pass_fds, out_fd, death_signal, uid, gid);
+}
+
+int vpn_spawn_tied_fd_as(const char *path, int exec_fd, int script, char *const argv[], char *const envp[],
+                         const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid) {
     /* The child shares our memory until it execs: it only makes system
        calls, and reports a failure through this variable. */
     volatile int child_errno = 0;
@@ -132,12 +137,27 @@ int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
         int null_in = open("/dev/null", O_RDONLY);
         int null_out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
         if (null_in < 0 || null_out < 0) { child_errno = errno; _exit(127); }
+        /* The checked file rides above the passed fds until they are in place. */
+        int exec_slot = 100 + n_pass_fds;
+        if (exec_fd >= 0 && dup2(exec_fd, exec_slot) < 0) { child_errno = errno; _exit(127); }
         for (int i = 0; i < n_pass_fds; i++)
             if (dup2(pass_fds[i], 100 + i) < 0) { child_errno = errno; _exit(127); }
-        if (dup2(null_in, 0) < 0 || dup2(null_out, 1) < 0 || dup2(null_out, 2) < 0) { child_errno = errno; _exit(127); }
+        /* A script's stdin is the checked file itself: the kernel hands the
+           interpreter "/dev/fd/0", which reopens that inode, and the plugin
+           gets no descriptor beyond 0-4. */
+        int in = exec_fd >= 0 && script ? exec_slot : null_in;
+        if (dup2(in, 0) < 0 || dup2(null_out, 1) < 0 || dup2(null_out, 2) < 0) { child_errno = errno; _exit(127); }
         for (int i = 0; i < n_pass_fds; i++)
             if (dup2(100 + i, 3 + i) < 0) { child_errno = errno; _exit(127); }
-        closefrom(3 + n_pass_fds);
+        int exec_at = 0;
+        if (exec_fd >= 0 && !script) {
+            /* A binary is run from a close-on-exec fd above the passed ones. */
+            exec_at = 3 + n_pass_fds;
+            if (dup2(exec_slot, exec_at) < 0 || fcntl(exec_at, F_SETFD, FD_CLOEXEC) < 0) { child_errno = errno; _exit(127); }
+            closefrom(4 + n_pass_fds);
+        } else {
+            closefrom(3 + n_pass_fds);
+        }
         for (int sig = 1; sig < NSIG; sig++)
             if (sig != SIGKILL && sig != SIGSTOP)
                 signal(sig, SIG_DFL);  /* our own table: vfork does not share it */
@@ -156,7 +176,12 @@ int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
         if (prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) < 0) { child_errno = errno; _exit(127); }
         if (getppid() != parent) _exit(127);
         pthread_sigmask(SIG_SETMASK, &empty, NULL);
-        execve(path, argv, envp);
+        if (exec_fd >= 0)
+            /* execveat(AT_EMPTY_PATH) runs the inode the fd holds: the one
+               that was checked, not whatever the path names by now. */
+            syscall(SYS_execveat, exec_at, "", argv, envp, AT_EMPTY_PATH);
+        else
+            execve(path, argv, envp);
         child_errno = errno;
         _exit(127);
     }

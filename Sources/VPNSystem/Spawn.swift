@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CVPNShims
 
 /// Runs programs with posix_spawn. Foundation.Process closes every fd >= 3
 /// and leaks its own socket, and fork() after threads exist is unsafe.
@@ -37,5 +38,24 @@ public enum Spawn {
         let r = posix_spawnp(&pid, argv[0], nil, nil, cArgs, cEnv)
         if r != 0 { throw Failure(program: argv[0], errno: Errno(r)) }
         return pid
+    }
+}
+
+extension Spawn {
+    /// Runs the executable a checked walk opened (ExecutablePath.open), as
+    /// `user`, tied to this process like Processes.spawnTied: the child
+    /// execs the open fd with execveat(AT_EMPTY_PATH), so the inode that was
+    /// checked is the one that runs, whatever its path names by then.
+    /// posix_spawn has no fexecve, and exec through /proc/self/fd/N would need
+    /// /proc and an fd left open; the shim's vfork child calls execveat itself.
+    /// A script's fd becomes its stdin (the kernel passes the interpreter
+    /// "/dev/fd/0"), so it too reads the checked inode; argv[0] is replaced
+    /// by the kernel in that case.
+    public static func tied(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32],
+                            outputFD: Int32, as user: UserIdentity) throws -> pid_t {
+        try Processes.spawning(executable.resolved, argv, environment, passFDs) { args, env, fds, count in
+            vpn_spawn_tied_fd_as(executable.resolved, executable.handle, executable.isScript ? 1 : 0, args, env, fds, count, outputFD,
+                                 SIGKILL, Int32(bitPattern: user.uid), Int32(bitPattern: user.gid))
+        }
     }
 }

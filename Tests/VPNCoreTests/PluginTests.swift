@@ -18,9 +18,66 @@ final class FakePluginFiles: PluginFiles {
         contents[path] = Array(text.utf8)
     }
     func info(_ path: String) throws -> FileSystem.Info? { infos[path] }
-    var links: [String: FileSystem.Info] = [:]
-    func followedInfo(_ path: String) throws -> FileSystem.Info? { links[path] ?? infos[path] }
+    /// Symlinks' targets (the link itself: `file(path, symlink: true)`).
+    var targets: [String: String] = [:]
+    func link(_ path: String, to target: String, owner: UInt32 = 0) {
+        file(path, owner: owner, mode: 0o777, symlink: true)
+        targets[path] = target
+    }
+    /// Paths whose file is replaced between the walk's look and its open.
+    var replacedOnOpen: Set<String> = []
+    /// Paths that, looked up again after the walk, lead to another file.
+    var resolvesElsewhere: Set<String> = []
     func read(_ path: String) throws -> [UInt8] { contents[path] ?? [] }
+
+    // The walk, on handles that are rows of `opened`.
+    var opened: [Int32: String] = [:]
+    var nextHandle: Int32 = 100
+    var inodes: [String: UInt64] = [:]
+    func entry(_ path: String) -> PathEntry? {
+        guard let i = infos[path] else { return nil }
+        if inodes[path] == nil { inodes[path] = UInt64(inodes.count + 1) }
+        return PathEntry(kind: i.isDirectory ? .directory : i.isSymlink ? .symlink : i.isRegular ? .regular : .other("FIFO"),
+                         owner: i.owner, mode: i.mode, device: 1, inode: inodes[path]!)
+    }
+    func handle(_ path: String) -> Int32 {
+        nextHandle += 1
+        opened[nextHandle] = path
+        return nextHandle
+    }
+    func openRoot() throws -> (Int32, PathEntry) { (handle("/"), entry("/")!) }
+    func open(_ name: String, in parent: Int32) throws -> (Int32, PathEntry)? {
+        let dir = opened[parent]!
+        let path = dir == "/" ? "/" + name : dir + "/" + name
+        guard let e = entry(path) else { return nil }
+        return (handle(path), e)
+    }
+    func readLink(_ handle: Int32) throws -> String { targets[opened[handle]!]! }
+    func openFile(_ name: String, in parent: Int32, as entry: PathEntry) throws -> Int32? {
+        let dir = opened[parent]!
+        let path = dir == "/" ? "/" + name : dir + "/" + name
+        return replacedOnOpen.contains(path) ? nil : handle(path)
+    }
+    func head(_ handle: Int32, _ count: Int) throws -> [UInt8] { Array((contents[opened[handle]!] ?? []).prefix(count)) }
+    func followed(_ path: String) throws -> PathEntry? {
+        if resolvesElsewhere.contains(path) { return PathEntry(kind: .regular, owner: 0, mode: 0o755, device: 1, inode: 999_999) }
+        // Symlinks substituted from the left, as the kernel does.
+        var done = "", rest = path.split(separator: "/").map(String.init), hops = 0
+        while !rest.isEmpty, hops < 40 {
+            let c = rest.removeFirst()
+            let p = done + "/" + c
+            if let t = targets[p] {
+                hops += 1
+                let parts = t.split(separator: "/").map(String.init)
+                if t.hasPrefix("/") { done = "" }
+                rest = parts + rest
+            } else {
+                done = p
+            }
+        }
+        return entry(done.isEmpty ? "/" : done)
+    }
+    func close(_ handle: Int32) { opened[handle] = nil }
     func list(_ directory: String) throws -> [String] {
         infos.keys.filter { FileSystem.parentDirectory(of: $0) == directory }.map { String($0.dropFirst(directory.count + 1)) }.sorted()
     }
@@ -44,7 +101,8 @@ final class FakePluginFiles: PluginFiles {
     }
 
     @Test func anInstalledPluginIsFoundWithItsUser() throws {
-        let (m, who) = try installed().plugin("org.example.relay")
+        let p = try installed().plugin("org.example.relay")
+        let (m, who) = (p.manifest, p.user)
         #expect(m == PluginManifest(identifier: "org.example.relay", executable: "/opt/relay", version: "1.2",
                                     capabilities: ["packet-tunnel"], user: "vpnp", path: "/pkg/relay.json"))
         #expect(who.uid == 990)
@@ -92,26 +150,98 @@ final class FakePluginFiles: PluginFiles {
         #expect(s.entries().first?.problem == "/pkg/relay.json: is a symlink; vpnctl follows none here")
     }
 
+    static func fix(_ dir: String) -> String {
+        "; every directory on the path, symlinks resolved, must be root's and writable only by root: make \(dir) so (chown root, chmod go-w) or install the plugin elsewhere"
+    }
+
     @Test func aDirectoryAboveThatOthersCanWriteIsRefused() throws {
         let e = #expect(throws: VPNError.self) { try installed { $0.dir("/opt", mode: 0o777) }.plugin("org.example.relay") }
-        #expect(e?.message == "provider plugin 'org.example.relay' may not run: /opt/relay: is in /opt, which is writable by group or others (mode 777) and not sticky")
+        #expect(e?.message == "provider plugin 'org.example.relay' may not run: /opt/relay: is in /opt, which is writable by group or others (mode 777) and not sticky" + Self.fix("/opt"))
         let owned = #expect(throws: VPNError.self) { try installed { $0.dir("/opt", owner: 1000) }.plugin("org.example.relay") }
-        #expect(owned?.message.hasSuffix("/opt/relay: is in /opt, which is owned by uid 1000, not root") == true)
+        #expect(owned?.message.hasSuffix("/opt/relay: is in /opt, which is owned by uid 1000, not root" + Self.fix("/opt")) == true)
         // Sticky, as /tmp: others cannot rename root's files there.
         _ = try installed { $0.dir("/opt", mode: 0o1777) }.plugin("org.example.relay")
         // A root-owned symlink to a directory that is root's (/bin -> usr/bin).
-        _ = try installed { f in
-            f.file("/opt", symlink: true)
-            f.links["/opt"] = FileSystem.Info(isDirectory: true, isSymlink: false, isRegular: false, owner: 0, mode: 0o755, size: 0)
+        let p = try installed { f in
+            f.link("/opt", to: "usr/opt")
+            f.dir("/usr"); f.dir("/usr/opt"); f.file("/usr/opt/relay", mode: 0o755)
         }.plugin("org.example.relay")
+        #expect(p.executable.resolved == "/usr/opt/relay" && !p.executable.isScript)
         let link = #expect(throws: VPNError.self) { try installed { f in
-            f.file("/opt", owner: 1000, symlink: true)
-            f.links["/opt"] = FileSystem.Info(isDirectory: true, isSymlink: false, isRegular: false, owner: 0, mode: 0o755, size: 0)
+            f.link("/opt", to: "/usr/opt", owner: 1000)
+            f.dir("/usr"); f.dir("/usr/opt"); f.file("/usr/opt/relay", mode: 0o755)
         }.plugin("org.example.relay") }
-        #expect(link?.message.hasSuffix("is in /opt, a symlink owned by uid 1000, not root") == true)
+        #expect(link?.message.hasSuffix("is in /opt, a symlink owned by uid 1000, not root" + Self.fix("/opt")) == true)
         let pkg = installed { $0.dir("/", mode: 0o775) }
-        #expect(pkg.entries().map(\.problem) == ["/etc/vpnctl/providers: is in /, which is writable by group or others (mode 775) and not sticky",
-                                                 "/pkg: is in /, which is writable by group or others (mode 775) and not sticky"])
+        #expect(pkg.entries().map(\.problem) == ["/etc/vpnctl/providers: is in /, which is writable by group or others (mode 775) and not sticky" + Self.fix("/"),
+                                                 "/pkg: is in /, which is writable by group or others (mode 775) and not sticky" + Self.fix("/")])
+    }
+
+    /// Item 9 (issue 29): a symlinked directory is judged at its target, and
+    /// every directory above the target, not at the link.
+    @Test func aSymlinkedDirectoryIsCheckedAtItsTargetAndEveryDirectoryAboveIt() throws {
+        // /opt/plug/bin -> /home/u/real: the link and real/ are root's, /home/u is a user's.
+        func tree(_ f: FakePluginFiles) {
+            f.dir("/opt/plug"); f.link("/opt/plug/bin", to: "/home/u/real")
+            f.dir("/home"); f.dir("/home/u", owner: 1000, mode: 0o755); f.dir("/home/u/real")
+            f.file("/home/u/real/relay", mode: 0o755)
+            f.file("/pkg/relay.json", Self.manifest(exe: "/opt/plug/bin/relay"))
+        }
+        let e = #expect(throws: VPNError.self) { try installed(tree).plugin("org.example.relay") }
+        #expect(e?.message == "provider plugin 'org.example.relay' may not run: /opt/plug/bin/relay: is in /home/u, which is owned by uid 1000, not root"
+                + " (reached through the symlink /opt/plug/bin)" + Self.fix("/home/u"))
+        // Relative targets and ".." resolve from the link's own directory.
+        let rel = #expect(throws: VPNError.self) { try installed { f in
+            tree(f); f.targets["/opt/plug/bin"] = "../../home/u/real"
+        }.plugin("org.example.relay") }
+        #expect(rel?.message.contains("is in /home/u, which is owned by uid 1000, not root") == true)
+        // A loop ends.
+        let loop = #expect(throws: VPNError.self) { try installed { f in
+            tree(f); f.targets["/opt/plug/bin"] = "/opt/plug/bin"
+        }.plugin("org.example.relay") }
+        #expect(loop?.message.contains("is reached through more than 40 symlinks") == true)
+    }
+
+    /// Item 9: what was checked is what is handed over, open; a file swapped
+    /// between the look and the open, or a path that leads elsewhere after
+    /// the walk, is refused.
+    @Test func aPathWhoseResolutionChangesIsRefusedAndTheCheckedFileStaysOpen() throws {
+        let f = FakePluginFiles()
+        f.dir("/"); f.dir("/opt"); f.dir("/pkg"); f.dir("/usr"); f.dir("/usr/opt")
+        f.link("/opt/bin", to: "/usr/opt")
+        f.file("/usr/opt/relay", mode: 0o755)
+        f.file("/pkg/relay.json", Self.manifest(exe: "/opt/bin/relay"))
+        let catalog = PluginCatalog(directories: ["/pkg"], files: f)
+        var p: CheckedPlugin? = try catalog.plugin("org.example.relay")
+        #expect(f.opened[p!.executable.handle] == "/usr/opt/relay" && f.opened.count == 1)
+        p = nil
+        #expect(f.opened.isEmpty, "released: \(f.opened)")
+        f.replacedOnOpen = ["/usr/opt/relay"]
+        let swapped = #expect(throws: VPNError.self) { try catalog.plugin("org.example.relay") }
+        #expect(swapped?.message.contains("/opt/bin/relay: resolved to /usr/opt/relay when checked, but the path leads elsewhere now") == true,
+                "\(swapped?.message ?? "")")
+        f.replacedOnOpen = []
+        f.resolvesElsewhere = ["/opt/bin/relay"]
+        let elsewhere = #expect(throws: VPNError.self) { try catalog.plugin("org.example.relay") }
+        #expect(elsewhere?.message.contains("its resolution changed during the check, so it is refused") == true)
+        #expect(f.opened.isEmpty, "nothing left open: \(f.opened)")
+    }
+
+    /// Item 9: a script's interpreter is checked the same way (the kernel
+    /// looks it up by path).
+    @Test func aScriptsInterpreterIsCheckedToo() throws {
+        let ok = try installed { f in
+            f.file("/opt/relay", "#!/opt/py -u\nprint(1)\n", mode: 0o755)
+            f.file("/opt/py", mode: 0o755)
+        }.plugin("org.example.relay")
+        #expect(ok.executable.isScript && ok.executable.interpreter == "/opt/py")
+        let e = #expect(throws: VPNError.self) { try installed { f in
+            f.file("/opt/relay", "#!/home/u/py\n", mode: 0o755)
+            f.dir("/home"); f.dir("/home/u", owner: 1000); f.file("/home/u/py", mode: 0o755)
+        }.plugin("org.example.relay") }
+        #expect(e?.message == "provider plugin 'org.example.relay' may not run: /opt/relay: is a script whose interpreter is refused: /home/u/py: is in /home/u, which is owned by uid 1000, not root" + Self.fix("/home/u"))
+        let relative = #expect(throws: VPNError.self) { try installed { $0.file("/opt/relay", "#! py\n", mode: 0o755) }.plugin("org.example.relay") }
+        #expect(relative?.message.hasSuffix("/opt/relay: is a script whose interpreter 'py' is not an absolute path") == true)
     }
 
     @Test func theAdministratorsManifestWins() throws {
@@ -119,7 +249,7 @@ final class FakePluginFiles: PluginFiles {
             f.file("/etc/vpnctl/providers/relay.json", Self.manifest(exe: "/opt/relay2"))
             f.file("/opt/relay2", mode: 0o755)
         }
-        #expect(try c.plugin("org.example.relay").0.executable == "/opt/relay2")
+        #expect(try c.plugin("org.example.relay").manifest.executable == "/opt/relay2")
         let entries = c.entries()
         #expect(entries.map(\.path) == ["/etc/vpnctl/providers/relay.json", "/pkg/relay.json"])
         #expect(entries[1].shadowedBy == "/etc/vpnctl/providers/relay.json")

@@ -35,7 +35,10 @@ import VPNSystem
         let profile = try f.store.save(Profile(name: "relay", protocol: .provider(config)))
         try f.store.secrets.set(profile.id, name: "relay-token", value: Array("s3cret-token".utf8))
         let context = try f.context(profile)
-        let tunnel = PluginTunnel(context: context, config: config) { (Self.manifest, Self.user) }
+        let tunnel = PluginTunnel(context: context, config: config) {
+            CheckedPlugin(manifest: Self.manifest, user: Self.user,
+                          executable: CheckedExecutable(handle: 55, resolved: "/opt/relay", isScript: false, interpreter: nil)) {}
+        }
         tunnel.start()
         return Running(f: f, context: context, tunnel: tunnel)
     }
@@ -45,7 +48,7 @@ import VPNSystem
         let pair = r.f.system.pairs[0]
         #expect(r.f.system.calls.filter { !$0.hasPrefix("close") } == [
             "createTun utun0", "markLink utun0 vpnctl:", "ifindex utun0", "socketPair",
-            "spawn /opt/relay as vpnp fds=[10, \(pair.1)]"])
+            "spawn fd 55 (/opt/relay) /opt/relay as vpnp fds=[10, \(pair.1)]"])
         // Neither the tun nor the plugin's end stays open in the supervisor.
         #expect(r.f.system.calls.contains("close 10") && r.f.system.calls.contains("close \(pair.1)"))
         #expect(r.heard() == [#"{"interface":"utun0","providerConfiguration":{"mtu":"1400"},"serverAddress":"198.18.0.1:5555","type":"start"}"#])
@@ -67,14 +70,43 @@ import VPNSystem
         #expect(r.context.status == .connected && r.context.record.reconnects == 1)
     }
 
-    @Test func settingsTheKernelRefusesAreAnsweredWithTheError() throws {
+    /// Issue 29, item 10: a first settings call the kernel refuses is
+    /// answered with the error and fails the start with its reason; its
+    /// address is undone, the plugin stopped, the utun deleted, and the DNS
+    /// it asked for never applied.
+    @Test func firstSettingsTheKernelRefusesFailTheStartAndLeaveNothing() throws {
         let r = try running()
         _ = r.heard()
+        r.f.system.calls = []
         r.f.system.failAt = "addRoute"
-        r.say(#"{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.20.2/32"],"routes":["198.19.20.0/24"]}"#)
+        r.say(#"{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.20.2/32"],"routes":["198.19.20.0/24"],"dns":["198.19.20.53"]}"#)
         let reply = try #require(r.heard().first)
         #expect(reply.hasPrefix(#"{"error":"#) && reply.hasSuffix(#""id":1,"ok":false,"type":"setTunnelNetworkSettings"}"#))
-        #expect(r.context.exitCode == nil, "the plugin decides what a refusal means")
+        #expect(r.context.exitCode == 1)
+        let e = try #require(r.context.record.lastDisconnectError)
+        #expect(e.name == "configurationFailed" && e.message.hasPrefix("plugin 'org.example.relay''s settings were refused: "), "\(e.message)")
+        #expect(r.context.record.stopReason == .configurationFailed)
+        #expect(r.f.system.calls.filter { !$0.hasPrefix("route ") } == [
+            "addAddress 198.19.20.2/32", "setUp utun0", "addRoute 198.19.20.0/24 dev 7",
+            "deleteAddress 198.19.20.2/32", "stopProvider 4242", "close \(r.f.system.pairs[0].0)", "deleteLink utun0"])
+        #expect(r.context.record.settings == nil && r.context.record.resolver == nil)
+    }
+
+    /// A later call that is refused is answered with the error; the tunnel
+    /// keeps the settings it had, whole.
+    @Test func laterSettingsTheKernelRefusesLeaveTheEarlierOnes() throws {
+        let r = try running()
+        r.say(#"{"type":"setTunnelNetworkSettings","id":1,"addresses":["198.19.20.2/32"],"routes":["198.19.20.0/24"]}"#,
+              #"{"type":"status","status":"connected"}"#)
+        _ = r.heard()
+        let before = r.context.record.settings
+        r.f.system.failAt = "addRoute 198.19.30.0/24"
+        r.say(#"{"type":"setTunnelNetworkSettings","id":2,"addresses":["198.19.20.2/32"],"routes":["198.19.30.0/24"]}"#)
+        let reply = try #require(r.heard().first)
+        #expect(reply.hasSuffix(#""id":2,"ok":false,"type":"setTunnelNetworkSettings"}"#))
+        #expect(r.context.exitCode == nil && r.context.status == .connected)
+        #expect(r.context.record.settings == before && before?.routes == ["198.19.20.0/24"])
+        #expect(r.f.system.calls.suffix(2) == ["addRoute 198.19.30.0/24 dev 7", "addRoute 198.19.20.0/24 dev 7"], "put back: \(r.f.system.calls)")
     }
 
     @Test func onlyTheProfilesOwnSecretsAreGivenAndNeverLogged() throws {
@@ -169,5 +201,14 @@ import VPNSystem
         tunnel.start()
         #expect(context.record.lastDisconnectError == ConnectionError(.pluginDisabled, "no provider plugin 'x' is installed (installed: y (/p/y.json))"))
         #expect(f.system.calls.isEmpty)
+    }
+}
+
+/// The plugins' spawn on the fake: by the checked executable's handle.
+extension FakeTunnelSystem {
+    func spawnProvider(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                       as user: UserIdentity) throws -> pid_t {
+        try record("spawn fd \(executable.handle) (\(executable.resolved)) \(argv.joined(separator: " ")) as \(user.name) fds=\(passFDs)")
+        return 4242
     }
 }

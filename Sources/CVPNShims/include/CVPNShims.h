@@ -44,6 +44,15 @@ int vpn_spawn_tied(const char *path, char *const argv[], char *const envp[],
 int vpn_spawn_tied_as(const char *path, char *const argv[], char *const envp[],
                       const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid);
 
+/// Like vpn_spawn_tied_as, but runs the file open at `exec_fd` (when >= 0)
+/// with execveat(fd, "", AT_EMPTY_PATH) instead of looking `path` up again:
+/// the inode that was checked is the one that runs. A binary's fd is moved
+/// above the passed fds, close-on-exec; a `script`'s fd becomes stdin (not
+/// close-on-exec), since the kernel gives the interpreter "/dev/fd/0".
+/// posix_spawn cannot do this (it has no fexecve), so it is this vfork path.
+int vpn_spawn_tied_fd_as(const char *path, int exec_fd, int script, char *const argv[], char *const envp[],
+                         const int *pass_fds, int n_pass_fds, int out_fd, int death_signal, int uid, int gid);
+
 
 /// Blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and returns a signalfd that
 /// reports them (non-blocking, close-on-exec), or -errno.

@@ -70,25 +70,52 @@ public struct PluginProblem: Error, CustomStringConvertible, Sendable {
 }
 
 /// What the catalog needs from the system: file facts without following
-/// symlinks, file contents and accounts. Unit tests use a fake.
-public protocol PluginFiles {
+/// symlinks, file contents, accounts, and the checked walk down an
+/// executable's path (PathWalkFiles). Unit tests use a fake.
+public protocol PluginFiles: PathWalkFiles {
     func info(_ path: String) throws -> FileSystem.Info?
-    /// `info` through symlinks (stat).
-    func followedInfo(_ path: String) throws -> FileSystem.Info?
     func read(_ path: String) throws -> [UInt8]
     func list(_ directory: String) throws -> [String]
     func user(_ name: String) -> UserIdentity?
 }
 
 public struct SystemPluginFiles: PluginFiles {
+    let walk = SystemPathWalkFiles()
     public init() {}
     public func info(_ path: String) throws -> FileSystem.Info? { try FileSystem.info(path) }
-    public func followedInfo(_ path: String) throws -> FileSystem.Info? { try FileSystem.followedInfo(path) }
     public func read(_ path: String) throws -> [UInt8] {
         try FileSystem.readFileIfPresent(path, limit: PluginManifest.maximumSize) ?? []
     }
     public func list(_ directory: String) throws -> [String] { try FileSystem.list(directory) }
     public func user(_ name: String) -> UserIdentity? { UserIdentity.lookup(name) }
+    public func openRoot() throws -> (Int32, PathEntry) { try walk.openRoot() }
+    public func open(_ name: String, in parent: Int32) throws -> (Int32, PathEntry)? { try walk.open(name, in: parent) }
+    public func readLink(_ handle: Int32) throws -> String { try walk.readLink(handle) }
+    public func openFile(_ name: String, in parent: Int32, as entry: PathEntry) throws -> Int32? {
+        try walk.openFile(name, in: parent, as: entry)
+    }
+    public func head(_ handle: Int32, _ count: Int) throws -> [UInt8] { try walk.head(handle, count) }
+    public func followed(_ path: String) throws -> PathEntry? { try walk.followed(path) }
+    public func close(_ handle: Int32) { walk.close(handle) }
+}
+
+/// A plugin that may run: its manifest, its account, and its executable
+/// as the checked walk left it, open (closed with this object), so that the
+/// file that was checked is the file that runs.
+public final class CheckedPlugin {
+    public let manifest: PluginManifest
+    public let user: UserIdentity
+    public let executable: CheckedExecutable
+    let release: () -> Void
+
+    public init(manifest: PluginManifest, user: UserIdentity, executable: CheckedExecutable, release: @escaping () -> Void) {
+        self.manifest = manifest
+        self.user = user
+        self.executable = executable
+        self.release = release
+    }
+
+    deinit { release() }
 }
 
 /// The installed plugins: manifests in the package directory, then the
@@ -149,7 +176,8 @@ public struct PluginCatalog {
             for name in names {
                 let path = "\(dir)/\(name)"
                 do {
-                    let (m, who) = try check(path)
+                    let (m, who, exe) = try check(path)
+                    files.close(exe.handle)
                     raw.append((path, m, nil, who))
                 } catch let p as PluginParsed {
                     raw.append((path, p.manifest, "\(p.file): \(p.problem)", nil))
@@ -176,8 +204,9 @@ public struct PluginCatalog {
         let problem: String
     }
 
-    /// Reads and checks one manifest and its executable and user.
-    func check(_ path: String) throws -> (PluginManifest, UserIdentity) {
+    /// Reads and checks one manifest and its executable and user; the
+    /// executable comes back open (the caller closes it).
+    func check(_ path: String) throws -> (PluginManifest, UserIdentity, CheckedExecutable) {
         // Read first (never through a symlink, never a FIFO), so that a refusal names the identifier.
         let m = try PluginManifest.parse(try files.read(path), path: path)
         func refuse(_ file: String, _ problem: String) -> PluginParsed { PluginParsed(manifest: m, file: file, problem: problem) }
@@ -189,44 +218,59 @@ public struct PluginCatalog {
         guard m.capabilities.contains(PluginManifest.packetTunnel) else {
             throw refuse(path, "does not declare the capability '\(PluginManifest.packetTunnel)' (capabilities: \(m.capabilities.isEmpty ? "none" : m.capabilities.joined(separator: ", ")))")
         }
-        do {
-            try checkOwnership(m.executable, isDirectory: false)
-            try checkAncestors(of: m.executable)
-        } catch {
-            throw refuse(m.executable, "\(error)")
-        }
-        guard let i = try files.info(m.executable), i.mode & 0o111 != 0 else {
-            throw refuse(m.executable, "is not executable")
-        }
         guard let who = files.user(m.user) else {
             throw refuse(path, "names the user '\(m.user)', who does not exist")
         }
         if who.uid == 0 || who.gid == 0 {
             throw refuse(path, "names the user '\(m.user)' (uid \(who.uid), gid \(who.gid)); a plugin runs without root, as an unprivileged user")
         }
-        return (m, who)
+        let exe: CheckedExecutable
+        do {
+            exe = try ExecutablePath.open(m.executable, in: files)
+        } catch let p as ExecutablePathProblem {
+            throw refuse(m.executable, PluginCatalog.words(p, subject: m.executable))
+        } catch {
+            throw refuse(m.executable, "\(error)")
+        }
+        return (m, who, exe)
     }
 
-    /// Every directory above `path` is root's and writable by root alone
-    /// (or sticky, as /tmp), so nobody else can swap what it holds; a
-    /// symlinked directory (/bin on merged-/usr systems) is judged by the
-    /// link's owner and its target.
+    /// A refused path in words that follow the file's name; a directory's
+    /// problem names the directory (and the symlink that led there) and the fix.
+    static func words(_ p: ExecutablePathProblem, subject: String) -> String {
+        let via = p.via.map { L(" (reached through the symlink \($0))") } ?? ""
+        let fix = L("; every directory on the path, symlinks resolved, must be root's and writable only by root: make \(p.path) so (chown root, chmod go-w) or install the plugin elsewhere")
+        let elsewhere = p.path == subject ? "" : L(" (\(p.path))")
+        switch p.kind {
+        case .missing: return L("does not exist") + elsewhere + via
+        case .directoryMissing: return L("is in \(p.path), which does not exist") + via
+        case .notDirectory: return L("is in \(p.path), which is not a directory") + via
+        case .directoryOwner(let uid): return L("is in \(p.path), which is owned by uid \(uid), not root") + via + fix
+        case .directoryWritable(let mode):
+            return L("is in \(p.path), which is writable by group or others (mode \(String(mode, radix: 8))) and not sticky") + via + fix
+        case .symlinkOwner(let uid): return L("is in \(p.path), a symlink owned by uid \(uid), not root") + via + fix
+        case .tooManySymlinks: return L("is reached through more than \(ExecutablePath.maximumSymlinks) symlinks (at \(p.path))")
+        case .isSymlink: return L("is a symlink; vpnctl follows none here") + elsewhere + via
+        case .notRegular: return L("is not a regular file") + elsewhere + via
+        case .owner(let uid): return L("is owned by uid \(uid), not root") + elsewhere + via
+        case .writable(let mode): return L("is writable by group or others (mode \(String(mode, radix: 8)))") + elsewhere + via
+        case .notExecutable: return L("is not executable") + elsewhere + via
+        case .changed(let resolved):
+            return L("resolved to \(resolved) when checked, but the path leads elsewhere now: its resolution changed during the check, so it is refused; try again, and find what rewrites the path")
+        case .interpreterNotAbsolute(let i): return L("is a script whose interpreter '\(i)' is not an absolute path")
+        case .interpreterTooDeep: return L("is a script whose interpreter is a script, too many levels deep")
+        case .interpreter(let i, let inner): return L("is a script whose interpreter is refused: \(i): \(words(inner, subject: i))")
+        }
+    }
+
+    /// Every directory above `path`, symlinks resolved, is root's and
+    /// writable by root alone (or sticky, as /tmp), so nobody else can swap
+    /// what it holds.
     func checkAncestors(of path: String) throws {
-        var dir = FileSystem.parentDirectory(of: path)
-        while true {
-            guard var i = try files.info(dir) else { throw PluginProblem("is in \(dir), which does not exist") }
-            if i.isSymlink {
-                if i.owner != 0 { throw PluginProblem("is in \(dir), a symlink owned by uid \(i.owner), not root") }
-                guard let target = try files.followedInfo(dir) else { throw PluginProblem("is in \(dir), a dangling symlink") }
-                i = target
-            }
-            if !i.isDirectory { throw PluginProblem("is in \(dir), which is not a directory") }
-            if i.owner != 0 { throw PluginProblem("is in \(dir), which is owned by uid \(i.owner), not root") }
-            if i.mode & 0o022 != 0 && i.mode & 0o1000 == 0 {
-                throw PluginProblem("is in \(dir), which is writable by group or others (mode \(String(i.mode, radix: 8))) and not sticky")
-            }
-            if dir == "/" { return }
-            dir = FileSystem.parentDirectory(of: dir)
+        do {
+            try ExecutablePath.checkDirectory(FileSystem.parentDirectory(of: path), in: files)
+        } catch let p as ExecutablePathProblem {
+            throw PluginProblem(PluginCatalog.words(p, subject: path))
         }
     }
 
@@ -243,12 +287,23 @@ public struct PluginCatalog {
 
     /// The plugin for `identifier`, checked, or the error `start` reports:
     /// none installed (naming those that are), or refused (naming the file).
-    public func plugin(_ identifier: String) throws -> (PluginManifest, UserIdentity) {
+    public func plugin(_ identifier: String) throws -> CheckedPlugin {
         let all = entries()
         if let e = all.first(where: { $0.manifest?.identifier == identifier && $0.shadowedBy == nil }) {
-            if let m = e.manifest, let who = e.identity, e.problem == nil { return (m, who) }
-            throw VPNError(.providerUnavailable, L("provider plugin '\(identifier)' may not run: \(e.problem ?? e.path)"),
-                           hint: L("a plugin's manifest and executable must be regular files owned by root and writable only by root, declare '\(PluginManifest.packetTunnel)', and name an existing unprivileged user"))
+            var problem = e.problem
+            if e.manifest != nil, e.identity != nil, problem == nil {
+                // Checked again, to hold the executable open from the check to the run.
+                do {
+                    let (m, who, exe) = try check(e.path)
+                    return CheckedPlugin(manifest: m, user: who, executable: exe) { [files] in files.close(exe.handle) }
+                } catch let p as PluginParsed {
+                    problem = "\(p.file): \(p.problem)"
+                } catch {
+                    problem = "\(e.path): \(error)"
+                }
+            }
+            throw VPNError(.providerUnavailable, L("provider plugin '\(identifier)' may not run: \(problem ?? e.path)"),
+                           hint: L("a plugin's manifest and executable must be regular files owned by root and writable only by root, in directories (symlinks resolved) that only root can write, declare '\(PluginManifest.packetTunnel)', and name an existing unprivileged user"))
         }
         let installed = all.filter { $0.shadowedBy == nil }.compactMap { e in e.manifest.map { "\($0.identifier) (\(e.path))" } }
         let near = all.compactMap(\.manifest?.identifier).first { $0.lowercased() == identifier.lowercased() }

@@ -32,7 +32,7 @@ public struct PluginProvider: TunnelProvider {
     /// The entitlement checks: the identifier installed, its manifest and
     /// executable root's alone, the capability declared, an unprivileged user.
     public func preflight(_ environment: ProviderEnvironment) throws {
-        found.manifest = try PluginCatalog.standard(configDirectory: environment.configDirectory).plugin(config.providerIdentifier).0
+        found.manifest = try PluginCatalog.standard(configDirectory: environment.configDirectory).plugin(config.providerIdentifier).manifest
     }
 
     public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
@@ -62,10 +62,10 @@ final class PluginTunnel: ProviderTunnel {
     /// How long a plugin has to exit once told to stop.
     static let exitTimeoutMs: Int64 = 5_000
 
-    /// The installed plugin, checked.
-    let lookup: () throws -> (PluginManifest, UserIdentity)
+    /// The installed plugin, checked, its executable open.
+    let lookup: () throws -> CheckedPlugin
 
-    init(context: TunnelContext, config: ProviderConfiguration, lookup: @escaping () throws -> (PluginManifest, UserIdentity)) {
+    init(context: TunnelContext, config: ProviderConfiguration, lookup: @escaping () throws -> CheckedPlugin) {
         self.context = context
         self.config = config
         self.lookup = lookup
@@ -73,9 +73,9 @@ final class PluginTunnel: ProviderTunnel {
     }
 
     func start() {
-        let manifest: PluginManifest, user: UserIdentity
+        let plugin: CheckedPlugin
         do {
-            (manifest, user) = try lookup()
+            plugin = try lookup()
         } catch let e as VPNError {
             return context.finish(error: ConnectionError(.pluginDisabled, e.message + (e.hint.map { " (\($0))" } ?? "")), reason: .providerDisabled)
         } catch {
@@ -83,7 +83,7 @@ final class PluginTunnel: ProviderTunnel {
         }
         do {
             try makeInterface()
-            try spawn(manifest, user)
+            try spawn(plugin)
         } catch let e as SystemError {
             return fail(ConnectionError(.pluginFailed, "\(name): \(e)"), .providerFailed)
         } catch {
@@ -124,8 +124,11 @@ final class PluginTunnel: ProviderTunnel {
     var tunFD: Int32 = -1
 
     /// The plugin, as its user, with the tun as fd 3 and its end of the
-    /// control socket as fd 4; neither stays open here but ours.
-    func spawn(_ manifest: PluginManifest, _ user: UserIdentity) throws {
+    /// control socket as fd 4; neither stays open here but ours. The file
+    /// run is the one the catalog's walk checked and holds open (by its fd,
+    /// not its path looked up again).
+    func spawn(_ plugin: CheckedPlugin) throws {
+        let user = plugin.user
         defer { if tunFD >= 0 { system.closeFD(tunFD); tunFD = -1 } }
         let (ours, theirs) = try system.socketPair()
         defer { system.closeFD(theirs) }
@@ -133,11 +136,13 @@ final class PluginTunnel: ProviderTunnel {
         undo.push("close the control socket") { [self] in
             if control >= 0 { system.closeFD(control); control = -1 }
         }
-        let exe = manifest.executable
-        pid = try system.spawnProvider(exe, [exe], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
+        let exe = plugin.manifest.executable, checked = plugin.executable
+        pid = try system.spawnProvider(checked, [exe], environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
                                        passFDs: [tunFD, theirs], logFD: context.outputFD, as: user)
         let pid = self.pid
-        context.log("[#] \(exe) as \(user.name) (uid \(user.uid)) (pid \(pid))")
+        let ran = checked.resolved == exe ? "" : " (\(checked.resolved))"
+        let script = checked.interpreter.map { " run by \($0)" } ?? ""
+        context.log("[#] \(exe)\(ran)\(script) as \(user.name) (uid \(user.uid)) (pid \(pid))")
         undo.push("stop \(name) \(pid)") { [system, context] in
             system.stopProvider(pid)
             context.log("[#] plugin \(pid) stopped")
@@ -193,11 +198,10 @@ final class PluginTunnel: ProviderTunnel {
         guard !stopping else { return }
         switch m {
         case .status(let s):
-            guard s != context.status else { return }
+            guard s != (pendingStatus ?? context.status) else { return }
             if s == .connected { context.loop.cancel(tokens.removeValue(forKey: "start")) }
             if s == .connecting && context.status != .connecting { return }  // only before the first connected
-            context.log("[*] \(name) reports \(s.name)")
-            context.transition(s)
+            report(s)
         case .error(let kind, let message):
             context.log("[!] \(name) cancelled the tunnel: \(kind.name)")
             fail(ConnectionError(kind, message.isEmpty ? "\(name) reported \(kind.name)" : String(message.prefix(1000))), .providerFailed)
@@ -206,6 +210,65 @@ final class PluginTunnel: ProviderTunnel {
         case .secret(let id, let key):
             answerSecret(key, id: id)
         }
+    }
+
+    /// A plugin's status changes, at most `flapLimit` a second: past that
+    /// they are coalesced until the second is over, and then only the last
+    /// one is made, its event saying how many were not (so that a plugin
+    /// flapping thousands of times a second cannot flood the record, the
+    /// events and every `status --watch`).
+    static let flapLimit = 10
+    static let flapWindowMs: Int64 = 1000
+    var flapWindowStart: Int64 = .min
+    var flapCount = 0
+    var coalesced = 0
+    var pendingStatus: VPNStatus?
+
+    func report(_ s: VPNStatus) {
+        let now = context.loop.nowMs
+        if flapWindowStart == .min || now - flapWindowStart >= Self.flapWindowMs {
+            flapWindowStart = now
+            flapCount = 0
+        }
+        flapCount += 1
+        guard flapCount > Self.flapLimit else {
+            // A newer status than the one that waited: that one is dropped too.
+            let note = pendingStatus == nil ? nil : coalescedNote(coalesced)
+            if pendingStatus != nil {
+                context.loop.cancel(tokens.removeValue(forKey: "flap"))
+                pendingStatus = nil
+                coalesced = 0
+            }
+            context.log("[*] \(name) reports \(s.name)")
+            guard s != context.status else { return }
+            return context.transition(s, note: note)
+        }
+        pendingStatus = s
+        coalesced += 1
+        if tokens["flap"] == nil {
+            if coalesced == 1 { context.log("[!] \(name) changes its status more than \(Self.flapLimit) times a second; coalescing") }
+            tokens["flap"] = context.loop.after(max(1, flapWindowStart + Self.flapWindowMs - now)) { [weak self] in self?.flushStatus() }
+        }
+    }
+
+    // English: for the event log and the supervisor's log.
+    func coalescedNote(_ n: Int) -> String { "\(n) status change\(n == 1 ? "" : "s") coalesced (more than \(Self.flapLimit) a second)" }
+
+    /// The end of a flapping second: the last status asked for, with a note.
+    func flushStatus() {
+        tokens["flap"] = nil
+        guard let s = pendingStatus, !stopping, context.exitCode == nil else { return }
+        pendingStatus = nil
+        let n = coalesced
+        coalesced = 0
+        flapWindowStart = context.loop.nowMs
+        flapCount = 1
+        let note = coalescedNote(n)
+        context.log("[*] \(name) reports \(s.name) (\(note))")
+        guard s != context.status else {
+            return context.log("[*] \(name) is \(s.name) again after \(note)")
+        }
+        context.transition(s, note: note)
     }
 
     func apply(_ s: PluginMessage.Settings, id: Int?) {
@@ -221,14 +284,24 @@ final class PluginTunnel: ProviderTunnel {
                                                gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
         }
         do {
+            // All or nothing: a refusal has undone this call's steps (the DNS never came).
             try applier?.apply(wanted)
+            settingsApplied = true
             context.update { [applier] in $0.settings = applier?.applied }
             send(PluginMessage.settingsReply(id: id, error: nil))
         } catch {
-            context.log("[!] \(name)'s settings were not applied: \(error)")
+            context.log("[!] \(name)'s settings were not applied (nothing of them is left): \(error)")
             send(PluginMessage.settingsReply(id: id, error: "\(error)"))
+            // Without a first set of settings there is no tunnel to keep:
+            // the start fails with the reason, and everything is undone.
+            if !settingsApplied {
+                fail(ConnectionError(.configurationFailed, "\(name)'s settings were refused: \(error)"), .configurationFailed)
+            }
         }
     }
+
+    /// A settings call has succeeded once; later refusals leave those settings in place.
+    var settingsApplied = false
 
     /// Only the profile's own secrets, by providerConfiguration key.
     func answerSecret(_ key: String, id: Int?) {

@@ -184,6 +184,8 @@ public final class WireGuardTunnel {
             wanted.routes = allAllowed.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
             try applier.applyRoutes(wanted)
         }
+        // The resolver last, once every address and route is in place.
+        try applier.applyDNS(wanted)
         settings = applier.applied
         kickHandshake()
     }

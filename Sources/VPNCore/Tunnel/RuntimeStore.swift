@@ -5,7 +5,7 @@ import FoundationEssentials
 import VPNSystem
 
 /// The run directory: `<id>.json` (the record), `<id>.events` (JSON lines,
-/// one per transition) and `<id>.log` (the supervisor's log).
+/// one per transition, bounded: `eventsCap`) and `<id>.log` (the supervisor's log).
 public struct RuntimeStore: Sendable {
     public let directory: String
     /// The run dir (and each directory above it) is checked once per store,
@@ -21,8 +21,13 @@ public struct RuntimeStore: Sendable {
 
     /// A record is a few hundred bytes; anything near this is not one.
     public static let maximumRecordSize = 1 << 20
-    /// An events log is a line per transition.
+    /// The most of an events log a reader takes in (the writer keeps it far smaller).
     public static let maximumEventsSize = 64 << 20
+    /// `<id>.events` is kept under this many bytes, like the log: past it,
+    /// it becomes `<id>.events.1` (replacing the one before) and starts
+    /// afresh, so a profile's events take at most twice this on disk.
+    public static let defaultEventsCap = 256 << 10
+    public var eventsCap = RuntimeStore.defaultEventsCap
 
     public func recordPath(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString).json" }
     public func eventsPath(_ id: UUID) -> String { "\(directory)/\(id.lowercasedString).events" }
@@ -98,26 +103,44 @@ public struct RuntimeStore: Sendable {
 
     public func appendEvent(_ event: TransitionEvent, id: UUID) throws {
         let line = Array(try RuntimeStore.makeEncoder().encode(event)) + [0x0A]
-        // O_NONBLOCK: a FIFO in place of the log fails at once instead of blocking the supervisor.
-        let fd = open(eventsPath(id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        if fd < 0 {
-            // ENXIO: a FIFO that nobody reads.
-            if errno == ENXIO { throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular("FIFO"))) }
-            throw storeError(SystemError("open", path: eventsPath(id), errno: .current))
-        }
+        let path = eventsPath(id)
+        var fd = try openEvents(path)
         defer { close(fd) }
         var st = stat()
-        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
-            throw storeError(FileSystem.FileProblem(path: eventsPath(id), kind: .notRegular(FileSystem.typeName(st.st_mode & S_IFMT))))
+        if fstat(fd, &st) == 0, Int(st.st_size) + line.count > eventsCap, st.st_size > 0 {
+            // Rotated by rename, so that a reader holding the old file (or
+            // its offset in it) can tell, and finish it from `<id>.events.1`.
+            if rename(path, path + ".1") != 0 {
+                throw storeError(SystemError("rotate", path: path, errno: .current))
+            }
+            close(fd)
+            fd = try openEvents(path)
         }
-        _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let n = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        if n != line.count { throw storeError(SystemError("append to", path: path, errno: n < 0 ? .current : Errno(EIO))) }
+    }
+
+    func openEvents(_ path: String) throws -> Int32 {
+        // O_NONBLOCK: a FIFO in place of the log fails at once instead of blocking the supervisor.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        if fd < 0 {
+            // ENXIO: a FIFO that nobody reads.
+            if errno == ENXIO { throw storeError(FileSystem.FileProblem(path: path, kind: .notRegular("FIFO"))) }
+            throw storeError(SystemError("open", path: path, errno: .current))
+        }
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+            close(fd)
+            throw storeError(FileSystem.FileProblem(path: path, kind: .notRegular(FileSystem.typeName(st.st_mode & S_IFMT))))
+        }
+        return fd
     }
 
     /// Forgets a removed profile: its record, events and lock files (the log stays).
     public func remove(_ id: UUID) throws {
         let base = "\(directory)/\(id.lowercasedString)"
         do {
-            for path in [recordPath(id), eventsPath(id), startLockPath(id), base + ".lock"] { try FileSystem.remove(path) }
+            for path in [recordPath(id), eventsPath(id), eventsPath(id) + ".1", startLockPath(id), base + ".lock"] { try FileSystem.remove(path) }
         } catch {
             throw storeError(error)
         }

@@ -32,11 +32,18 @@ public struct TunnelNetworkSettings: Equatable, Sendable {
 }
 
 /// The one settings applier: addresses, MTU, link up, excluded and included
-/// routes, through the system port, each change with its undo step. Applied
-/// again (a reconnect's push), it keeps what is asked again, adds what is new
-/// and withdraws what is no longer asked for. A route the kernel already
-/// holds for the same prefix on the same link (the subnet route of an
-/// address, or ours from an earlier push) is not an error.
+/// routes, then the DNS, through the system port, each change with its undo
+/// step. Applied again (a reconnect's push), it keeps what is asked again,
+/// adds what is new and withdraws what is no longer asked for. A route the
+/// kernel already holds for the same prefix on the same link (the subnet
+/// route of an address, or ours from an earlier push) is not an error.
+///
+/// Each call is all or nothing, for every provider: the resolver is touched
+/// only once every address and route step has succeeded (and the kill
+/// switch follows the record, which the provider updates after the call
+/// returns); a failure undoes this call's earlier steps, newest first (what
+/// it withdrew is put back), leaves what earlier calls applied as it was,
+/// and is thrown to the provider.
 public final class SettingsApplier {
     let interface: String
     let ifindex: Int32
@@ -67,12 +74,57 @@ public final class SettingsApplier {
         self.log = log
     }
 
+    /// One change of the call in progress: `lasting` ones join the tunnel's
+    /// undo stack when the call succeeds; the others (putting back what the
+    /// call withdrew) only run when it fails.
+    struct Change {
+        let description: String
+        let lasting: Bool
+        let undo: () throws -> Void
+    }
+    /// The changes of the call in progress (nil between calls).
+    var changes: [Change]?
+
+    func push(_ description: String, lasting: Bool = true, _ undo: @escaping () throws -> Void) {
+        if changes != nil {
+            changes!.append(Change(description: description, lasting: lasting, undo: undo))
+        } else if lasting {
+            self.undo.push(description, undo: undo)
+        }
+    }
+
+    /// Runs one call all or nothing: on a failure its changes are undone,
+    /// newest first, and what is recorded as applied is what it was before.
+    func transaction(_ body: () throws -> Void) throws {
+        guard changes == nil else { return try body() }
+        let before = (applied, ours, enforcedExcluded)
+        changes = []
+        do {
+            try body()
+        } catch {
+            let made = changes ?? []
+            changes = nil
+            if !made.isEmpty { log("[!] settings refused (\(error)): undoing the \(made.count) change\(made.count == 1 ? "" : "s") of this call") }
+            for c in made.reversed() {
+                do { try c.undo() } catch { log("[!] undo '\(c.description)' failed: \(error)") }
+            }
+            (applied, ours, enforcedExcluded) = before
+            throw error
+        }
+        let made = changes ?? []
+        changes = nil
+        for c in made where c.lasting { undo.push(c.description, undo: c.undo) }
+    }
+
     /// Everything in `settings`, withdrawing what an earlier apply had and
-    /// this one has not.
+    /// this one has not; the DNS last.
     public func apply(_ settings: TunnelNetworkSettings) throws {
-        withdraw(keeping: settings)
-        try applyInterface(settings)
-        try applyRoutes(settings)
+        try transaction {
+            withdraw(keeping: settings)
+            try addInterface(settings)
+            try addRoutes(settings)
+            try addDNS(settings)
+        }
     }
 
     /// enforceRoutes: each excluded route, then each of the tunnel's, in the
@@ -81,12 +133,12 @@ public final class SettingsApplier {
         guard let t = enforcedTable else { return }
         if applied.enforcedTable == nil {
             applied.enforcedTable = t
-            undo.push("forget table \(t)") { [self] in applied.enforcedTable = nil }
+            push("forget table \(t)") { [self] in applied.enforcedTable = nil }
         }
         for x in settings.excludedRoutes where !enforcedExcluded.contains(x.prefix) {
             try system.addRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: t)
             enforcedExcluded.insert(x.prefix)
-            undo.push("delete route \(x.prefix) table \(t)") { [self] in
+            push("delete route \(x.prefix) table \(t)") { [self] in
                 try system.deleteRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: t)
             }
         }
@@ -97,7 +149,7 @@ public final class SettingsApplier {
             try system.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: true)
             applied.enforcedRoutes.append(prefix)
             log("[#] rule to \(prefix) table \(t) (enforceRoutes: the tunnel's route wins)")
-            undo.push("delete rule to \(prefix)") { [self] in
+            push("delete rule to \(prefix)") { [self] in
                 guard applied.enforcedRoutes.contains(prefix) else { return }
                 applied.enforcedRoutes.removeAll { $0 == prefix }
                 try system.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)
@@ -107,8 +159,12 @@ public final class SettingsApplier {
     }
 
     /// Addresses, MTU and link up: what must come before the provider is
-    /// configured.
+    /// configured (all or nothing; no DNS yet: `applyDNS` after the routes).
     public func applyInterface(_ settings: TunnelNetworkSettings) throws {
+        try transaction { try addInterface(settings) }
+    }
+
+    func addInterface(_ settings: TunnelNetworkSettings) throws {
         for a in settings.addresses {
             do {
                 try system.addAddress(a, ifindex: ifindex)
@@ -118,7 +174,7 @@ public final class SettingsApplier {
             }
             guard !applied.addresses.contains(a) else { continue }
             applied.addresses.append(a)
-            undo.push("delete address \(a)") { [self] in
+            push("delete address \(a)") { [self] in
                 guard applied.addresses.contains(a) else { return }
                 try system.deleteAddress(a, ifindex: ifindex)
                 log("[#] address \(a) deleted")
@@ -126,33 +182,47 @@ public final class SettingsApplier {
         }
         if let mtu = settings.mtu {
             try system.setMTU(interface, mtu)
+            if let old = applied.mtu, old != mtu {
+                push("mtu back to \(old)", lasting: false) { [self] in try system.setMTU(interface, old) }
+            }
             applied.mtu = mtu
             log("[#] link \(interface) mtu \(mtu)")
         }
         try system.setUp(interface)
         log("[#] link \(interface) up")
-        applied.dns = settings.dns
-        try applyDNS(settings)
     }
 
-    /// The tunnel's DNS on the system resolver, taken back by the undo step.
-    func applyDNS(_ settings: TunnelNetworkSettings) throws {
-        guard let dns else { return }
+    /// The tunnel's DNS on the system resolver, taken back by the undo
+    /// step: the last step, once the addresses and routes are in place.
+    public func applyDNS(_ settings: TunnelNetworkSettings) throws {
+        try transaction { try addDNS(settings) }
+    }
+
+    func addDNS(_ settings: TunnelNetworkSettings) throws {
+        guard let dns else {
+            applied.dns = settings.dns
+            return
+        }
         let had = dns.record != nil
         if try dns.apply(settings.dns, interface: interface), !had {
-            undo.push("restore DNS") { dns.remove() }
+            push("restore DNS") { dns.remove() }
         }
+        applied.dns = settings.dns
     }
 
     /// Excluded routes first (so that nothing meant to stay out is ever
-    /// routed in), then the tunnel's own.
+    /// routed in), then the tunnel's own (all or nothing).
     public func applyRoutes(_ settings: TunnelNetworkSettings) throws {
+        try transaction { try addRoutes(settings) }
+    }
+
+    func addRoutes(_ settings: TunnelNetworkSettings) throws {
         let table = settings.table
         for x in settings.excludedRoutes where !applied.excludedRoutes.contains(x.prefix) {
             try system.addRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: table)
             applied.excludedRoutes.append(x.prefix)
             log("[#] route \(x.prefix)\(x.gateway.map { " via \($0)" } ?? "") (excluded from the tunnel)")
-            undo.push("delete route \(x.prefix)") { [self] in
+            push("delete route \(x.prefix)") { [self] in
                 try system.deleteRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: table)
                 log("[#] route \(x.prefix) deleted")
             }
@@ -171,7 +241,7 @@ public final class SettingsApplier {
             guard !applied.routes.contains(prefix) else { continue }
             applied.routes.append(prefix)
             ours.insert(prefix)
-            undo.push("delete route \(prefix)") { [self] in
+            push("delete route \(prefix)") { [self] in
                 guard applied.routes.contains(prefix) else { return }
                 try system.deleteRoute(prefix, ifindex: ifindex, gateway: nil, table: table)
                 log("[#] route \(prefix) deleted")
@@ -205,12 +275,20 @@ public final class SettingsApplier {
     }
 
     /// Withdraws routes and addresses no longer asked for; gone already (the
-    /// kernel drops routes with a link) is as good.
+    /// kernel drops routes with a link) is as good. Each withdrawal is put
+    /// back if the call fails.
     func withdraw(keeping settings: TunnelNetworkSettings) {
+        let table = settings.table
         for r in applied.routes where !settings.routes.contains(r) {
             applied.routes.removeAll { $0 == r }
             guard ours.remove(r) != nil else { continue }
-            do { try system.deleteRoute(r, ifindex: ifindex, gateway: nil, table: settings.table) } catch {
+            do {
+                try system.deleteRoute(r, ifindex: ifindex, gateway: nil, table: table)
+                push("put back route \(r)", lasting: false) { [self] in
+                    try system.addRoute(r, ifindex: ifindex, gateway: nil, table: table)
+                    log("[#] route \(r) dev \(interface) (put back)")
+                }
+            } catch {
                 log("[!] route \(r), no longer pushed, was not there to delete: \(error)")
             }
             log("[#] route \(r) withdrawn")
@@ -219,15 +297,33 @@ public final class SettingsApplier {
             let keep = Set(settings.routes).union(kernelRoutes(settings))
             for r in applied.enforcedRoutes where !keep.contains(r) {
                 applied.enforcedRoutes.removeAll { $0 == r }
-                do { try system.changeRule(to: r, table: t, priority: SettingsApplier.enforcedRulePriority, add: false) } catch {
+                do {
+                    try system.changeRule(to: r, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)
+                    push("put back rule to \(r)", lasting: false) { [self] in
+                        try system.changeRule(to: r, table: t, priority: SettingsApplier.enforcedRulePriority, add: true)
+                    }
+                } catch {
                     log("[!] rule to \(r), no longer pushed, was not there to delete: \(error)")
                 }
-                try? system.deleteRoute(r, ifindex: ifindex, gateway: nil, table: t)
+                do {
+                    try system.deleteRoute(r, ifindex: ifindex, gateway: nil, table: t)
+                    push("put back route \(r) table \(t)", lasting: false) { [self] in
+                        try system.addRoute(r, ifindex: ifindex, gateway: nil, table: t)
+                    }
+                } catch {
+                    log("[!] route \(r) table \(t), no longer pushed, was not there to delete: \(error)")
+                }
             }
         }
         for a in applied.addresses where !settings.addresses.contains(a) {
             applied.addresses.removeAll { $0 == a }
-            do { try system.deleteAddress(a, ifindex: ifindex) } catch {
+            do {
+                try system.deleteAddress(a, ifindex: ifindex)
+                push("put back address \(a)", lasting: false) { [self] in
+                    try system.addAddress(a, ifindex: ifindex)
+                    log("[#] address \(a) dev \(interface) (put back)")
+                }
+            } catch {
                 log("[!] address \(a), no longer pushed, was not there to delete: \(error)")
             }
             log("[#] address \(a) withdrawn")

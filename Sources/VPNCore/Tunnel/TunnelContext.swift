@@ -103,13 +103,16 @@ public final class TunnelContext {
     /// `connectedSince` and counters, counted in `reconnects` and noted in the
     /// event log. `resumed`: the same security associations carried on (an
     /// IKEv2 peer answered again after retransmits): the session goes on.
-    public func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil, resumed: Bool = false) {
+    /// `note` goes into the event (a provider's own remark, such as
+    /// transitions it coalesced).
+    public func transition(_ status: VPNStatus, error: ConnectionError? = nil, stopReason: StopReason? = nil, resumed: Bool = false,
+                           note remark: String? = nil) {
         let previous = record.status
         record.status = status
         record.updatedAt = Date()
         if let error { record.lastDisconnectError = error }
         if let stopReason { record.stopReason = stopReason }
-        var note: String? = nil
+        var note: String? = remark
         let reconnect = status == .connected && previous == .reasserting && record.connectedSince != nil && !resumed
         if resumed && status == .connected && previous == .reasserting {
             note = "the peer answers again; the same session goes on"
@@ -117,7 +120,7 @@ public final class TunnelContext {
         if reconnect {
             let n = (record.reconnects ?? 0) + 1
             record.reconnects = n
-            note = "reconnected (reconnect \(n) since start); a new session begins"
+            note = "reconnected (reconnect \(n) since start); a new session begins" + (remark.map { "; \($0)" } ?? "")
         }
         if status == .connected && (record.connectedSince == nil || reconnect) {
             record.connectedSince = Date()

@@ -20,6 +20,10 @@ public protocol TunnelSystem: AnyObject {
     /// A provider that runs as `user` (a plugin), tied to this process like the others.
     func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
                        as user: UserIdentity) throws -> pid_t
+    /// A plugin: the executable a checked walk opened, run by its fd (not
+    /// its path looked up again), as `user`, tied to this process.
+    func spawnProvider(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                       as user: UserIdentity) throws -> pid_t
     /// A pair of connected stream sockets (close-on-exec).
     func socketPair() throws -> (Int32, Int32)
     func ifindex(_ name: String) throws -> Int32
@@ -59,6 +63,10 @@ extension TunnelSystem {
     public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
                               as user: UserIdentity) throws -> pid_t {
         throw SystemError("run \(path) as", path: user.name, errno: Errno(ENOSYS))
+    }
+    public func spawnProvider(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                              as user: UserIdentity) throws -> pid_t {
+        throw SystemError("run \(executable.resolved) as", path: user.name, errno: Errno(ENOSYS))
     }
     public func socketPair() throws -> (Int32, Int32) { try UnixSocket.pair() }
 }
@@ -108,6 +116,11 @@ public final class KernelTunnelSystem: TunnelSystem {
     public func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
                               as user: UserIdentity) throws -> pid_t {
         try Processes.spawnTied(path, argv, environment: environment, passFDs: passFDs, outputFD: logFD, as: user)
+    }
+
+    public func spawnProvider(_ executable: CheckedExecutable, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32,
+                              as user: UserIdentity) throws -> pid_t {
+        try Spawn.tied(executable, argv, environment: environment, passFDs: passFDs, outputFD: logFD, as: user)
     }
 
     public func stopProvider(_ pid: pid_t) {

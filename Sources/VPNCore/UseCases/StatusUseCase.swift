@@ -108,7 +108,9 @@ public final class StatusWatch {
     let controller: TunnelController
     let profiles: () -> [Profile]
     let events: StatusEventSource
-    var offsets: [UUID: Int] = [:]
+    /// How far each profile's event log was read, and which file that was
+    /// (its inode: a rotated log is another file).
+    var offsets: [UUID: (inode: UInt64, offset: Int)] = [:]
     var shown: [UUID: String] = [:]
     public var now: () -> Date = { Date() }
 
@@ -124,7 +126,7 @@ public final class StatusWatch {
     public func begin() -> Int {
         let list = profiles()
         for p in list {
-            offsets[p.id] = (try? FileSystem.info(controller.runtime.eventsPath(p.id)))??.size ?? 0
+            offsets[p.id] = StatusWatch.identity(controller.runtime.eventsPath(p.id)) ?? (0, 0)
             shown[p.id] = (try? controller.derive(p))?.status.name
         }
         return list.count
@@ -163,16 +165,34 @@ public final class StatusWatch {
 
     /// Complete lines appended to the profile's event log since the last
     /// look, less those that repeat what was last shown (a clean-up writing
-    /// down what was already reported from the live system). A log that
-    /// shrank was replaced: it is read again from its start next time.
+    /// down what was already reported from the live system). The writer
+    /// rotates the log (`<id>.events` becomes `<id>.events.1`): a log that is
+    /// another file now is read from its start, after the rest of the old one
+    /// (when `.1` is still that file); one that shrank is read from its start.
     func newEvents(_ p: Profile) -> [StatusTransition] {
         let path = controller.runtime.eventsPath(p.id)
-        let start = offsets[p.id] ?? 0
-        guard let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize) else { return [] }
-        if bytes.count < start { offsets[p.id] = 0; return [] }
-        guard bytes.count > start, let last = bytes[start...].lastIndex(of: 0x0A) else { return [] }
+        var (inode, start) = offsets[p.id] ?? (0, 0)
+        guard let now = StatusWatch.identity(path) else { return [] }
         var result: [StatusTransition] = []
         var current = shown[p.id]
+        if now.inode != inode {
+            if inode != 0, StatusWatch.identity(path + ".1")?.inode == inode {
+                _ = lines(path + ".1", from: start, p, &current, into: &result)
+            }
+            (inode, start) = (now.inode, 0)
+        } else if now.offset < start {
+            start = 0
+        }
+        let end = lines(path, from: start, p, &current, into: &result)
+        offsets[p.id] = (inode, end)
+        return result
+    }
+
+    /// The transitions in `path`'s complete lines from `start`; returns
+    /// where the next look starts.
+    func lines(_ path: String, from start: Int, _ p: Profile, _ current: inout String?, into result: inout [StatusTransition]) -> Int {
+        guard let bytes = try? FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumEventsSize), bytes.count > start,
+              let last = bytes[start...].lastIndex(of: 0x0A) else { return start }
         for line in bytes[start..<last].split(separator: 0x0A) {
             guard let e = try? TransitionEvent.parse(Array(line)) else { continue }
             if e.status == e.previous || e.status == current { continue }
@@ -180,7 +200,13 @@ public final class StatusWatch {
                                            interface: e.interface, error: e.error))
             current = e.status
         }
-        offsets[p.id] = last + 1
-        return result
+        return last + 1
+    }
+
+    /// The file's inode and size (lstat), or nil when there is none.
+    static func identity(_ path: String) -> (inode: UInt64, offset: Int)? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return (UInt64(st.st_ino), Int(st.st_size))
     }
 }
