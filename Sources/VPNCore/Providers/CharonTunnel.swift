@@ -300,13 +300,16 @@ final class CharonTunnel: ProviderTunnel {
         let remote = child?["remote-ts"]?.texts ?? []
         var settings = TunnelNetworkSettings()
         settings.addresses = vips.map { $0.contains(":") ? "\($0)/128" : "\($0)/32" }
-        // A full tunnel's selector (0.0.0.0/0, ::/0) is routed as its two
-        // halves, as WireGuard's is: a default route of the machine's own
-        // stays (adding 0.0.0.0/0 failed with "object exists"). The server
-        // keeps its path through kernel-libipsec's own host route to the peer
-        // (charon installs it; a second one is "object exists").
+        // A full tunnel's selector (0.0.0.0/0, ::/0) is routed by
+        // kernel-libipsec itself, whatever install_routes says: its two halves
+        // on charon's TUN and a host route to the peer, so that charon's own
+        // packets do not loop (vpnctl adding 0.0.0.0/0 failed with "object
+        // exists" beside the machine's default route, and so did the halves).
+        // They go with the TUN when charon ends; vpnctl routes the rest.
+        let selectors = remote.compactMap(CIDR.init)
         var seen = Set<String>()
-        settings.routes = remote.compactMap(CIDR.init).flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
+        settings.routes = selectors.filter { $0.prefixLength > 0 }.map(\.network.description).filter { seen.insert($0).inserted }
+        let charonsOwn = selectors.filter { $0.prefixLength == 0 }.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
         settings.mtu = config.mtu ?? 1400
         // The DNS charon's resolve plugin wrote (the server's configuration
         // attributes) goes on the resolver with the profile's dnsSettings.
@@ -315,7 +318,10 @@ final class CharonTunnel: ProviderTunnel {
         }
         do {
             try applier?.apply(settings)
-            context.update { [applier] in $0.settings = applier?.applied }
+            context.update { [applier] in
+                $0.settings = applier?.applied
+                $0.settings?.routes += charonsOwn
+            }
         } catch {
             return fail(ConnectionError(.configurationFailed, "cannot apply the tunnel's settings: \(error)"), .configurationFailed)
         }
