@@ -195,11 +195,7 @@ final class AgentServer {
             return
         }
         do {
-            let pid = try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
-                                                       "--run-dir", settings.runDirectory, "--admin-group", settings.adminGroup,
-                                                       "--uid", String(c.uid), "--gid", String(c.gid), authorized.serialized],
-                                          environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
-                                          passFDs: [client.fd], outputFD: 2, newSession: false)
+            let pid = try spawnWorker(AgentWorkOrder(uid: c.uid, gid: c.gid, request: authorized), client: client.fd)
             close(client.fd)
             workers[pid] = Worker(caller: caller, request: authorized, summary: summary)
             log("\(summary): accepted, worker \(pid)")
@@ -209,6 +205,37 @@ final class AgentServer {
             log("\(summary): failed: \(error)")
             reply(client.fd, code, frames: buffer.bytes)
         }
+    }
+
+    /// A worker for `order`, with the client's socket as its fd 3 and the
+    /// order on fd 4 (a socket pair whose other end is written here and
+    /// closed): its command line names no request, profile or caller, so
+    /// `ps` shows other users nothing of it.
+    func spawnWorker(_ order: AgentWorkOrder, client: Int32) throws -> pid_t {
+        var pair: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) != 0 {
+            throw SystemError("make a socket pair for", path: "a worker", errno: .current)
+        }
+        defer { close(pair[1]) }
+        // The order (under 10 KiB) fits the pair's buffer: written whole now,
+        // read by the worker when it runs.
+        let bytes = Array(order.serialized.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(pair[0], $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let e = SystemError("send the request to", path: "a worker", errno: .current)
+                close(pair[0])
+                throw e
+            }
+            offset += n
+        }
+        close(pair[0])
+        return try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
+                                                "--run-dir", settings.runDirectory, "--admin-group", settings.adminGroup],
+                                   environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
+                                   passFDs: [client, pair[1]], outputFD: 2, newSession: false)
     }
 
     /// Sends a whole reply without waiting: a client that does not read it
