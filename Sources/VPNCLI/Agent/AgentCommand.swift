@@ -23,6 +23,8 @@ enum AgentCommand {
         options: [OptionSpec("admin-group", value: "group", help: L("Members may do everything, as root may (default vpnctl).")),
                   OptionSpec("request-timeout", value: "ms", help: L("How long a client may take to send its request (default 2000).")),
                   OptionSpec("max-clients", value: "n", help: L("Requests read at once; more are told the agent is busy (default 512).")),
+                  OptionSpec("max-clients-per-user", value: "n", help: L("Requests of one user read at once (default half of --max-clients).")),
+                  OptionSpec("max-requests-per-user", value: "n", help: L("Requests one user may make a second, after a burst (default 100).")),
                   OptionSpec("max-workers", value: "n", help: L("Requests that wait (start, watch, ...) one user may have running (default 32)."))],
         run: run)
 
@@ -39,6 +41,9 @@ enum AgentCommand {
         var limits = AgentServer.Limits()
         limits.requestTimeoutMs = Int64(try number(inv, "request-timeout", default: 2000, range: 10...600_000))
         limits.maximumClients = try number(inv, "max-clients", default: 512, range: 1...100_000)
+        limits.maximumClientsPerUser = try number(inv, "max-clients-per-user", default: max(1, limits.maximumClients / 2),
+                                                  range: 1...limits.maximumClients)
+        limits.requestsPerSecondPerUser = try number(inv, "max-requests-per-user", default: 100, range: 1...100_000)
         limits.maximumWorkersPerUser = try number(inv, "max-workers", default: 32, range: 1...10_000)
         let adminGroup = inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup
         guard !adminGroup.isEmpty, !adminGroup.contains(where: { $0 == ":" || $0 == " " || $0 == "\n" }) else {
