@@ -260,3 +260,31 @@ import Testing
         #expect(!ask(0).contains("too many"), "root is not limited")
     }
 }
+
+/// Issue 29, item 6, the same leak elsewhere: an error made while running a
+/// request names no profile the caller may not see.
+@Suite struct AgentNamesOnlyVisibleProfilesTests {
+    @Test func canNoHiddenSuggestion_aSecondKillSwitchIsRefusedWithoutNamingAHiddenOne() throws {
+        let h = Harness()
+        let conf = h.fixture("wg/office.conf")
+        for name in ["office", "secretlab"] { #expect(h.run("import", conf, "--name", name).code == 0) }
+        let manager = ProfileManager(store: PreferencesStore(directory: h.configDir))
+        try manager.load()
+        var office = try manager.profile(named: "office")
+        office.includeAllNetworks = true
+        let secret = try manager.profile(named: "secretlab")
+        let controller = TunnelController(configDirectory: h.configDir, runDirectory: h.runDir)
+        try controller.runtime.prepare()
+        var record = RuntimeRecord(id: secret.id, name: secret.name, status: .connected)
+        record.killSwitch = KillSwitchRecord(table: "vpnctl_x", netns: NetworkNamespace.current())
+        try controller.runtime.write(record)
+        var tunnels = TunnelUseCases(store: manager.store, controller: controller, path: nil)
+        #expect { try tunnels.refuseSecondKillSwitch(office) } throws: { ($0 as? VPNError)?.message.contains("'secretlab'") == true }
+        tunnels.mayName = { $0.name == "office" }
+        #expect { try tunnels.refuseSecondKillSwitch(office) } throws: { e in
+            guard let e = e as? VPNError else { return false }
+            return e.message == "another profile has a kill switch in place; two would block each other's tunnels"
+                && !(e.hint ?? "").contains("secretlab")
+        }
+    }
+}
