@@ -366,10 +366,11 @@ agent_request_ms() {
   local py='
 import socket, struct, sys, time
 t0 = time.monotonic()
-s = socket.socket(socket.AF_UNIX); s.settimeout(10)
+s = socket.socket(socket.AF_UNIX)
 code = "-"
 try:
-    s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+    # A blocking connect, as vpnctl makes: it waits for room in the backlog.
+    s.connect(sys.argv[1]); s.settimeout(10); s.sendall(sys.argv[2].encode() + b"\n")
     buf = b""
     while True:
         b = s.recv(65536)
