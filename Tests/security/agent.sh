@@ -558,3 +558,27 @@ sec_agent_worker_argv_clean() (
   expect_run "__agent-run without its order" nonzero runuser -u "$UB" -- "$BIN" __agent-run --config-dir "$VPNCTL_CONFIG_DIR" --run-dir "$VPNCTL_RUN_DIR" || exit 1
   expect_contains "the refusal" "reads its request from fd 4" "$OUT" || exit 1
 )
+
+# Issue 29, item 8, the same hole elsewhere: the agent's probe worker
+# (on-demand probe URLs) has no URL on its command line either.
+sec_agent_probe_argv_clean() (
+  agent_up || exit $?
+  cat > "$WORK/od-editor.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["onDemand"] = {"enabled": False, "rules": [{"action": "connect", "probeURL": "http://198.18.0.1:8080/token-a1b2c3"}]}
+json.dump(p, open(sys.argv[1], "w"))
+PY
+  EDITOR="python3 $WORK/od-editor.py" "$BIN" edit office >/dev/null || exit 1
+  expect_ok "ondemand enable office" "$BIN" ondemand enable office || exit 1
+  # 198.18.0.1 never answers in the agent's namespace: the probe waits, and can be read.
+  wait_for "the probe worker" 10 pgrep -f "[_]_probe" || { tail -5 "$AG_LOG"; exit 1; }
+  local prober argv; prober=$(pgrep -f "[_]_probe" | head -1)
+  argv=$(runuser -u "$UB" -- cat "/proc/$prober/cmdline" | tr '\0' '\n')
+  expect_contains "the probe worker's command line" "__probe" "$argv" || exit 1
+  expect_not_contains "the probe worker's command line" "token-a1b2c3" "$argv" || exit 1
+  expect_not_contains "the probe worker's command line" "198.18.0.1" "$argv" || exit 1
+  # It got the URL all the same: it is connecting to it.
+  wait_for "the probe's connection to 198.18.0.1:8080" 5 \
+    bash -c "ip netns exec '$AG_NS' ss -tnH state syn-sent dst 198.18.0.1:8080 | grep -q ." || exit 1
+)
