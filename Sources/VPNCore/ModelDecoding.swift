@@ -268,6 +268,7 @@ extension ResolverRecord {
         path = try r.string("path")
         netns = try r.string("netns")
         note = try r.string("note")
+        reason = try r.string("reason")
     }
 }
 

@@ -126,9 +126,14 @@ public struct ProfileValidator {
     }
 }
 
+/// Letters, digits, '-' and '.', at most 253 bytes, in labels of 1–63
+/// bytes that do not start with '-' (one trailing '.' allowed).
 func isDomainName(_ s: String) -> Bool {
-    !s.isEmpty && s.count <= 253 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }
-        && !s.hasPrefix("-") && !s.hasPrefix(".")
+    let u = s.utf8
+    guard !u.isEmpty, u.count <= 253,
+          u.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x2E }) else { return false }
+    let labels = (u.last == 0x2E ? u.dropLast() : u[...]).split(separator: 0x2E, omittingEmptySubsequences: false)
+    return labels.allSatisfy { !$0.isEmpty && $0.count <= 63 && $0.first != 0x2D }
 }
 
 public enum ProfileName {
@@ -165,9 +170,14 @@ extension ProfileName {
 }
 
 public enum InterfaceName {
+    /// What the kernel and nft both take literally: `[A-Za-z0-9_.-]`, 1–15
+    /// bytes, not `.` or `..`. nft reads a `*` in a quoted name as a
+    /// wildcard (`oifname "r*"` matches the underlay) and a `"` or `;` ends
+    /// the word, so a name is never passed on unless it is one of these.
     public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 15 && name != "." && name != ".."
-            && !name.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace })
+        let u = name.utf8
+        return !u.isEmpty && u.count <= 15 && name != "." && name != ".."
+            && u.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F || $0 == 0x2E || $0 == 0x2D }
     }
 }
 

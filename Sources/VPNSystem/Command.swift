@@ -60,12 +60,34 @@ public enum NetworkNamespace {
     }
 
     /// Pids of processes whose command name (/proc/PID/comm) is `name`.
-    public static func processes(named name: String) -> [String] {
+    /// The pids of the processes running the program `name`, with the
+    /// executable each runs. The kernel keeps only the first 15 bytes of a
+    /// name in /proc/PID/comm (`systemd-resolved` reads `systemd-resolve`),
+    /// so comm only preselects; the executable's file name decides.
+    public static func processes(named name: String) -> [(pid: String, executable: String)] {
         guard let entries = try? FileSystem.list("/proc") else { return [] }
-        return entries.filter { $0.allSatisfy(\.isNumber) }.filter { pid in
-            guard let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/comm", followSymlinks: true, limit: 64) else { return false }
-            return String(decoding: bytes, as: UTF8.self).trimmingSuffix("\n") == name
+        return entries.filter { $0.allSatisfy(\.isNumber) }.compactMap { pid in
+            guard let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/comm", followSymlinks: true, limit: 64),
+                  let exe = readLink("/proc/\(pid)/exe"),
+                  isProgram(name, comm: String(decoding: bytes, as: UTF8.self).trimmingSuffix("\n"), executable: exe) else { return nil }
+            return (pid, exe)
         }
+    }
+
+    /// Pure: whether a process with this comm and executable runs `name`.
+    public static func isProgram(_ name: String, comm: String, executable: String) -> Bool {
+        guard comm == String(decoding: name.utf8.prefix(15), as: UTF8.self) else { return false }
+        // A replaced binary reads "/usr/lib/systemd/systemd-resolved (deleted)".
+        let file = executable.hasSuffix(" (deleted)") ? String(executable.dropLast(10)) : executable
+        return file.split(separator: "/").last.map(String.init) == name
+    }
+
+    /// A symlink's target as written; nil when `path` is not a link.
+    public static func readLink(_ path: String) -> String? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink(path, &buf, buf.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `path` is itself a mount point (a bind-mounted resolv.conf,

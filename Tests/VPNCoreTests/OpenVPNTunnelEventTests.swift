@@ -141,9 +141,19 @@ import VPNSystem
         let r = try running(f)
         r.say(">UPDOWN:UP", ">UPDOWN:ENV,ifconfig_local=198.19.8.x", ">UPDOWN:ENV,END")
         #expect(r.context.record.lastDisconnectError == ConnectionError(.configurationFailed,
-            "the server pushed settings that are not addresses: ifconfig_local=198.19.8.x/32"))
+            "the server pushed settings that are not valid addresses or domain names: ifconfig_local=198.19.8.x/32"))
         #expect(r.context.record.stopReason == .configurationFailed)
         #expect(r.openvpn!.read().hasSuffix("signal SIGTERM\n"))
+        #expect(!f.system.calls.contains { $0.hasPrefix("addAddress") })
+    }
+
+    @Test func aPushedDomainThatIsNotANameIsRefusedBeforeAnythingIsApplied() throws {
+        let f = ContextFixture()
+        let r = try running(f)
+        r.say(">UPDOWN:UP", ">UPDOWN:ENV,ifconfig_local=198.19.8.2", ">UPDOWN:ENV,ifconfig_netmask=255.255.255.0",
+              ">UPDOWN:ENV,foreign_option_1=dhcp-option DOMAIN corp;nameserver", ">UPDOWN:ENV,END")
+        #expect(r.context.record.lastDisconnectError?.message.contains("foreign_option_1=dhcp-option DOMAIN corp;nameserver") == true)
+        #expect(r.context.record.stopReason == .configurationFailed)
         #expect(!f.system.calls.contains { $0.hasPrefix("addAddress") })
     }
 

@@ -326,6 +326,80 @@ test_enforce_routes() {
   nothing_left
 }
 
+# The TunnelVision class (CVE-2024-3661; issue 29, item 1): routes out of the
+# underlay, without a gateway, as a DHCP server's option 121 pushes them.
+# 128.0.0.0/1 once became "a local network" the kill switch let through;
+# 198.19.0.64/26 and 2001:2:19::/80 are more specific than the tunnel's own routes.
+tv_routes_up() {
+  need s ip addr add 198.18.60.1/32 dev "${LAB}s0" && need s ip addr add 198.19.0.77/32 dev "${LAB}s0" \
+    && need s ip -6 addr add 2001:2:19::1/128 dev "${LAB}s0" nodad || return 1
+  defer s ip -6 addr del 2001:2:19::1/128 dev "${LAB}s0"
+  defer s ip addr del 198.19.0.77/32 dev "${LAB}s0"
+  defer s ip addr del 198.18.60.1/32 dev "${LAB}s0"
+  need c ip route add 128.0.0.0/1 dev "${LAB}c0" && need c ip route add 198.19.0.64/26 dev "${LAB}c0" \
+    && need c ip -6 route add 2001:2:19::/80 dev "${LAB}c0" || return 1
+  defer c ip -6 route del 2001:2:19::/80 dev "${LAB}c0"
+  defer c ip route del 198.19.0.64/26 dev "${LAB}c0"
+  defer c ip route del 128.0.0.0/1 dev "${LAB}c0"
+}
+tv_send() {
+  c ping -n -c 2 -i 0.2 -W 1 198.18.60.1 >/dev/null 2>&1
+  c ping -n -c 2 -i 0.2 -W 1 198.19.0.77 >/dev/null 2>&1
+  c ping -6 -n -c 2 -i 0.2 -W 1 2001:2:19::1 >/dev/null 2>&1
+  return 0
+}
+
+test_killswitch_tunnelvision() {
+  use office && ks_ipv6_up || return 1
+  # An IPv6 route in the tunnel too (2001:2:19::/64), so that the IPv6 class is proven.
+  edit_profile office 'p["protocol"]["addresses"].append("2001:2:19::2/128"); p["protocol"]["peers"][0]["allowedIPs"].append("2001:2:19::/64")' || return 1
+  # Without a kill switch the routes take the traffic, and status says that it leaks.
+  expect_ok "start without a kill switch" cn "$V" start office || return 1
+  tv_routes_up || return 1
+  c ping -6 -n -c 1 -W 2 2001:2:19::1 >/dev/null 2>&1  # neighbour discovery first
+  leak_capture_start tv-control || return 1
+  tv_send
+  local n; n=$(leak_capture_count tv-control)
+  [ "$n" != marker-missing ] && [ "$n" -ge 3 ] || { echo "  expected the capture to see the routes' traffic, saw $n packets"; return 1; }
+  expect_ok "status" cn "$V" status || return 1
+  expect_contains "status" "office: route 198.19.0.64/26 dev ${LAB}c0 takes traffic off the tunnel: it leaks" "$OUT" || return 1
+  expect_contains "status" "office: route 2001:2:19::/80 dev ${LAB}c0 takes traffic off the tunnel: it leaks" "$OUT" || return 1
+  expect_not_contains "status" "128.0.0.0/1" "$OUT" || return 1
+  expect_ok "stop" cn "$V" stop office || return 1
+  echo "  # without the kill switch the capture saw $n packets that the pushed routes took off the tunnel"
+  # With the kill switch and excludeLocalNetworks: nothing of it leaves, and status names the routes.
+  edit_profile office 'p["includeAllNetworks"]=True; p["excludeLocalNetworks"]=True' || return 1
+  expect_ok "start with the kill switch" cn "$V" start office || return 1
+  local table; table=vpnctl_$(field office id | tr -d -)
+  # The supervisor hears of route changes over netlink; another change makes sure it has looked.
+  need c ip route add 198.18.61.0/24 dev "${LAB}c0" && defer c ip route del 198.18.61.0/24 dev "${LAB}c0"
+  sleep 2
+  local rules; rules=$(c nft list table inet "$table")
+  for r in 128.0.0.0/1 198.19.0.64/26 198.18.61.0/24 2001:2:19::/80; do
+    expect_not_contains "the kill switch's table" "$r" "$rules" || return 1
+  done
+  expect_contains "the kill switch's table" "198.18.0.0/24" "$rules" || return 1
+  expect_contains "the kill switch's table" "2001:2::/64" "$rules" || return 1
+  leak_capture_start tv || return 1
+  tv_send
+  # The local subnet is open (excludeLocalNetworks): the answer to the marker ping leaves, and is not counted.
+  n=$(leak_capture_count tv)
+  [ "$n" != marker-missing ] || { echo "  the capture missed its marker"; return 1; }
+  expect_eq "packets the pushed routes took outside the tunnel" 0 "$(grep -vc '198.18.0.2 > 198.18.0.1: ICMP echo reply' "$T/tv.txt")" \
+    || { cat "$T/tv.txt"; return 1; }
+  expect_eq "killSwitch" on "$(field office killSwitch)" || return 1
+  expect_contains "bypassRoutes" "198.19.0.64/26 dev ${LAB}c0" "$(field office bypassRoutes)" || return 1
+  expect_contains "bypassRoutes" "2001:2:19::/80 dev ${LAB}c0" "$(field office bypassRoutes)" || return 1
+  expect_ok "status" cn "$V" status || return 1
+  expect_contains "status" "office: route 198.19.0.64/26 dev ${LAB}c0 takes traffic off the tunnel; the kill switch blocks it" "$OUT" || return 1
+  expect_contains "the supervisor's log" "route 2001:2:19::/80 dev ${LAB}c0 takes traffic off the tunnel; the kill switch blocks it" \
+    "$(cat "$VPNCTL_RUN_DIR"/logs/*.log 2>/dev/null)" || return 1
+  expect_ok "the local subnet" c ping -n -c 1 -W 2 198.18.0.1 || return 1
+  expect_ok "stop" cn "$V" stop office || return 1
+  [ "$(nft_tables)" = 0 ] || { echo "  a vpnctl table is left"; return 1; }
+  nothing_left
+}
+
 dns_tests() {
   lab_check "dns: applied to the namespace's resolv.conf while up, restored byte for byte by stop" test_dns_applied_restored
   lab_check "dns: supervisor SIGKILLed: the next stop (and the next start) restores resolv.conf" test_dns_supervisor_killed
@@ -341,6 +415,7 @@ dns_tests() {
   lab_check "kill switch: tunnel traffic passes, nothing else leaves; provider killed: still blocked; stop removes it" test_killswitch
   lab_check "kill switch: supervisor SIGKILLed: still blocked until stop" test_killswitch_supervisor_killed
   lab_check "kill switch with excludeLocalNetworks: the local subnet stays reachable" test_killswitch_local
+  lab_check "kill switch vs pushed routes (TunnelVision): on-link and more specific underlay routes, IPv4 and IPv6, open nothing; status names them (blocked, or a leak without it)" test_killswitch_tunnelvision
   lab_check "kill switch: a second profile's is refused while one is in place (they would block each other)" test_killswitch_second
   lab_check "enforceRoutes: the tunnel's route wins over a more specific underlay route (rule + table); stop removes the rule, also after a supervisor kill" test_enforce_routes
   [ "$ovpn_ready" = yes ] && lab_check "kill switch with openvpn (its sockets marked): tunnel passes, underlay blocked, also after openvpn died; disable removes it" test_killswitch_openvpn

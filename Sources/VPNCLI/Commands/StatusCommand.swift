@@ -46,6 +46,7 @@ enum StatusCommand {
         }
         if inv.context.stdoutIsTerminal {
             printForPeople(inv, statuses, profiles)
+            bypassLines(inv, statuses)
             onDemandLines(inv, statuses, profiles)
             return .ok
         }
@@ -67,8 +68,23 @@ enum StatusCommand {
             }
         }
         for d in statuses { if let note = d.resolver?.note { inv.output.line(L("\(d.name): DNS: \(note)")) } }
+        bypassLines(inv, statuses)
         onDemandLines(inv, statuses, profiles)
         return .ok
+    }
+
+    /// Routes that pull traffic off a tunnel (the TunnelVision class), said
+    /// whether the kill switch blocks what they carry or it leaks.
+    static func bypassLines(_ inv: Invocation, _ statuses: [DerivedStatus]) {
+        for d in statuses {
+            for r in d.bypassRoutes {
+                if d.killSwitch == .on {
+                    inv.output.line(L("\(d.name): route \(r) takes traffic off the tunnel; the kill switch blocks it"))
+                } else {
+                    inv.output.line(L("\(d.name): route \(r) takes traffic off the tunnel: it leaks outside the tunnel (delete the route, or set includeAllNetworks or enforceRoutes)"))
+                }
+            }
+        }
     }
 
     /// Who started an active tunnel when no command did, and which

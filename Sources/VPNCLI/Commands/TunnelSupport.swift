@@ -10,7 +10,7 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, startedBy
+        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, bypassRoutes, startedBy
     }
 
     func encode(to encoder: Encoder) throws {
@@ -26,6 +26,7 @@ struct StatusJSON: Encodable {
         try c.encode(status.dns, forKey: .dns)
         try c.encodeOrNull(status.resolver.map(ResolverJSON.init), forKey: .resolver)
         try c.encodeOrNull(status.killSwitch?.rawValue, forKey: .killSwitch)
+        try c.encode(status.bypassRoutes, forKey: .bypassRoutes)
         try c.encodeOrNull(status.record?.startedBy, forKey: .startedBy)
     }
 }
@@ -36,6 +37,7 @@ extension StatusJSON {
     /// The keys are in the order they are written (sorted), so no sort.
     var json: JSONValue {
         .object([
+            "bypassRoutes": .array(status.bypassRoutes.map { .string($0) }),
             "connectedSince": .optional(status.connectedSince.map(Timestamp.iso8601)),
             "dns": .array(status.dns.map { .string($0) }),
             "id": .string(status.id.lowercasedString),
@@ -58,7 +60,7 @@ extension StatusJSON {
 struct ResolverJSON: Encodable {
     let r: ResolverRecord
     init(_ r: ResolverRecord) { self.r = r }
-    enum Keys: String, CodingKey { case backend, servers, searchDomains, matchDomains, interface, path, note }
+    enum Keys: String, CodingKey { case backend, servers, searchDomains, matchDomains, interface, path, note, reason }
     func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(r.backend, forKey: .backend)
@@ -68,6 +70,7 @@ struct ResolverJSON: Encodable {
         try c.encodeOrNull(r.interface, forKey: .interface)
         try c.encodeOrNull(r.path, forKey: .path)
         try c.encodeOrNull(r.note, forKey: .note)
+        try c.encodeOrNull(r.reason, forKey: .reason)
     }
 }
 
@@ -78,7 +81,8 @@ extension DerivedStatus {
         return .object(["backend": .string(r.backend), "servers": .array(r.servers.map { .string($0) }),
                         "searchDomains": .array(r.searchDomains.map { .string($0) }),
                         "matchDomains": .array(r.matchDomains.map { .string($0) }),
-                        "interface": .optional(r.interface), "path": .optional(r.path), "note": .optional(r.note)])
+                        "interface": .optional(r.interface), "path": .optional(r.path), "note": .optional(r.note),
+                        "reason": .optional(r.reason)])
     }
 
     /// "on", "blocking" or null.

@@ -75,6 +75,21 @@ public enum OpenVPNDirectives {
                 && (a.count < 3 || a[2] == "default" || isRouteHost(a[2]))
                 && (a.count < 4 || a[3] == "default" || isNumber(a[3]))
         }
+        g["redirect-gateway"] = Grammar("redirect-gateway [def1] [local] [autolocal] [block-local] [bypass-dhcp] [bypass-dns] [ipv6] [!ipv4]") {
+            $0.count <= 8 && $0.allSatisfy(RedirectGateway.flags.contains)
+        }
+        g["dhcp-option"] = Grammar("dhcp-option DNS|DNS6 ADDRESS, or DOMAIN|DOMAIN-SEARCH|ADAPTER_DOMAIN_SUFFIX NAME") { a in
+            guard a.count == 2 else { return false }
+            switch a[0] {
+            case "DNS", "DNS6": return IPAddress(a[1]) != nil
+            case "DOMAIN", "DOMAIN-SEARCH", "ADAPTER_DOMAIN_SUFFIX": return isDomainName(a[1])
+            default: return false
+            }
+        }
+        // Which unknown directives openvpn may skip (Nyr's files name block-outside-dns); never one that runs a program.
+        g["ignore-unknown-option"] = Grammar("ignore-unknown-option NAME [NAME ...] (no directive that runs a program)") {
+            (1...16).contains($0.count) && $0.allSatisfy { isWord($0, extra: "-_") && !runsProgram.contains($0.lowercased()) }
+        }
         g["route-ipv6"] = Grammar("route-ipv6 PREFIX/BITS [GATEWAY [METRIC]]") { a in
             guard (1...3).contains(a.count), let c = CIDR(a[0]), c.address.isIPv6, a[0].contains("/") else { return false }
             return (a.count < 2 || a[1] == "default" || IPAddress(a[1])?.isIPv6 == true)
@@ -117,7 +132,17 @@ public enum OpenVPNDirectives {
         case notAllowed
         /// The arguments do not fit the grammar (its usage line).
         case badArguments(String)
+        /// A directive that means something only on another system (Windows):
+        /// accepted, listed as having no effect, not passed on.
+        case noEffectOnLinux
     }
+
+    /// Windows' directives (and dhcp-options other than DNS and domains):
+    /// openvpn on Linux refuses most of them as unknown.
+    public static let noEffectOnLinux: Set<String> = [
+        "block-outside-dns", "register-dns", "dhcp-renew", "dhcp-release", "dhcp-pre-release", "route-method", "win-sys",
+        "ip-win32", "tap-sleep", "allow-nonadmin", "windows-driver",
+    ]
 
     /// The directive name openvpn sees in `words` (a leading "--" dropped), lowercased.
     public static func name(_ words: [String]) -> String {
@@ -135,6 +160,10 @@ public enum OpenVPNDirectives {
         case "config":
             return .wrapper("'config' makes openvpn read another file of directives; vpnctl keeps every directive in the profile")
         default: break
+        }
+        if noEffectOnLinux.contains(name) { return .noEffectOnLinux }
+        if name == "dhcp-option", let kind = args.first, !["DNS", "DNS6", "DOMAIN", "DOMAIN-SEARCH", "ADAPTER_DOMAIN_SUFFIX"].contains(kind) {
+            return .noEffectOnLinux
         }
         guard let grammar = allowed[name] else { return .notAllowed }
         return grammar.accepts(args) ? .allowed : .badArguments(grammar.usage)
@@ -163,6 +192,7 @@ public enum OpenVPNDirectives {
         case .wrapper(let why): return why
         case .notAllowed: return "'\(shown(name))' is not a directive vpnctl passes to openvpn"
         case .badArguments(let usage): return "'\(shown(option))' does not fit '\(usage)'"
+        case .noEffectOnLinux: return "'\(shown(name))' has no effect on Linux; remove it"
         }
     }
 

@@ -55,6 +55,7 @@ public enum OpenVPNImport {
         var defaultProto = "udp", defaultPort = 1194
         var remoteDirectives: [Directive] = []
         var unsupported: [String] = []
+        var noEffect: [String] = []
         /// The last directive naming each key file, and auth-user-pass.
         var seen: [String: Directive] = [:]
 
@@ -213,6 +214,10 @@ public enum OpenVPNImport {
             case .badArguments(let usage):
                 let line = OpenVPNDirectives.shown(d.wrapped + words.joined(separator: " "))
                 problems.append(L("\(at): '\(line)' does not fit '\(usage)'"))
+            case .noEffectOnLinux:
+                // dhcp-option's kind is the part that has no effect ("dhcp-option WINS").
+                let kind = d.name == "dhcp-option" ? d.args.first.map { " " + OpenVPNDirectives.shown($0.escapingControls(keepLineBreaks: false)) } ?? "" : ""
+                noEffect.append("'\(d.shown)\(kind)' (line \(d.line))")
             default:
                 unsupported.append("'\(d.shown)' (line \(d.line))")
             }
@@ -364,6 +369,12 @@ public enum OpenVPNImport {
                 unsupported.append("<\(tag)> (line \(blocks[tag]!.line))")
             }
             if !unsupported.isEmpty { notes.append("not imported (vpnctl does not support them): \(unsupported.joined(separator: ", "))") }
+            if !noEffect.isEmpty { notes.append("no effect on Linux, so not passed to openvpn: \(noEffect.joined(separator: ", "))") }
+            let words = config.options.map { OpenVPNDirectives.tokenize($0) ?? [] }
+            if let r = words.compactMap(RedirectGateway.init).last {
+                notes.append("full tunnel (redirect-gateway): \(r.ipv4 && r.ipv6 ? "IPv4 and IPv6" : r.ipv6 ? "IPv6" : "IPv4") through the tunnel, the server kept outside"
+                             + (r.ignored.isEmpty ? "" : "; no effect here: \(r.ignored.joined(separator: ", "))"))
+            }
         }
 
         // MARK: Result

@@ -79,7 +79,10 @@ public struct PushedSettings: Equatable, Sendable {
     public var mtu: Int? = nil
     public var dns: [String] = []
     public var domains: [String] = []
-    /// Values the server pushed that are not addresses or prefixes ("key=value").
+    /// The server's address this session (`trusted_ip`, `trusted_ip6`).
+    public var server: String? = nil
+    /// Values the server pushed that are not addresses, prefixes or domain
+    /// names ("key=value", control characters shown escaped).
     public var invalid: [String] = []
 
     public init() {}
@@ -100,6 +103,7 @@ public struct PushedSettings: Equatable, Sendable {
             add("\(v6)/\(env["ifconfig_ipv6_netbits"] ?? "128")", to: &addresses, "ifconfig_ipv6_local")
         }
         mtu = env["tun_mtu"].flatMap { Int($0) }
+        server = (env["trusted_ip"] ?? env["trusted_ip6"]).flatMap { IPAddress($0)?.description }
         var n = 1
         while let network = env["route_network_\(n)"] {
             let bits = env["route_netmask_\(n)"].flatMap(PushedSettings.prefixLength) ?? 32
@@ -115,9 +119,15 @@ public struct PushedSettings: Equatable, Sendable {
         while let option = env["foreign_option_\(n)"] {
             let words = option.split(separator: " ").map(String.init)
             if words.count >= 3, words[0] == "dhcp-option" {
+                // Checked as a profile's dnsSettings are: what a server pushes
+                // reaches resolv.conf and resolvectl's command line.
                 switch words[1] {
-                case "DNS", "DNS6": dns.append(words[2])
-                case "DOMAIN", "DOMAIN-SEARCH": domains.append(words[2])
+                case "DNS", "DNS6":
+                    if words.count == 3, IPAddress(words[2]) != nil { dns.append(words[2]) }
+                    else { invalid.append("foreign_option_\(n)=\(OpenVPNDirectives.shown(option.escapingControls(keepLineBreaks: false)))") }
+                case "DOMAIN", "DOMAIN-SEARCH", "ADAPTER_DOMAIN_SUFFIX":
+                    if words.count == 3, isDomainName(words[2]) { domains.append(words[2]) }
+                    else { invalid.append("foreign_option_\(n)=\(OpenVPNDirectives.shown(option.escapingControls(keepLineBreaks: false)))") }
                 default: break
                 }
             }
@@ -193,7 +203,9 @@ public struct OpenVPNDiagnosis: Sendable {
         if message.containsUTF8("Cannot load certificate file") || message.containsUTF8("Cannot load private key")
             || message.containsUTF8("Private key does not match") { return ConnectionError(.clientCertificateInvalid, quoted) }
         if message.hasPrefix("RESOLVE: Cannot resolve host address") { return ConnectionError(.serverAddressResolutionFailed, quoted) }
-        if message.hasPrefix("Options error") { return ConnectionError(.configurationFailed, quoted) }
+        // openvpn itself only warns about a pushed option it does not know
+        // (block-outside-dns, which Windows servers push) and goes on.
+        if message.hasPrefix("Options error"), !message.containsUTF8("[PUSH-OPTIONS]") { return ConnectionError(.configurationFailed, quoted) }
         return nil
     }
 

@@ -25,6 +25,8 @@ final class OpenVPNTunnel: ProviderTunnel {
     var session = OpenVPNSession()
     var env: [String: String] = [:]
     var upDown = ""
+    /// The server's redirect-gateway of the current session (its PUSH_REPLY).
+    var pushedRedirect: RedirectGateway?
     /// Watches and timers to cancel when the tunnel ends.
     var tokens: [String: EventLoop.Token] = [:]
     /// How long openvpn has to connect to its management socket, and to exit
@@ -250,6 +252,11 @@ final class OpenVPNTunnel: ProviderTunnel {
             answerAuth()
         case .password(let text) where text.hasPrefix("Need "):
             context.log("[!] openvpn asks for something vpnctl cannot answer: \(text)")
+        case .log(_, let message):
+            if let options = RedirectGateway.pushedOptions(message) { pushedRedirect = RedirectGateway.pushed(options) }
+            if message.hasPrefix("Options error"), message.containsUTF8("[PUSH-OPTIONS]") {
+                context.log("[*] the server pushed an option openvpn does not know; openvpn goes on without it: \(message)")
+            }
         case .upDownEnv(let k, let v):
             env[k] = v
         case .upDown(let what):
@@ -304,7 +311,7 @@ final class OpenVPNTunnel: ProviderTunnel {
         guard pushed.invalid.isEmpty else {
             send("signal SIGTERM")
             return fail(ConnectionError(.configurationFailed,
-                                        "the server pushed settings that are not addresses: \(pushed.invalid.joined(separator: ", "))"),
+                                        "the server pushed settings that are not valid addresses or domain names: \(pushed.invalid.joined(separator: ", "))"),
                         .configurationFailed)
         }
         var settings = TunnelNetworkSettings()
@@ -312,12 +319,41 @@ final class OpenVPNTunnel: ProviderTunnel {
         settings.routes = pushed.routes
         settings.mtu = pushed.mtu
         settings.dns = pushed.dns + pushed.domains
+        if let redirect { redirectDefault(redirect, &settings, pushed) }
         do {
             try applier?.apply(settings)
             context.update { [applier] in $0.settings = applier?.applied }
         } catch {
             fail(ConnectionError(.configurationFailed, "cannot apply the pushed settings: \(error)"), .configurationFailed)
         }
+    }
+
+    /// The profile's own redirect-gateway, and the server's unless the
+    /// profile says route-nopull (openvpn then ignores pushed routes and
+    /// redirect-gateway alike).
+    var redirect: RedirectGateway? {
+        let words = config.options.map { OpenVPNDirectives.tokenize($0) ?? [] }
+        let own = words.compactMap(RedirectGateway.init).last
+        if words.contains(where: { $0 == ["route-nopull"] }) { return own }
+        return pushedRedirect ?? own
+    }
+
+    /// The full tunnel: both halves of each redirected family through the
+    /// tunnel (the default route itself is left alone), the server's address
+    /// (and with bypass-dns the DNS servers) kept on the route they had.
+    func redirectDefault(_ r: RedirectGateway, _ settings: inout TunnelNetworkSettings, _ pushed: PushedSettings) {
+        settings.routes += r.routes.filter { !settings.routes.contains($0) }
+        let own = pushed.addresses.compactMap(CIDR.init).map(\.network)
+        var outside = pushed.server.flatMap(IPAddress.init).map { [$0] } ?? []
+        if r.bypassDNS { outside += pushed.dns.compactMap(IPAddress.init).filter { ip in !own.contains { $0.contains(ip) } } }
+        for ip in outside where ip.isIPv6 ? r.ipv6 : r.ipv4 {
+            guard let before = system.route(to: ip), before.outputInterfaceIndex != applier?.ifindex else { continue }
+            settings.excludedRoutes.append(.init(prefix: "\(ip)/\(ip.isIPv6 ? 128 : 32)", ifindex: before.outputInterfaceIndex,
+                                                 gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
+        }
+        context.log("[#] redirect-gateway: full tunnel (\(r.ipv4 && r.ipv6 ? "IPv4 and IPv6" : r.ipv6 ? "IPv6" : "IPv4")), "
+                    + "\(settings.excludedRoutes.map(\.prefix).joined(separator: ", ")) kept outside"
+                    + (r.ignored.isEmpty ? "" : "; no effect here: \(r.ignored.joined(separator: ", "))"))
     }
 
     // MARK: the end

@@ -32,7 +32,7 @@ extension WireGuardConfiguration: ConfigurationModel {
             p.append(L("protocol.fwmark: '\(OpenVPNDirectives.shown(f))' must be off, a number, or 0x and hex digits (up to 32 bits)"))
         }
         if let name = w.interfaceName, !InterfaceName.isValid(name) {
-            p.append(L("protocol.interfaceName: '\(name)' is not a valid interface name (1–15 characters, no '/', ':' or spaces)"))
+            p.append(L("protocol.interfaceName: '\(OpenVPNDirectives.shown(name))' is not a valid interface name (1–15 of the characters A–Z, a–z, 0–9, '_', '.' and '-'; not '.' or '..')"))
         }
         for e in w.excludedRoutes where CIDR(e) == nil {
             p.append(L("protocol.excludedRoutes: '\(e)' is not a CIDR prefix"))

@@ -41,8 +41,12 @@ public struct KillSwitchRules: Equatable, Sendable {
     }
 
     /// The script for `nft -f`: create (so that the delete cannot fail),
-    /// delete, and define again, in one transaction.
-    public func render() -> String {
+    /// delete, and define again, in one transaction. Throws for an interface
+    /// name nft would not take literally (see `InterfaceName.isValid`).
+    public func render() throws -> String {
+        if let name = tunnelInterface, !InterfaceName.isValid(name) {
+            throw VPNError(.failure, "the tunnel's interface name '\(name.escapingControls(keepLineBreaks: false))' is not one nft takes literally (A–Z, a–z, 0–9, '_', '.', '-')") // English: the supervisor's, for its log and runtime record
+        }
         var out = ["# vpnctl kill switch for the profile '\(profile.escapingControls(keepLineBreaks: false).replacingNewlines)'",
                    "table inet \(table)", "delete table inet \(table)", "table inet \(table) {"]
         let v4 = localSubnets.filter { !$0.contains(":") }, v6 = localSubnets.filter { $0.contains(":") }
@@ -87,43 +91,80 @@ extension String {
     fileprivate var replacingNewlines: String { String(map { $0 == "\n" || $0 == "\r" ? " " : $0 }) }
 }
 
-/// The subnets this namespace reaches directly (routes without a gateway in
-/// the main table), from /proc/net/route and /proc/net/ipv6_route, plus the
-/// link-local, multicast and broadcast ranges: what excludeLocalNetworks keeps.
+/// What excludeLocalNetworks keeps reachable: the prefixes of the addresses
+/// the underlay interfaces hold themselves, plus the link-local, multicast
+/// and broadcast ranges. Never routes: a route is what a hostile DHCP server
+/// pushes (option 121, the TunnelVision class, CVE-2024-3661), and
+/// `128.0.0.0/1 dev eth0` would open half the Internet. An address with a
+/// prefix shorter than a /16 (IPv4) or a /48 (IPv6) opens only the /16 or
+/// /48 around it.
 public enum LocalNetworks {
     public static let always = ["169.254.0.0/16", "224.0.0.0/4", "255.255.255.255/32", "fe80::/10", "ff00::/8"]
+    public static let shortestIPv4 = 16
+    public static let shortestIPv6 = 48
 
     public static func current(excluding interface: String?) -> [String] {
-        let v4 = (try? FileSystem.readFileIfPresent("/proc/net/route", followSymlinks: true)) ?? nil
-        let v6 = (try? FileSystem.readFileIfPresent("/proc/net/ipv6_route", followSymlinks: true)) ?? nil
-        return parse(route: String(decoding: v4 ?? [], as: UTF8.self), ipv6Route: String(decoding: v6 ?? [], as: UTF8.self),
-                     excluding: interface)
+        do {
+            return from(try InterfaceAddresses.current(), excluding: interface)
+        } catch {
+            // Nothing is opened that cannot be read: fail closed.
+            return always
+        }
     }
 
-    /// Pure: the connected subnets in the two files' text, then `always`.
-    public static func parse(route: String, ipv6Route: String, excluding interface: String?) -> [String] {
+    /// Pure: the local prefixes of `addresses` (lo's, the tunnel's and
+    /// link-local ones left out; those are in `always`), then `always`.
+    public static func from(_ addresses: [InterfaceAddress], excluding interface: String?) -> [String] {
         var out: [String] = []
-        func skip(_ dev: Substring) -> Bool { dev == "lo" || (interface.map { dev == $0 } ?? false) }
-        for line in route.split(separator: "\n").dropFirst() {
-            let f = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard f.count >= 8, !skip(f[0]), let dst = UInt32(f[1], radix: 16), let gw = UInt32(f[2], radix: 16),
-                  let mask = UInt32(f[7], radix: 16), gw == 0, mask != 0 else { continue }
-            // The kernel prints the address as a host-order integer (little-endian here).
-            let bytes = (0..<4).map { String((dst >> (8 * $0)) & 0xff) }
-            let s = "\(bytes.joined(separator: "."))/\(mask.nonzeroBitCount)"
-            if !out.contains(s) { out.append(s) }
-        }
-        for line in ipv6Route.split(separator: "\n") {
-            let f = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard f.count >= 10, !skip(f[9]), let len = Int(f[1], radix: 16), len > 0, len < 128,
-                  f[4].allSatisfy({ $0 == "0" }), f[0].count == 32 else { continue }
-            let hex = Array(f[0])
-            let groups = stride(from: 0, to: 32, by: 4).map { String(hex[$0..<$0 + 4]) }
-            guard let ip = IPAddress(groups.joined(separator: ":")), !groups[0].lowercased().hasPrefix("ff") else { continue }
-            let s = "\(ip)/\(len)"
-            if !out.contains(s) { out.append(s) }
+        for a in addresses where a.interface != "lo" && a.interface != interface {
+            guard let ip = IPAddress(bytes: a.bytes) else { continue }
+            let v6 = ip.isIPv6
+            if v6 && (a.bytes[0] == 0xFE && a.bytes[1] & 0xC0 == 0x80 || a.bytes[0] == 0xFF) { continue }
+            if !v6 && a.bytes[0] == 127 { continue }
+            let length = max(a.prefixLength, v6 ? shortestIPv6 : shortestIPv4)
+            guard let prefix = CIDR("\(ip)/\(length)")?.network.description, !out.contains(prefix) else { continue }
+            out.append(prefix)
         }
         return out + always.filter { !out.contains($0) }
+    }
+}
+
+/// Routes that take a tunnel's traffic away from it: a route out of another
+/// interface that is more specific than one of the tunnel's routes and is
+/// not the underlay's own subnet (the TunnelVision class: a DHCP server, or
+/// anyone who can add routes, pulls a destination off the tunnel). With
+/// includeAllNetworks the kill switch drops what such a route carries;
+/// without it, it leaks. Either way status names them.
+public enum TunnelBypass {
+    /// "128.0.0.0/1 dev eth0" for each route of `routes` that bypasses the
+    /// tunnel on `interface` with the routes `tunnelRoutes`.
+    public static func routes(_ routes: [KernelRoute], interface: String, tunnelRoutes: [String],
+                              addresses: [InterfaceAddress], servers: [String] = []) -> [String] {
+        let tunnel = tunnelRoutes.compactMap(CIDR.init).map(\.network)
+        guard !tunnel.isEmpty else { return [] }
+        // The underlay's own subnets (connected routes) are not pulled off the tunnel by anyone.
+        let own = Set(addresses.compactMap { a in IPAddress(bytes: a.bytes).flatMap { CIDR("\($0)/\(a.prefixLength)")?.network } })
+        let serverIPs = servers.compactMap(IPAddress.init)
+        var out: [String] = []
+        for r in routes where r.interface != interface {
+            guard let ip = IPAddress(bytes: r.destination), let dst = CIDR("\(ip)/\(r.prefixLength)")?.network else { continue }
+            if own.contains(dst) { continue }
+            if dst.prefixLength == (ip.isIPv6 ? 128 : 32), serverIPs.contains(ip) { continue }
+            if ip.isIPv6 && r.destination[0] == 0xFE && r.destination[1] & 0xC0 == 0x80 { continue }
+            // Equally specific counts too: the kernel may prefer it (a lower metric), except two default routes.
+            guard tunnel.contains(where: { t in
+                t.contains(dst.address) && (t.prefixLength < dst.prefixLength || t.prefixLength == dst.prefixLength && dst.prefixLength > 0)
+            }) else { continue }
+            let s = "\(dst) dev \(r.interface)"
+            if !out.contains(s) { out.append(s) }
+        }
+        return out
+    }
+
+    /// The live system's bypassing routes for a tunnel.
+    public static func current(interface: String, tunnelRoutes: [String], servers: [String] = []) -> [String] {
+        let addresses = (try? InterfaceAddresses.current()) ?? []
+        return routes(KernelRoutes.current(), interface: interface, tunnelRoutes: tunnelRoutes, addresses: addresses, servers: servers)
     }
 }
 
@@ -210,38 +251,60 @@ public final class KillSwitch {
         log("[#] nft: table inet \(rules.table) (kill switch: \(rules.includeAll ? "everything through the tunnel or nothing" : "the tunnel's routes only through the tunnel")\(excludeLocal ? ", local networks excepted" : ""))")
     }
 
-    /// The tunnel's interface and routes changed: the table follows.
+    /// The tunnel's interface and routes changed: the table follows. A
+    /// table that cannot follow is a failure of the tunnel (`onFailure`):
+    /// the older table stays, closed, and the tunnel goes down with the
+    /// reason, never left reading "on" while it blocks the tunnel itself.
     public func update(interface: String?, routes: [String]) {
-        guard installed else { return }
+        guard installed, failure == nil else { return }
         let wantedRoutes = enforceRoutes ? routes : []
         guard interface != rules.tunnelInterface || wantedRoutes != rules.enforcedRoutes else { return }
+        let before = rules
         rules.tunnelInterface = interface
         rules.enforcedRoutes = wantedRoutes
         do {
             try apply()
             log("[#] nft: table inet \(rules.table) allows \(interface ?? "no interface")")
         } catch {
-            // The older table stays: still closed, never open.
-            log("[!] the kill switch could not follow the tunnel (traffic stays blocked): \(error)")
+            rules = before
+            failed("the kill switch could not follow the tunnel to \(interface ?? "no interface") (traffic stays blocked): \(KillSwitch.reason(error))")
         }
     }
 
     /// The local subnets may have changed (a new network): the table follows.
     public func refreshLocalNetworks() {
-        guard installed, excludeLocal else { return }
+        guard installed, excludeLocal, failure == nil else { return }
         let now = localNetworks(rules.tunnelInterface)
         guard now != rules.localSubnets else { return }
+        let before = rules
         do {
             try apply()
             log("[#] nft: table inet \(rules.table) keeps local networks \(now.joined(separator: ", ")) reachable")
         } catch {
-            log("[!] the kill switch could not follow the local networks (they stay blocked): \(error)")
+            rules = before
+            failed("the kill switch could not follow the local networks (they stay blocked): \(KillSwitch.reason(error))")
         }
+    }
+
+    /// The first failure to follow the tunnel; the tunnel ends with it.
+    public private(set) var failure: String?
+    /// Told once, of the first failure (the supervisor stops the tunnel).
+    public var onFailure: (String) -> Void = { _ in }
+
+    func failed(_ why: String) {
+        log("[!] \(why)")
+        guard failure == nil else { return }
+        failure = why
+        onFailure(why)
+    }
+
+    static func reason(_ error: Error) -> String {
+        (error as? VPNError).map { $0.message + ($0.hint.map { " (\($0))" } ?? "") } ?? "\(error)"
     }
 
     func apply() throws {
         rules.localSubnets = excludeLocal ? localNetworks(rules.tunnelInterface) : []
-        try firewall.run(rules.render())
+        try firewall.run(try rules.render())
     }
 
     public func remove() throws {

@@ -178,6 +178,8 @@ public struct ResolverRecord: Encodable, Equatable, Sendable {
     public var netns: String?
     /// What the backend could not do (split DNS on a plain resolv.conf).
     public var note: String?
+    /// Why this backend was chosen (the facts that decided).
+    public var reason: String?
 
     public init(backend: String) { self.backend = backend }
 }

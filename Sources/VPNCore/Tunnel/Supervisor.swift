@@ -134,8 +134,16 @@ public final class Supervisor {
             }
         }
         let tunnel = provider.makeTunnel(in: context)
+        // A kill switch that cannot follow the tunnel ends it: blocked and
+        // down with the reason, never "on" while it blocks the tunnel too.
+        context.killSwitch?.onFailure = { [context] why in context.fail(ConnectionError(.configurationFailed, why)) }
+        context.onFault = { [loop] in _ = loop.after(0) { tunnel.stop(reason: .configurationFailed) } }
         watch(signals, tunnel, loop)
-        let monitor = watchNetwork(tunnel, loop) { context.killSwitch?.refreshLocalNetworks() }
+        var bypass: [String] = []
+        let monitor = watchNetwork(tunnel, loop) { [self] in
+            context.killSwitch?.refreshLocalNetworks()
+            bypass = noteBypass(context, known: bypass)
+        }
         if let output { watchOutput(output, loop) }
         tunnel.start()
         loop.run()
@@ -143,6 +151,18 @@ public final class Supervisor {
         withExtendedLifetime(monitor) {}
         endKillSwitch(context)
         return context.exitCode ?? 1
+    }
+
+    /// Says once in the log each route that takes traffic off the tunnel
+    /// (status says it on every call); returns the routes seen now.
+    func noteBypass(_ context: TunnelContext, known: [String]) -> [String] {
+        guard !context.profile.enforceRoutes, let i = context.record.interface, let routes = context.record.settings?.routes,
+              !routes.isEmpty else { return [] }
+        let now = TunnelBypass.current(interface: i, tunnelRoutes: routes, servers: context.profile.protocol.model.serverHosts)
+        for r in now where !known.contains(r) {
+            log("[!] route \(r) takes traffic off the tunnel" + (context.profile.includeAllNetworks ? "; the kill switch blocks it" : ": it leaks"))
+        }
+        return now
     }
 
     /// A stop the user asked for takes the kill switch away; a failure

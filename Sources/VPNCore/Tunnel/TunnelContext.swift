@@ -157,11 +157,26 @@ public final class TunnelContext {
         }
     }
 
+    /// What failed outside the provider while the tunnel ran (the kill
+    /// switch could not follow it): the tunnel is stopped and ends with this.
+    public private(set) var fault: ConnectionError?
+    /// Called once, on the first fault (the supervisor stops the tunnel).
+    public var onFault: () -> Void = {}
+
+    public func fail(_ error: ConnectionError) {
+        guard fault == nil, exitCode == nil else { return }
+        fault = error
+        log("[!] \(error.name): \(error.message); stopping the tunnel")
+        onFault()
+    }
+
     /// The tunnel is down (the provider has undone what it made):
     /// disconnected with `error` (nil for a clean stop) and `reason`; the
-    /// loop ends.
+    /// loop ends. A fault stands in for a clean stop's missing error.
     public func finish(error: ConnectionError?, reason: StopReason) {
         guard exitCode == nil else { return }
+        let error = error ?? fault
+        let reason = fault != nil && error == fault ? StopReason.configurationFailed : reason
         transition(.disconnected, error: error, stopReason: reason)
         exitCode = error == nil ? 0 : 1
         loop.stop()

@@ -37,6 +37,11 @@ public struct DerivedStatus: Equatable, Sendable {
     /// looked for, as in the waits; `status` looks).
     public var killSwitchTablePresent: Bool? = nil
 
+    /// Routes out of another interface that take traffic off this tunnel's
+    /// routes ("128.0.0.0/1 dev eth0"): blocked by a kill switch that is on,
+    /// a leak without one. `status` looks; empty otherwise.
+    public var bypassRoutes: [String] = []
+
     public enum KillSwitchState: String, Sendable {
         case on, blocking, missing
         public var text: String {

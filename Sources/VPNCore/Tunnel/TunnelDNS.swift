@@ -21,7 +21,13 @@ public struct TunnelDNSConfig: Equatable, Sendable {
 
     public var isEmpty: Bool { servers.isEmpty && searchDomains.isEmpty && matchDomains.isEmpty }
 
-    public static func merge(provider: [String], profile: DNSSettings?) -> TunnelDNSConfig {
+    /// Throws for a provider's entry that is neither an IP address nor a
+    /// domain name (checked as a profile's dnsSettings are), whichever
+    /// provider sent it: it would reach resolv.conf and resolvectl.
+    public static func merge(provider: [String], profile: DNSSettings?) throws -> TunnelDNSConfig {
+        if let bad = provider.first(where: { IPAddress($0) == nil && !isDomainName($0) }) {
+            throw VPNError(.failure, "the provider's DNS setting '\(OpenVPNDirectives.shown(bad.escapingControls(keepLineBreaks: false)))' is neither an IP address nor a domain name; no DNS was applied") // English: the supervisor's, for its log and runtime record
+        }
         var c = TunnelDNSConfig()
         var seen = Set<String>()
         func add(_ s: String, _ list: inout [String]) { if seen.insert(s).inserted { list.append(s) } }
@@ -40,33 +46,90 @@ public enum ResolverBackend: String, Sendable {
     case resolvconf = "resolvconf"
     case file = "resolv.conf"
 
-    /// systemd-resolved only when one runs in *this* network namespace (over
-    /// D-Bus, the host's would set DNS on whichever of its links has the
-    /// tunnel's ifindex); resolvconf only when /etc/resolv.conf is its file
-    /// and not a namespace's own bind mount (`ip netns exec`); otherwise the
-    /// file itself.
-    public static func choose(ownNetns: String?, resolvedNetns: [String?], resolvectl: Bool, resolvconf: Bool,
-                              resolvConfTarget: String?, resolvConfIsMount: Bool) -> ResolverBackend {
-        if let own = ownNetns, resolvectl, resolvedNetns.contains(own) { return .resolved }
-        if resolvconf, !resolvConfIsMount, let t = resolvConfTarget,
-           t.hasPrefix("/run/resolvconf/") || t.hasPrefix("/etc/resolvconf/run/") || t.hasPrefix("../run/resolvconf/") {
-            return .resolvconf
+    /// What the choice is made from, read off the live system by `facts`.
+    public struct Facts: Equatable, Sendable {
+        public struct Resolved: Equatable, Sendable {
+            public var pid: String
+            public var executable: String
+            public var netns: String?
+            public init(pid: String, executable: String, netns: String?) {
+                self.pid = pid
+                self.executable = executable
+                self.netns = netns
+            }
         }
-        return .file
+        public var ownNetns: String?
+        /// The systemd-resolved processes (matched by executable, not by
+        /// the kernel's 15-byte comm) and the namespace each serves.
+        public var resolved: [Resolved] = []
+        /// /run/systemd/resolve/ exists (resolved's runtime directory).
+        public var resolvedDirectory = false
+        public var resolvectl = false
+        public var resolvconf = false
+        /// /etc/resolv.conf's symlink target, as written.
+        public var resolvConfTarget: String?
+        /// /etc/resolv.conf (or its target) is a bind mount: a namespace's own file.
+        public var resolvConfIsMount = false
+
+        public init(ownNetns: String?, resolved: [Resolved] = [], resolvedDirectory: Bool = false, resolvectl: Bool = false,
+                    resolvconf: Bool = false, resolvConfTarget: String? = nil, resolvConfIsMount: Bool = false) {
+            self.ownNetns = ownNetns
+            self.resolved = resolved
+            self.resolvedDirectory = resolvedDirectory
+            self.resolvectl = resolvectl
+            self.resolvconf = resolvconf
+            self.resolvConfTarget = resolvConfTarget
+            self.resolvConfIsMount = resolvConfIsMount
+        }
     }
 
-    /// The backend for this process's namespace, from the live system.
-    public static func detect(searchPath: String?) -> ResolverBackend {
-        let resolved = NetworkNamespace.processes(named: "systemd-resolved").map { NetworkNamespace.of($0) }
-        var buf = [CChar](repeating: 0, count: 4096)
-        let n = readlink(ResolvConf.systemPath, &buf, buf.count - 1)
-        let target = n > 0 ? String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
-        return choose(ownNetns: NetworkNamespace.current(), resolvedNetns: resolved,
-                      resolvectl: Processes.which("resolvectl", path: searchPath) != nil,
-                      resolvconf: Processes.which("resolvconf", path: searchPath) != nil,
-                      resolvConfTarget: target,
-                      resolvConfIsMount: NetworkNamespace.isMountPoint(ResolvConf.systemPath)
-                          || target.map { NetworkNamespace.isMountPoint($0) } == true)
+    /// systemd-resolved only when one runs in *this* network namespace (over
+    /// D-Bus, the host's would set DNS on whichever of its links has the
+    /// tunnel's ifindex) with its runtime directory in place; resolvconf
+    /// only when /etc/resolv.conf is its file and not a namespace's own bind
+    /// mount (`ip netns exec`); otherwise the file itself. The reason says
+    /// which facts decided, for `start --verbose` and `status --json`.
+    public static func choose(_ f: Facts) -> (backend: ResolverBackend, reason: String) {
+        let here = f.resolved.first { r in f.ownNetns != nil && r.netns == f.ownNetns }
+        if let r = here, f.resolvedDirectory, f.resolvectl {
+            return (.resolved, "systemd-resolved (pid \(r.pid), \(r.executable)) serves this network namespace")
+        }
+        if f.resolvconf, !f.resolvConfIsMount, let t = f.resolvConfTarget,
+           t.hasPrefix("/run/resolvconf/") || t.hasPrefix("/etc/resolvconf/run/") || t.hasPrefix("../run/resolvconf/") {
+            return (.resolvconf, "/etc/resolv.conf is resolvconf's file (\(t))")
+        }
+        var why: String
+        if let r = here {
+            why = f.resolvectl ? "systemd-resolved (pid \(r.pid)) runs here but /run/systemd/resolve/ is missing"
+                               : "systemd-resolved (pid \(r.pid)) runs here but resolvectl is not installed"
+        } else if !f.resolved.isEmpty {
+            why = "systemd-resolved runs only in another network namespace"
+        } else {
+            why = "no systemd-resolved runs"
+        }
+        if f.resolvConfIsMount { why += "; /etc/resolv.conf is this namespace's own file (a bind mount)" }
+        else if let t = f.resolvConfTarget { why += "; /etc/resolv.conf links to \(t)" }
+        return (.file, why)
+    }
+
+    /// The facts of this process's namespace, from the live system.
+    public static func facts(searchPath: String?) -> Facts {
+        let target = NetworkNamespace.readLink(ResolvConf.systemPath)
+        return Facts(ownNetns: NetworkNamespace.current(),
+                     resolved: NetworkNamespace.processes(named: "systemd-resolved").map {
+                         Facts.Resolved(pid: $0.pid, executable: $0.executable, netns: NetworkNamespace.of($0.pid))
+                     },
+                     resolvedDirectory: (try? FileSystem.followedInfo(ResolvConf.resolvedDirectory))??.isDirectory == true,
+                     resolvectl: Processes.which("resolvectl", path: searchPath) != nil,
+                     resolvconf: Processes.which("resolvconf", path: searchPath) != nil,
+                     resolvConfTarget: target,
+                     resolvConfIsMount: NetworkNamespace.isMountPoint(ResolvConf.systemPath)
+                         || target.map { NetworkNamespace.isMountPoint($0) } == true)
+    }
+
+    /// The backend for this process's namespace, and why.
+    public static func detect(searchPath: String?) -> (backend: ResolverBackend, reason: String) {
+        choose(facts(searchPath: searchPath))
     }
 }
 
@@ -81,6 +144,39 @@ extension StringProtocol {
 /// resolv.conf text.
 public enum ResolvConf {
     public static let systemPath = "/etc/resolv.conf"
+    /// systemd-resolved's runtime directory: its stub and upstream files.
+    public static let resolvedDirectory = "/run/systemd/resolve"
+
+    /// Why the resolv.conf backend must not write `path`: its symlinks lead
+    /// into resolved's runtime directory (resolved rewrites those files and
+    /// would drop the tunnel's DNS without a word, and on a host whose
+    /// resolved serves another namespace it is that namespace's resolver),
+    /// unless the file they end at is a bind mount of a namespace's own.
+    /// Nil when the file may be written.
+    public static func refusal(_ path: String) -> String? {
+        var current = path
+        var chain: [String] = []
+        for _ in 0..<8 {
+            guard let target = NetworkNamespace.readLink(current) else { break }
+            let dir = current.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            current = target.hasPrefix("/") ? target : dir + "/" + target
+            chain.append(current)
+        }
+        guard let inResolved = chain.map(normalized).first(where: { $0.hasPrefix(resolvedDirectory + "/") }),
+              !NetworkNamespace.isMountPoint(current) else { return nil }
+        return "\(path) links into systemd-resolved's files (\(inResolved)) but systemd-resolved does not serve this network namespace: vpnctl does not write into them (resolved would drop the tunnel's DNS on its next rewrite). Run systemd-resolved here, or give this namespace a resolv.conf of its own (/etc/netns/<name>/resolv.conf)" // English: the supervisor's, for its log and runtime record
+    }
+
+    /// `a/./b`, `a//b` and `a/x/../b` as `a/b` (no symlinks followed).
+    static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for p in path.split(separator: "/") {
+            if p == "." { continue }
+            if p == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(p)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
     /// glibc reads at most three nameservers.
     public static let maximumServers = 3
 
@@ -244,6 +340,8 @@ public final class TunnelDNS {
     let onChange: (ResolverRecord?) -> Void
     public private(set) var record: ResolverRecord?
     var backend: ResolverBackend?
+    /// Why `backend` was chosen (nil when a test set it).
+    var reason: String?
     /// For tests: the file the resolv.conf backend rewrites.
     var filePath = ResolvConf.systemPath
 
@@ -262,16 +360,22 @@ public final class TunnelDNS {
     /// Returns false when there was nothing to apply.
     @discardableResult
     public func apply(_ providerDNS: [String], interface: String) throws -> Bool {
-        let config = TunnelDNSConfig.merge(provider: providerDNS, profile: profile)
+        let config = try TunnelDNSConfig.merge(provider: providerDNS, profile: profile)
         guard !config.isEmpty else {
             if record != nil { remove() }
             return false
         }
         if let record, record.servers == config.servers, record.searchDomains == config.searchDomains,
            record.matchDomains == config.matchDomains { return true }
-        let backend = self.backend ?? ResolverBackend.detect(searchPath: searchPath)
-        self.backend = backend
+        if backend == nil {
+            let (chosen, why) = ResolverBackend.detect(searchPath: searchPath)
+            backend = chosen
+            reason = why
+            log("[#] DNS backend: \(chosen.rawValue) (\(why))")
+        }
+        let backend = self.backend ?? .file
         var r = ResolverRecord(backend: backend.rawValue)
+        r.reason = reason
         r.servers = config.servers
         r.searchDomains = config.searchDomains
         r.matchDomains = config.matchDomains
@@ -297,6 +401,7 @@ public final class TunnelDNS {
             log("[#] resolvconf -a \(key)")
         case .file:
             guard let netns = r.netns else { throw VPNError(.failure, "cannot read this process's network namespace") } // English: the supervisor's
+            if let refusal = ResolvConf.refusal(filePath) { throw VPNError(.failure, refusal) }
             r.path = filePath
             if !config.matchDomains.isEmpty {
                 r.note = "split DNS needs systemd-resolved; every name goes to the tunnel's servers"

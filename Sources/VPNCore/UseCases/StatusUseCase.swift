@@ -22,6 +22,11 @@ public struct StatusUseCase {
                let nft = try? NftFirewall(searchPath: nil, scratch: "") {
                 d.killSwitchTablePresent = nft.tableExists(ks.table)
             }
+            // enforceRoutes puts the tunnel's routes in a table of their own, ahead of main.
+            if d.status == .connected || d.status == .reasserting, !p.enforceRoutes, let i = d.interface,
+               let routes = d.record?.settings?.routes, !routes.isEmpty {
+                d.bypassRoutes = TunnelBypass.current(interface: i, tunnelRoutes: routes, servers: p.protocol.model.serverHosts)
+            }
             return d
         }
     }

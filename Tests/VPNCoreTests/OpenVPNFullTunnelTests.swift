@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+@testable import VPNCore
+import VPNSystem
+
+/// Issue 30 (OpenVPN's slice): redirect-gateway, client-side and pushed, is a
+/// full tunnel; a pushed option openvpn only warns about ends nothing; the
+/// directives generators write are carried or named.
+@Suite struct OpenVPNFullTunnelTests {
+    static let pushReply = "PUSH: Received control message: 'PUSH_REPLY,redirect-gateway def1 bypass-dhcp,redirect-gateway ipv6,"
+        + "block-outside-dns,dhcp-option DNS 198.19.8.1,tun-ipv6,route-gateway 198.19.8.1,topology subnet,"
+        + "ifconfig 198.19.8.2 255.255.255.0,peer-id 0,cipher AES-256-GCM'"
+
+    @Test func theServersPushReplyIsReadFromOpenVPNsLog() {
+        let options = RedirectGateway.pushedOptions(Self.pushReply)!
+        #expect(options.first == "redirect-gateway def1 bypass-dhcp")
+        #expect(options.contains("dhcp-option DNS 198.19.8.1"))
+        let r = RedirectGateway.pushed(options)!
+        #expect(r.ipv4 && r.ipv6, "the last redirect-gateway wins; 'ipv6' keeps IPv4 unless '!ipv4'")
+        #expect(r.routes == ["0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"])
+        #expect(RedirectGateway.pushedOptions("PUSH: Received control message: 'AUTH_FAILED'") == nil)
+        #expect(RedirectGateway.pushed(["route 10.0.0.0 255.0.0.0"]) == nil)
+    }
+
+    @Test func flagsAsOpenVPNDocumentsThem() {
+        let r = RedirectGateway(["redirect-gateway", "def1", "bypass-dns", "!ipv4", "ipv6", "block-local"])!
+        #expect(!r.ipv4 && r.ipv6 && r.bypassDNS)
+        #expect(r.routes == ["::/1", "8000::/1"])
+        #expect(r.ignored.count == 1 && r.ignored[0].hasPrefix("block-local"))
+        #expect(RedirectGateway(["redirect-private", "def1"]) == nil)
+    }
+
+    @Test func aPushedOptionOpenVPNDoesNotKnowIsNotFatal() {
+        var d = OpenVPNDiagnosis()
+        d.observe(.log(flags: "W", message: "Options error: Unrecognized option or missing or extra parameter(s) in [PUSH-OPTIONS]:3: block-outside-dns (2.6.14)"))
+        #expect(d.fatal == nil)
+        d.observe(.log(flags: "F", message: "Options error: --ca fails with 'x': No such file"))
+        #expect(d.fatal?.name == "configurationFailed")
+    }
+
+    typealias FakeOpenVPN = OpenVPNTunnelTests.FakeOpenVPN
+
+    func running(_ f: ContextFixture, options: [String] = []) throws -> (TunnelContext, OpenVPNTunnel, FakeOpenVPN) {
+        var profile = try f.openvpnProfile()
+        var c = profile.openvpnConfiguration!
+        c.options += options
+        profile.protocol = .openvpn(c)
+        let context = try f.context(profile)
+        let tunnel = OpenVPNTunnel(context: context, config: c, program: "openvpn")
+        tunnel.start()
+        let openvpn = try FakeOpenVPN(path: f.runtime.providerFile(profile.id, .management))
+        tunnel.acceptManagement()
+        return (context, tunnel, openvpn)
+    }
+
+    func up(_ openvpn: FakeOpenVPN, _ tunnel: OpenVPNTunnel, pushReply: String? = nil) {
+        if let pushReply { openvpn.say(">LOG:1764430000,I,\(pushReply)") }
+        for l in [">UPDOWN:UP", ">UPDOWN:ENV,ifconfig_local=198.19.8.2", ">UPDOWN:ENV,ifconfig_netmask=255.255.255.0",
+                  ">UPDOWN:ENV,trusted_ip=198.18.0.1", ">UPDOWN:ENV,foreign_option_1=dhcp-option DNS 198.19.8.1",
+                  ">UPDOWN:ENV,route_network_1=198.19.9.0", ">UPDOWN:ENV,route_netmask_1=255.255.255.0", ">UPDOWN:ENV,END"] {
+            openvpn.say(l)
+        }
+        tunnel.readManagement()
+    }
+
+    @Test func aPushedRedirectGatewayRoutesBothHalvesAndKeepsTheServerOutside() throws {
+        let f = ContextFixture()
+        let (context, tunnel, openvpn) = try running(f)
+        up(openvpn, tunnel, pushReply: Self.pushReply.replacingOccurrences(of: "redirect-gateway ipv6,", with: ""))
+        let s = context.record.settings
+        #expect(s?.routes == ["198.19.9.0/24", "0.0.0.0/1", "128.0.0.0/1"])
+        #expect(s?.excludedRoutes == ["198.18.0.1/32"])
+        let excluded = f.system.calls.firstIndex(of: "addRoute 198.18.0.1/32 dev 2 via 198.18.0.254")
+        let half = f.system.calls.firstIndex { $0.hasPrefix("addRoute 0.0.0.0/1") }
+        #expect(excluded != nil && half != nil && excluded! < half!, "the server's route is in place before the default goes")
+        #expect(f.lines.contains { $0.contains("redirect-gateway: full tunnel (IPv4), 198.18.0.1/32 kept outside") })
+    }
+
+    @Test func theProfilesOwnRedirectGatewayAndRouteNopull() throws {
+        let f = ContextFixture()
+        let (context, tunnel, openvpn) = try running(f, options: ["redirect-gateway def1"])
+        up(openvpn, tunnel)
+        #expect(context.record.settings?.routes.contains("128.0.0.0/1") == true)
+
+        let g = ContextFixture()
+        let (context2, tunnel2, openvpn2) = try running(g, options: ["route-nopull"])
+        up(openvpn2, tunnel2, pushReply: Self.pushReply)
+        #expect(context2.record.settings?.routes.contains("0.0.0.0/1") == false, "route-nopull: the pushed redirect-gateway is ignored")
+    }
+
+    @Test func withoutRedirectGatewayNothingChanges() throws {
+        let f = ContextFixture()
+        let (context, tunnel, openvpn) = try running(f)
+        up(openvpn, tunnel, pushReply: "PUSH: Received control message: 'PUSH_REPLY,route 198.19.9.0 255.255.255.0'")
+        #expect(context.record.settings?.routes == ["198.19.9.0/24"])
+        #expect(context.record.settings?.excludedRoutes == [])
+    }
+
+    // Import: what Nyr's, angristan's and PiVPN's client files hold.
+    @Test func theGeneratorsDirectivesAreCarriedOrNamed() throws {
+        let generated = """
+        client
+        proto udp
+        resolv-retry infinite
+        nobind
+        persist-key
+        persist-tun
+        auth SHA512
+        ignore-unknown-option block-outside-dns
+        block-outside-dns
+        redirect-gateway def1 bypass-dhcp
+        dhcp-option DNS 10.8.0.1
+        dhcp-option DOMAIN corp.example
+        dhcp-option WINS 10.8.0.2
+        register-dns
+        verb 3
+
+        """
+        let file = generated + (try Fixtures.text("ovpn/one-ca.ovpn"))
+        let r = try ImportFormat.importChecked(Array(file.utf8), name: "nyr", source: "nyr.ovpn")
+        let options = r.profile.openvpnConfiguration!.options
+        #expect(options.contains("ignore-unknown-option block-outside-dns"))
+        #expect(options.contains("redirect-gateway def1 bypass-dhcp"))
+        #expect(options.contains("dhcp-option DNS 10.8.0.1"))
+        #expect(options.contains("dhcp-option DOMAIN corp.example"))
+        #expect(!options.contains { $0.hasPrefix("block-outside-dns") || $0.hasPrefix("register-dns") || $0.contains("WINS") })
+        #expect(r.notes.contains { $0.hasPrefix("no effect on Linux") && $0.contains("block-outside-dns") && $0.contains("register-dns")
+                && $0.contains("WINS") })
+        #expect(r.notes.contains { $0.hasPrefix("full tunnel (redirect-gateway): IPv4") })
+        #expect(OpenVPNDirectives.problem(in: "dhcp-option DOMAIN evil;x") != nil)
+        #expect(OpenVPNDirectives.problem(in: "redirect-gateway def1 sideways") != nil)
+        #expect(OpenVPNDirectives.problem(in: "block-outside-dns")?.contains("no effect on Linux") == true)
+    }
+}
