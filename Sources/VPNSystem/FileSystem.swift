@@ -300,7 +300,10 @@ public enum FileSystem {
         return "\(bytes) bytes"
     }
 
-    static func checkAncestors(of path: String) throws {
+    /// Each directory above `path` must be owned by the effective user or
+    /// root and not writable by others unless sticky (what
+    /// `checkTrustedDirectory` asks of a state directory's ancestors).
+    public static func checkAncestors(of path: String) throws {
         var absolute = path
         if !path.hasPrefix("/") {
             var buf = [CChar](repeating: 0, count: 4096)

@@ -113,3 +113,16 @@ import Testing
         #expect(StatsCommand.humanBytes(1_503_238_554) == "1.4 GiB")
     }
 }
+
+/// A counter that jumps by nearly 2^64 between two samples once trapped
+/// (exit 132) in `stats --watch`'s rate (issue 29, item 12's audit).
+@Suite struct StatsRateRangeTests {
+    @Test func aRatePastUInt64sRangeIsTheLargestNotATrap() {
+        #expect(StatsCommand.wholeRate(1.8446744073709552e19 * 10) == UInt64.max)
+        #expect(StatsCommand.wholeRate(.infinity) == UInt64.max)
+        #expect(StatsCommand.wholeRate(.nan) == 0)
+        #expect(StatsCommand.wholeRate(-5) == 0)
+        #expect(StatsCommand.wholeRate(1234.4) == 1234)
+        #expect(StatsCommand.rate(1.8446744073709552e19 * 10, false).hasSuffix("/s"))
+    }
+}

@@ -38,12 +38,12 @@ import Testing
 
     @Test func connectionForEachAuthentication() throws {
         let conn = try #require(CharonLaunch.connection(psk(), caCertificate: nil, identity: [])["vpnctl"]?.section)
-        #expect(conn["remote_addrs"]?.texts == ["198.18.0.1"] && conn["vips"]?.texts == ["0.0.0.0"])
+        #expect(conn["remote_addrs"]?.texts == ["198.18.0.1"] && conn["vips"]?.texts == ["0.0.0.0", "::"])
         #expect(conn["dpd_delay"]?.text == "600s" && conn["mobike"]?.text == "yes" && conn["keyingtries"]?.text == "1")
         #expect(conn["local"]?.section == VICI.Message([("id", .text("alice@lab.test")), ("auth", .text("psk"))]))
         #expect(conn["remote"]?.section == VICI.Message([("auth", .text("psk")), ("id", .text("vpn.lab.test"))]))
         let child = try #require(conn["children"]?.section?["vpnctl"]?.section)
-        #expect(child["remote_ts"]?.texts == ["0.0.0.0/0"])
+        #expect(child["remote_ts"]?.texts == ["0.0.0.0/0", "::/0"])
 
         var eap = psk()
         eap.authenticationMethod = .none

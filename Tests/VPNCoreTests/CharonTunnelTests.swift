@@ -110,6 +110,31 @@ import VPNSystem
         #expect(!FileSystem.exists(r.directory))
     }
 
+    /// A full tunnel (issue 30): the server's 0.0.0.0/0 and ::/0 are routed as
+    /// halves beside the machine's default route, the server kept on its route.
+    @Test func aFullTunnelIsRoutedAsHalvesWithTheServerKeptOutside() throws {
+        let f = ContextFixture()
+        let (r, _) = try running(f)
+        let up = VICI.Packet(.event, name: "child-updown", message: VICI.Message([
+            ("up", .text("yes")),
+            ("vpnctl", .section(VICI.Message([
+                ("remote-host", .text("198.18.0.1")),
+                ("local-vips", .texts(["198.19.22.1", "2001:2:22::1"])),
+                ("child-sas", .section(VICI.Message([("vpnctl-1", .section(VICI.Message([("remote-ts", .texts(["0.0.0.0/0", "::/0"]))])))]))),
+            ]))),
+        ]))
+        r.charon.send(up, FakeCharon.ok)
+        r.tunnel.readVICI()
+        #expect(r.context.status == .connected)
+        let s = r.context.record.settings
+        #expect(s?.addresses == ["198.19.22.1/32", "2001:2:22::1/128"])
+        #expect(s?.routes == ["0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"])
+        #expect(s?.excludedRoutes == ["198.18.0.1/32"])
+        let excluded = f.system.calls.firstIndex(of: "addRoute 198.18.0.1/32 dev 2 via 198.18.0.254")
+        let half = f.system.calls.firstIndex { $0.hasPrefix("addRoute 0.0.0.0/1") }
+        #expect(excluded != nil && half != nil && excluded! < half!)
+    }
+
     /// charon's log lines arrive as events of their own, here after the
     /// updown event they explain: the failure still names them.
     @Test func aReasonThatComesAfterTheDownEventIsNamed() throws {

@@ -112,6 +112,85 @@ import Testing
         #expect(LocalizedText.render("%d %s %1$", ["a"]) == "%d %s %1$")
     }
 
+    /// A .mo laid out by hand (little-endian), for catalogs msgfmt would
+    /// never write: entries in the given order, any bytes as strings, and
+    /// header words (count, table offsets, hash table) overridable.
+    static func mo(_ entries: [([UInt8], [UInt8])], count: UInt32? = nil, originals: UInt32? = nil,
+                   translations: UInt32? = nil, hashSize: UInt32 = 0, hashOffset: UInt32 = 0) -> [UInt8] {
+        func le(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
+        let n = UInt32(entries.count)
+        let o: UInt32 = 28, t = o + 8 * n
+        var strings: [UInt8] = [], oTable: [UInt8] = [], tTable: [UInt8] = []
+        let base = Int(t + 8 * n)
+        for (original, _) in entries {
+            oTable += le(UInt32(original.count)) + le(UInt32(base + strings.count)); strings += original + [0]
+        }
+        for (_, translation) in entries {
+            tTable += le(UInt32(translation.count)) + le(UInt32(base + strings.count)); strings += translation + [0]
+        }
+        return le(0x9504_12DE) + le(0) + le(count ?? n) + le(originals ?? o) + le(translations ?? t) + le(hashSize) + le(hashOffset)
+            + oTable + tTable + strings
+    }
+
+    /// Issue 29 item 13: a placeholder's number was read into an Int without
+    /// a bound, so `%99999999999999999999$s` in a catalog trapped vpnctl (and
+    /// would the agent). A placeholder with no argument is literal text.
+    @Test func item13_placeholdersPastTheArgumentsAreLiteralText() throws {
+        let huge = "%99999999999999999999$s"
+        #expect(LocalizedText.render(huge, ["a"]) == huge)
+        #expect(LocalizedText.render("%18446744073709551617$s and %1$s", ["a"]) == "%18446744073709551617$s and a")
+        let endless = "%" + String(repeating: "9", count: 10_000) + "$s"
+        #expect(LocalizedText.render(endless, ["a", "b"]) == endless)
+        #expect(LocalizedText.render("%0$s %00$s %01$s %2$s", ["a"]) == "%0$s %00$s a %2$s")
+        #expect(LocalizedText.render("%١$s", ["a"]) == "%١$s")  // not an ASCII digit
+        // Through a catalog, as the CLI and the agent use one.
+        let key = "unknown key %1$s in %2$s"
+        let catalog = try #require(MessageCatalog(bytes: Self.mo([(Array(key.utf8), Array("\(huge) / %2$s / %3$s".utf8))])))
+        let k = "mtu", path = "/p.json"
+        #expect(Localization.translate("unknown key \(k) in \(path)", in: catalog) == "\(huge) / /p.json / %3$s")
+    }
+
+    /// Issue 29 item 13: a damaged catalog (cut short, offsets and counts
+    /// pointing anywhere, a bad hash table, bytes that are not UTF-8, an
+    /// unsorted table) is English where it is damaged, and never traps.
+    @Test func item13_aDamagedCatalogNeverTraps() throws {
+        let entries: [([UInt8], [UInt8])] = [(Array("NAME".utf8), Array("名称".utf8)), (Array("a".utf8), Array("b".utf8)),
+                                             (Array("zz".utf8), Array("last".utf8))]
+        let good = Self.mo(entries)
+        let catalog = try #require(MessageCatalog(bytes: good))
+        #expect(catalog.translation(of: "NAME") == "名称")
+        #expect(catalog.translation(of: "zz") == "last")
+        func probe(_ bytes: [UInt8]) {
+            guard let c = MessageCatalog(bytes: bytes) else { return }
+            for key in ["NAME", "a", "zz", "m", "\u{FFFF}", String(repeating: "z", count: 300)] {
+                if let t = c.translation(of: key) { _ = Localization.translate("\(key) \(t)", in: c) }
+            }
+        }
+        // Cut at every length.
+        for n in 0...good.count { probe(Array(good.prefix(n))) }
+        // Every header word and table word set to extremes.
+        for at in stride(from: 8, to: good.count - 3, by: 4) {
+            for v: [UInt8] in [[0xFF, 0xFF, 0xFF, 0xFF], [0xFF, 0xFF, 0xFF, 0x7F], [0, 0, 0, 0x80], [0xF8, 0xFF, 0xFF, 0xFF], [0, 0, 0, 0]] {
+                var b = good
+                b.replaceSubrange(at..<(at + 4), with: v)
+                probe(b)
+            }
+        }
+        #expect(MessageCatalog(bytes: Self.mo(entries, count: 0xFFFF_FFFF)) == nil)
+        #expect(MessageCatalog(bytes: Self.mo(entries, originals: 0xFFFF_FFF0)) == nil)
+        #expect(MessageCatalog(bytes: Self.mo(entries, translations: 0x7FFF_FFFF)) == nil)
+        // A hash table vpnctl does not use: ignored, whatever it says.
+        let hashed = try #require(MessageCatalog(bytes: Self.mo(entries, hashSize: 0xFFFF_FFFF, hashOffset: 0xFFFF_FFFF)))
+        #expect(hashed.translation(of: "a") == "b")
+        // Not UTF-8: English, not replacement characters.
+        let latin1 = try #require(MessageCatalog(bytes: Self.mo([(Array("caf".utf8), [0x63, 0x61, 0x66, 0xE9]), (Array("ok".utf8), Array("да".utf8))])))
+        #expect(latin1.translation(of: "caf") == nil)
+        #expect(latin1.translation(of: "ok") == "да")
+        #expect(Localization.translate("caf", in: latin1) == "caf")
+        // An unsorted table: the binary search may miss, never traps.
+        probe(Self.mo(entries.reversed()))
+    }
+
     @Test func choosesTheLanguageAsGettextDoes() {
         func langs(_ env: [String: String]) -> [String] { Localization.preferredLanguages(env) }
         #expect(langs([:]) == [])

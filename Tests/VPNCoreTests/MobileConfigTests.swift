@@ -162,6 +162,24 @@ import Testing
         #expect(problems.contains { $0.contains("VendorConfig.dev") && $0.contains("tap") })
     }
 
+    /// Issue 29 item 12: the profile reader's refusal of a reference of 2^63
+    /// (which trapped) is a configurationInvalid error (exit 5) naming the file
+    /// and the offset.
+    @Test func item12_hugeObjectReferenceIsAnInvalidProfileNamingTheOffset() {
+        let bytes = PropertyListTests.bplist([[0xA1, 0x80, 0, 0, 0, 0, 0, 0, 0]], refSize: 8)
+        #expect(MobileConfig.recognizes(bytes))
+        do {
+            _ = try MobileConfig.read(bytes, source: "huge.mobileconfig", defaultName: "imported")
+            Issue.record("accepted")
+        } catch let e as VPNError {
+            #expect(e.code == .configurationInvalid)
+            #expect(e.message.contains("huge.mobileconfig is not a readable configuration profile"), "\(e.message)")
+            #expect(e.message.contains("reference to object 9223372036854775808 at offset 9"), "\(e.message)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
     @Test func encryptedProfilesAreRefusedByName() throws {
         let e = #expect(throws: VPNError.self) { try read("encrypted.mobileconfig") }
         #expect(e?.message.contains("encrypted profile (IsEncrypted)") == true)

@@ -124,6 +124,34 @@ import Testing
         }
     }
 
+    /// Issue 29 item 12: a reference is 1 to 8 bytes wide, and one of 2^63 or
+    /// more trapped converting to Int (vpnctl died with SIGILL, exit 132).
+    /// Every width is range-checked as read, and the refusal names the offset.
+    @Test func item12_objectReferencesOfEveryWidthAreRangeCheckedWithTheirOffset() throws {
+        let big: [UInt8] = [0x80, 0, 0, 0, 0, 0, 0, 0]  // 2^63
+        let cases: [(String, [UInt8])] = [
+            ("object 0: reference to object 9223372036854775808 at offset 9", Self.bplist([[0xA1] + big], refSize: 8)),
+            ("reference to object 18446744073709551615 at offset 9",
+             Self.bplist([[0xD1] + Array(repeating: 0xFF, count: 8) + [0, 0, 0, 0, 0, 0, 0, 1], [0x09]], refSize: 8)),   // a key
+            ("reference to object 9223372036854775808 at offset 17",
+             Self.bplist([[0xD1, 0, 0, 0, 0, 0, 0, 0, 1] + big, [0x51, 0x41]], refSize: 8)),                             // a value
+            ("reference to object 258 at offset 11", Self.bplist([[0xA2, 0x00, 0x01, 0x01, 0x02], [0x09]], refSize: 2)),
+            ("reference to object 2 at offset 10, but the objects are numbered 0 to 1", Self.bplist([[0xA2, 0x01, 0x02], [0x09]])),
+        ]
+        for (expected, bytes) in cases {
+            do {
+                let v = try PropertyList.parse(bytes)
+                Issue.record("accepted \(expected): \(v)")
+            } catch let p as PropertyList.Problem {
+                #expect(p.message.contains(expected), "\(p.message) should say \(expected)")
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        // In range at 8 bytes: read.
+        #expect(try PropertyList.parse(Self.bplist([[0xA1, 0, 0, 0, 0, 0, 0, 0, 1], [0x09]], refSize: 8)) == .array([.bool(true)]))
+    }
+
     @Test func sharedObjectsCannotExpandWithoutBound() throws {
         // Object k is an array holding object k+1 twice: 2^40 leaves from ~130 bytes.
         var objects: [[UInt8]] = []

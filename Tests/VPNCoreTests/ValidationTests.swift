@@ -92,7 +92,7 @@ import Testing
         #expect(validator.problems(in: p) == [
             "protocol.options[0]: 'setenv opt' makes openvpn read the rest of the line as a directive; write the directive itself",
             "protocol.options[1]: 'setenv opt' makes openvpn read the rest of the line as a directive; write the directive itself",
-            "protocol.options[2]: 'ignore-unknown-option' is not a directive vpnctl passes to openvpn",
+            "protocol.options[2]: 'ignore-unknown-option up' does not fit 'ignore-unknown-option NAME [NAME ...] (no directive that runs a program)'",
             "protocol.options[3]: 'setenv' is not a directive vpnctl passes to openvpn",
             "protocol.options[4]: 'writepid' is not a directive vpnctl passes to openvpn",
             "protocol.options[5]: 'key-direction 5' does not fit 'key-direction 0|1'",

@@ -23,6 +23,7 @@ source "$HERE/ondemand.sh"
 source "$HERE/plugin.sh"
 
 source "$HERE/dns.sh"
+source "$HERE/fulltunnel.sh"
 
 source "$HERE/ikev2.sh"
 
@@ -1138,6 +1139,9 @@ fi
 
 # ---- DNS and the kill switch (Tests/lab/dns.sh) ---------------------------------
 dns_tests
+
+# ---- Full tunnels from real-world files (Tests/lab/fulltunnel.sh) ----------------
+[ "$ovpn_ready" = yes ] && fulltunnel_tests
 
 
 # ---- IKEv2 (strongSwan) ----------------------------------------------------------

@@ -241,3 +241,72 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     os.close(master); os.close(slave)
 PY
 )
+
+# Issue 29 item 14: apply trusted any file in the fleet directory. The fleet
+# directory and each file in it are held to the config dir's rules (no
+# symlinks, owned by root or the caller, writable by nobody else): a file the
+# test user owns, a 0666 file, a symlinked file and a symlinked directory are
+# each refused with exit 11 naming the path, and nothing is applied.
+_io_fleet() {  # _io_fleet NAME: a fresh empty config and a good fleet dir $IO_DIR/fleet with one file
+  _io_fresh "$1" empty || return 1
+  mkdir -m 755 "$IO_DIR/fleet" && chmod 755 "$IO_DIR"
+  wg_conf > "$IO_DIR/fleet/office.conf" && chmod 644 "$IO_DIR/fleet/office.conf"
+}
+_io_nothing_applied() {
+  [ -e "$IO_CFG/preferences.json" ] && grep -q '"name"' "$IO_CFG/preferences.json" && { echo "  a refused apply saved a profile"; return 1; }
+  return 0
+}
+
+sec_io_item14_apply_fleet_file_owned_by_user() (
+  need_user || return 2
+  _io_fleet fleet-owner || return 1
+  chown "$SEC_USER" "$IO_DIR/fleet/office.conf"
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply, a file the test user owns" $? 11 "$IO_DIR/err" "$IO_DIR/fleet/office.conf is owned by uid $(id -u "$SEC_USER")" || return 1
+  grep -qF "hint: chown root:root $IO_DIR/fleet/office.conf" "$IO_DIR/err" || { echo "  no fix named: $(cat "$IO_DIR/err")"; return 1; }
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet/office.conf" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply of that file itself" $? 11 "$IO_DIR/err" "$IO_DIR/fleet/office.conf is owned by uid" || return 1
+  # The directory itself owned by the user: refused the same way.
+  chown root "$IO_DIR/fleet/office.conf" && chown "$SEC_USER" "$IO_DIR/fleet"
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply, a directory the test user owns" $? 11 "$IO_DIR/err" "$IO_DIR/fleet is owned by uid" || return 1
+  _io_nothing_applied
+)
+
+sec_io_item14_apply_fleet_file_mode_0666() (
+  _io_fleet fleet-0666 || return 1
+  chmod 0666 "$IO_DIR/fleet/office.conf"
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply, a 0666 file" $? 11 "$IO_DIR/err" "$IO_DIR/fleet/office.conf is writable by group or others (mode 666)" || return 1
+  grep -qF "hint: chmod go-w $IO_DIR/fleet/office.conf" "$IO_DIR/err" || { echo "  no fix named: $(cat "$IO_DIR/err")"; return 1; }
+  # A writable directory: anyone could add a file.
+  chmod 644 "$IO_DIR/fleet/office.conf" && chmod 0777 "$IO_DIR/fleet"
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply, a 0777 directory" $? 11 "$IO_DIR/err" "$IO_DIR/fleet is writable by group or others (mode 777)" || return 1
+  _io_nothing_applied
+)
+
+sec_io_item14_apply_fleet_symlinked_file() (
+  _io_fleet fleet-link || return 1
+  mv "$IO_DIR/fleet/office.conf" "$IO_DIR/office.conf" && ln -s "$IO_DIR/office.conf" "$IO_DIR/fleet/office.conf"
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply, a symlinked file" $? 11 "$IO_DIR/err" "$IO_DIR/fleet/office.conf is a symlink" || return 1
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet/office.conf" 2>"$IO_DIR/err" >/dev/null
+  _io_expect "apply of the symlink itself" $? 11 "$IO_DIR/err" "$IO_DIR/fleet/office.conf is a symlink" || return 1
+  _io_nothing_applied
+)
+
+sec_io_item14_apply_fleet_symlinked_directory() (
+  _io_fleet fleet-dirlink || return 1
+  ln -s "$IO_DIR/fleet" "$IO_DIR/fleet.d"
+  local p
+  for p in "$IO_DIR/fleet.d" "$IO_DIR/fleet.d/" "$IO_DIR/fleet.d/."; do
+    timeout $_IO_T "$BIN" apply "$p" 2>"$IO_DIR/err" >/dev/null
+    _io_expect "apply $p" $? 11 "$IO_DIR/err" "$IO_DIR/fleet.d is a symlink" || return 1
+  done
+  _io_nothing_applied || return 1
+  # The real directory, as the rules ask: applied.
+  timeout $_IO_T "$BIN" apply "$IO_DIR/fleet" 2>"$IO_DIR/err" >"$IO_DIR/out"
+  _io_expect "apply of the real directory" $? 0 "$IO_DIR/err" "" || return 1
+  grep -q "created 'office'" "$IO_DIR/out" || { echo "  not applied: $(cat "$IO_DIR/out")"; return 1; }
+)

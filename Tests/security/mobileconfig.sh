@@ -104,3 +104,29 @@ sec_mcfg_export_secrets_needs_root() {
   grep -q "yAnz5TF" "$WORK/out" && { _smc_fail "export without --include-secrets printed the private key"; return 1; }
   grep -q "secrets left out" "$WORK/out" || { _smc_fail "the left-out secrets are not named"; return 1; }
 }
+
+# Issue 29 item 12: an 8-byte object reference of 2^63 or more (an array's
+# element, a dictionary's key) crashed vpnctl (exit 132, a trap converting it);
+# import and apply refuse it with exit 5, naming the reference's offset.
+sec_mcfg_item12_bplist_reference_above_2_63() {
+  python3 - "$WORK" <<'PY' || return 1
+import struct, sys
+def bplist(objects, ref):
+    out = bytearray(b"bplist00"); offs = []
+    for o in objects: offs.append(len(out)); out += o
+    table = len(out)
+    for off in offs: out += bytes([off])
+    out += bytes(6) + bytes([1, ref]) + struct.pack(">QQQ", len(objects), 0, table)
+    return bytes(out)
+d = sys.argv[1]
+open(d + "/array.mobileconfig", "wb").write(bplist([b"\xA1" + (1 << 63).to_bytes(8, "big")], 8))
+open(d + "/dict.mobileconfig", "wb").write(bplist([b"\xD1" + (2 ** 64 - 1).to_bytes(8, "big") + (1).to_bytes(8, "big"), b"\x09"], 8))
+import os; os.mkdir(d + "/fleet"); os.chmod(d + "/fleet", 0o755)
+open(d + "/fleet/array.mobileconfig", "wb").write(open(d + "/array.mobileconfig", "rb").read()); os.chmod(d + "/fleet/array.mobileconfig", 0o644)
+PY
+  _smc_expect 5 "reference to object 9223372036854775808 at offset 9" "$BIN" import "$WORK/array.mobileconfig" || return 1
+  _smc_expect 5 "reference to object 18446744073709551615 at offset 9" "$BIN" import "$WORK/dict.mobileconfig" || return 1
+  _smc_expect 5 "reference to object 9223372036854775808 at offset 9" "$BIN" apply "$WORK/fleet" || return 1
+  _smc_expect 5 "apply changed nothing" "$BIN" apply "$WORK/fleet/array.mobileconfig" || return 1
+  _smc_untouched
+}

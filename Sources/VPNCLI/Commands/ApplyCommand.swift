@@ -51,28 +51,104 @@ enum ApplyCommand {
     }
 
     /// The files to read, and the subdirectories left out (named, never silently).
+    /// Each file becomes managed profiles (run as root, with secrets and
+    /// trust anchors), so the files and the directories given are held to the
+    /// config dir's rules before any is read: no symlinks (a directory's or a
+    /// file's), owned by the user running vpnctl or root, writable by nobody
+    /// else, and every directory above them likewise (sticky ones, as /tmp,
+    /// excepted). Every path that breaks them is named, with its fix (exit 11).
     static func files(_ paths: [String]) throws -> (files: [String], skipped: [String]) {
-        var out: [String] = [], skipped: [String] = []
+        var out: [String] = [], skipped: [String] = [], untrusted: [FileSystem.TrustProblem] = []
+        func trusted(_ check: () throws -> Void) throws -> Bool {
+            do { try check(); return true } catch let t as FileSystem.TrustProblem { untrusted.append(t); return false }
+            catch { throw VPNError.from(error) }
+        }
         for path in paths {
+            // As the kernel resolves it: "link/" and "link/." are the link.
+            let spelled = FileSystem.normalized(path)
             let info: FileSystem.Info?
-            do { info = try FileSystem.info(path) } catch { throw VPNError.from(error) }
+            do { info = try FileSystem.info(spelled) } catch { throw VPNError.from(error) }
             guard let info else { throw VPNError(.usage, L("\(path.abbreviated(200)): no such file or directory")) }
-            if info.isDirectory {
+            if info.isSymlink {
+                untrusted.append(.symlink(spelled))
+            } else if info.isDirectory {
+                guard try trusted({ try FileSystem.checkTrustedDirectory(spelled) }) else { continue }
                 let names: [String]
-                do { names = try FileSystem.list(path) } catch { throw VPNError.from(error) }
+                do { names = try FileSystem.list(spelled) } catch { throw VPNError.from(error) }
                 for name in names {
-                    let full = path.hasSuffix("/") ? path + name : path + "/" + name
+                    let full = spelled.hasSuffix("/") ? spelled + name : spelled + "/" + name
                     let entry: FileSystem.Info?
                     do { entry = try FileSystem.info(full) } catch { throw VPNError.from(error) }
-                    // A symlink is read as import reads one (what it points to, if a regular file).
-                    if entry?.isRegular == true || entry?.isSymlink == true { out.append(full) } else { skipped.append(full) }
+                    guard let entry else { continue }  // removed since the listing
+                    if entry.isRegular || entry.isSymlink {
+                        if try trusted({ try FileSystem.checkTrustedFile(full) }) { out.append(full) }
+                    } else {
+                        skipped.append(full)
+                    }
                 }
-            } else {
+            } else if try trusted({ try FileSystem.checkTrustedFile(spelled); try FileSystem.checkAncestors(of: spelled) }) {
                 out.append(path)
             }
         }
+        if let first = untrusted.first {
+            if untrusted.count == 1 {
+                let (what, fix) = wording(first)
+                throw VPNError(.permissionDenied, L("apply changed nothing: \(what)"), hint: fix)
+            }
+            throw VPNError(.permissionDenied, L("apply changed nothing: \(untrusted.count) paths may not be applied"),
+                           hint: L("fix each as shown, then apply again"),
+                           problems: untrusted.map { let (what, fix) = wording($0); return L("\(what); fix: \(fix)") })
+        }
         var seen = Set<String>()
         return (out.filter { seen.insert($0).inserted }, skipped)
+    }
+
+    /// What is wrong with a path given to apply, and the fix, in apply's terms
+    /// (the config dir's wording names --config-dir).
+    static func wording(_ t: FileSystem.TrustProblem) -> (String, String) {
+        switch t {
+        case .symlink(let p):
+            return (L("\(p) is a symlink; apply reads only real files and directories"),
+                    L("replace \(p) with what it points to, or give apply that path"))
+        case .notDirectory(let p), .notRegularFile(let p):
+            return (L("\(p) is not a regular file or directory"), L("give apply a directory of profile files, or a regular file"))
+        case .wrongOwner(let p, let owner, let expected):
+            return (L("\(p) is owned by uid \(owner), so that user could change the managed profiles"),
+                    L("chown \(expected == 0 ? "root:root" : String(expected)) \(p)"))
+        case .writableByOthers(let p, let mode):
+            return (L("\(p) is writable by group or others (mode \(String(mode, radix: 8))), so they could change the managed profiles"),
+                    L("chmod go-w \(p)"))
+        case .untrustedAncestor(let a, let p, let why):
+            return (L("\(p) lies under \(a), which \(why)"),
+                    L("fix the owner and mode of \(a) (chown root; chmod go-w), or keep the files in a directory only root can change"))
+        }
+    }
+
+    /// A file `files` checked, read without following a symlink (it was
+    /// checked as no symlink, and must still be none).
+    static func read(_ path: String) throws -> [UInt8] {
+        let limit = ImportFormat.maximumSize
+        do {
+            guard let b = try FileSystem.readFileIfPresent(path, followSymlinks: false, limit: limit) else {
+                throw VPNError(.failure, L("cannot read \(path.abbreviated(200)): it was removed while apply read the files"))
+            }
+            return b
+        } catch let e as FileSystem.FileProblem {
+            switch e.kind {
+            case .tooLarge:
+                throw VPNError(.configurationInvalid,
+                               L("\(path) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file"))
+            case .symlink:
+                throw VPNError(.permissionDenied, L("apply changed nothing: \(path) became a symlink while apply read the files"),
+                               hint: L("replace it with the file itself, and apply again"))
+            case .notRegular:
+                throw VPNError(.failure, L("cannot import \(e.description)"))
+            }
+        } catch let e as VPNError {
+            throw e
+        } catch {
+            throw VPNError.from(error)
+        }
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -84,7 +160,7 @@ enum ApplyCommand {
         var problems: [String] = []
         for path in paths {
             do {
-                let bytes = try ImportCommand.readInput(path, inv)
+                let bytes = try read(path)
                 let base = ImportCommand.defaultName(path)
                 if MobileConfig.recognizes(bytes) {
                     let c = try MobileConfig.read(bytes, source: path, defaultName: base,
@@ -112,6 +188,7 @@ enum ApplyCommand {
                     notes += r.notes.map { "\(path): \($0)" }
                 }
             } catch let e as VPNError {
+                if e.code == .permissionDenied { throw e }
                 problems.append(e.message)
                 problems += e.problems.map { "  \($0)" }
             }

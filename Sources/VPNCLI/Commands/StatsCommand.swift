@@ -142,7 +142,16 @@ enum StatsCommand {
 
     static func rate(_ r: Double?, _ first: Bool) -> String {
         guard let r else { return first ? "-" : L("reset") }
-        return humanBytes(UInt64(r.rounded())) + "/s"
+        return humanBytes(wholeRate(r)) + "/s"
+    }
+
+    /// A rate as a whole number of bytes: a counter that jumped by nearly
+    /// 2^64 between samples (a file, or a driver, that says so) gives a rate
+    /// past UInt64's range, which a plain conversion traps on.
+    static func wholeRate(_ r: Double) -> UInt64 {
+        let x = r.rounded()
+        guard x > 0 else { return 0 }
+        return x >= 18_446_744_073_709_551_615.0 ? UInt64.max : UInt64(x)
     }
 
     static func humanBytes(_ n: UInt64) -> String {
@@ -237,14 +246,14 @@ enum StatsCommand {
             w.lit(r.resetDetected ? ",\"resetDetected\":true" : ",\"resetDetected\":false")
             w.lit(",\"rxBytes\":"); w.number(c.rxBytes)
             if interval != nil {
-                w.lit(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
+                w.lit(",\"rxBytesPerSecond\":"); if let x = r.rxRate { w.number(wholeRate(x)) } else { w.lit("null") }
             }
             w.lit(",\"rxDropped\":"); w.number(c.rxDropped)
             w.lit(",\"rxErrors\":"); w.number(c.rxErrors)
             w.lit(",\"rxPackets\":"); w.number(c.rxPackets)
             w.lit(",\"txBytes\":"); w.number(c.txBytes)
             if interval != nil {
-                w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(UInt64(max(0, x.rounded()))) } else { w.lit("null") }
+                w.lit(",\"txBytesPerSecond\":"); if let x = r.txRate { w.number(wholeRate(x)) } else { w.lit("null") }
             }
             w.lit(",\"txDropped\":"); w.number(c.txDropped)
             w.lit(",\"txErrors\":"); w.number(c.txErrors)

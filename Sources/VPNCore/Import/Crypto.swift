@@ -65,7 +65,9 @@ public enum Crypto {
 
     static func withBIO<T>(_ bytes: [UInt8], _ body: (OpaquePointer) throws -> T) throws -> T {
         try bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw failure(L("out of memory")) }
+            // BIO_new_mem_buf takes an int: a larger buffer is refused, not trapped on.
+            guard let length = Int32(exactly: raw.count) else { throw Problem(L("\(raw.count) bytes are more than libcrypto reads at once")) }
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, length) else { throw failure(L("out of memory")) }
             defer { BIO_free(bio) }
             return try body(bio)
         }

@@ -444,8 +444,18 @@ struct BinaryPropertyListReader {
         guard !o1, !o2, end <= tableOffset else { throw fail(L("\(what) of \(count) at \(start) runs past the object area")) }
     }
 
-    func refs(_ start: Int, _ count: Int) -> [Int] {
-        (0..<count).map { Int(uint(start + $0 * refSize, refSize)) }
+    /// The `count` object references at `start` (a span already checked),
+    /// each one of the file's objects. A reference is 1 to 8 bytes wide, so it
+    /// is range-checked as read, before it becomes an index.
+    func refs(_ start: Int, _ count: Int, of index: Int) throws -> [Int] {
+        try (0..<count).map { k in
+            let at = start + k * refSize
+            let ref = uint(at, refSize)
+            guard ref < UInt64(objectCount) else {
+                throw fail(L("object \(index): reference to object \(ref) at offset \(at), but the objects are numbered 0 to \(objectCount - 1)"))
+            }
+            return Int(ref)
+        }
     }
 
     mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
@@ -512,13 +522,13 @@ struct BinaryPropertyListReader {
             try checkSpan(start, n, refSize, "array")
             decoding.insert(index)
             defer { decoding.remove(index) }
-            return .array(try refs(start, n).map { try object($0, depth: depth + 1) })
+            return .array(try refs(start, n, of: index).map { try object($0, depth: depth + 1) })
         case 0xD:
             let (n, start) = try count(marker, at: o)
             try checkSpan(start, n, 2 * refSize, "dictionary")
             decoding.insert(index)
             defer { decoding.remove(index) }
-            let keys = refs(start, n), vals = refs(start + n * refSize, n)
+            let keys = try refs(start, n, of: index), vals = try refs(start + n * refSize, n, of: index)
             var d: [String: PropertyList] = [:]
             for (k, v) in zip(keys, vals) {
                 guard case .string(let key) = try object(k, depth: depth + 1) else {

@@ -195,7 +195,9 @@ public struct LocalizedText: ExpressibleByStringInterpolation, Sendable {
     }
 
     /// `format` with `%%` as `%` and each `%N$s` as argument N. Anything
-    /// else after a `%` is kept as it is.
+    /// else after a `%` is kept as it is, and so is a placeholder with no
+    /// argument (`%0$s`, `%3$s` of two, `%99999999999999999999$s`): the
+    /// format may come from a damaged catalog.
     static func render(_ format: String, _ arguments: [String]) -> String {
         guard hasPercent(format) else { return format }
         var out = ""
@@ -206,7 +208,11 @@ public struct LocalizedText: ExpressibleByStringInterpolation, Sendable {
             guard c == "%", i + 1 < scalars.count else { out.unicodeScalars.append(c); i += 1; continue }
             if scalars[i + 1] == "%" { out += "%"; i += 2; continue }
             var j = i + 1, n = 0
-            while j < scalars.count, let d = Int(String(scalars[j])), scalars[j].isASCII { n = n * 10 + d; j += 1 }
+            // Past the last argument the number is only counted as "too large", never overflowed.
+            while j < scalars.count, ("0"..."9").contains(scalars[j]) {
+                if n <= arguments.count { n = n * 10 + Int(scalars[j].value - 0x30) }
+                j += 1
+            }
             if j > i + 1, j + 1 < scalars.count, scalars[j] == "$", scalars[j + 1] == "s", n >= 1, n <= arguments.count {
                 out += arguments[n - 1]
                 i = j + 2

@@ -32,7 +32,8 @@ public struct MessageCatalog: Sendable {
     }
 
     /// The translation of `original`, nil when the catalog has none (or an
-    /// empty one, which msgfmt does not write but a damaged file might).
+    /// empty one or one that is not UTF-8, which msgfmt does not write but a
+    /// damaged file might).
     public func translation(of original: String) -> String? {
         let key = Array(original.utf8)
         guard !key.isEmpty else { return nil }
@@ -45,7 +46,8 @@ public struct MessageCatalog: Sendable {
                 guard let t = string(at: translations + mid * 8), t.count > 0 else { return nil }
                 // A plural entry's translations are NUL-separated; the first is the singular.
                 let end = bytes[t].firstIndex(of: 0) ?? t.upperBound
-                return String(decoding: bytes[t.lowerBound..<end], as: UTF8.self)
+                // Bytes that are not UTF-8 (a damaged file) mean English, not U+FFFD.
+                return String(validating: bytes[t.lowerBound..<end], as: UTF8.self)
             }
             if order < 0 { high = mid - 1 } else { low = mid + 1 }
         }

@@ -183,7 +183,9 @@ public struct CharonLaunch {
                       ("encap", .text("yes")), ("keyingtries", .text("1")),
                       ("mobike", .text(c.disableMOBIKE == true ? "no" : "yes"))])
         if let p = c.ikeProposals { conn.append("proposals", .texts(p)) }
-        if c.useServerVirtualIP ?? true { conn.append("vips", .texts(["0.0.0.0"])) }
+        // An IPv6 address too: a server with a v6 pool gives one, one without
+        // gives only the IPv4 one (charon goes on with what it got).
+        if c.useServerVirtualIP ?? true { conn.append("vips", .texts(["0.0.0.0", "::"])) }
         let dpd = (c.deadPeerDetectionRate ?? .medium).seconds
         conn.append("dpd_delay", .text("\(dpd)s"))
         if let m = c.lifetimeMinutes { conn.append("rekey_time", .text("\(m * 60)s")) }
@@ -214,7 +216,8 @@ public struct CharonLaunch {
         if let ca = caCertificate, c.authenticationMethod != .sharedSecret { remote.append("cacerts", .texts([ca])) }
         conn.append("remote", .section(remote))
 
-        var child = M([("remote_ts", .texts(["0.0.0.0/0"])), ("mode", .text("tunnel")), ("dpd_action", .text("clear"))])
+        // Everything, both families; the server narrows it to what it offers.
+        var child = M([("remote_ts", .texts(["0.0.0.0/0", "::/0"])), ("mode", .text("tunnel")), ("dpd_action", .text("clear"))])
         if let p = c.childProposals { child.append("esp_proposals", .texts(p)) }
         if let m = c.lifetimeMinutes { child.append("rekey_time", .text("\(m * 60)s")) }
         conn.append("children", .section(M([(connectionName, .section(child))])))

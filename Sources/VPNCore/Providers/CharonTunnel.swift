@@ -300,7 +300,19 @@ final class CharonTunnel: ProviderTunnel {
         let remote = child?["remote-ts"]?.texts ?? []
         var settings = TunnelNetworkSettings()
         settings.addresses = vips.map { $0.contains(":") ? "\($0)/128" : "\($0)/32" }
-        settings.routes = remote.filter { CIDR($0) != nil }
+        // A full tunnel's selector (0.0.0.0/0, ::/0) is routed as its two
+        // halves, as WireGuard's is: a default route of the machine's own
+        // stays (adding 0.0.0.0/0 failed with "object exists"), and the
+        // server keeps the route it had, or charon's packets would loop.
+        var seen = Set<String>()
+        let selectors = remote.compactMap(CIDR.init)
+        settings.routes = selectors.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
+        if let server = ike["remote-host"]?.text.flatMap(IPAddress.init),
+           selectors.contains(where: { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) && $0.contains(server) }),
+           let before = system.route(to: server), before.outputInterfaceIndex != applier?.ifindex {
+            settings.excludedRoutes.append(.init(prefix: "\(server)/\(server.isIPv6 ? 128 : 32)", ifindex: before.outputInterfaceIndex,
+                                                 gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
+        }
         settings.mtu = config.mtu ?? 1400
         // The DNS charon's resolve plugin wrote (the server's configuration
         // attributes) goes on the resolver with the profile's dnsSettings.
