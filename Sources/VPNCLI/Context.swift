@@ -29,6 +29,11 @@ public struct Context {
     /// Who the agent serves and its policy (for `vpnctl can`); nil when
     /// the command runs for its own user.
     public var agentCaller: (Caller, AccessPolicy)? = nil
+    /// For a stream through the agent (status --watch, stats --watch):
+    /// asked before each report, with the policy and the caller's groups
+    /// read again; the error that ends the stream once they no longer allow
+    /// it (nil: go on).
+    public var recheckAccess: (() -> VPNError?)? = nil
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 @testable import VPNCLI
-import VPNCore
-import VPNSystem
+@testable import VPNCore
+@testable import VPNSystem
 
 /// The agent's side of a request, in-process: what it decides and what it
 /// prints, against what root sees running the command itself.
@@ -15,7 +15,7 @@ import VPNSystem
 
     init() throws {
         let conf = h.fixture("wg/office.conf")
-        for name in ["office", "lab", "private"] {
+        for name in ["office", "lab", "private", "secretlab"] {
             let r = h.run("import", conf, "--name", name)
             #expect(r.code == 0, "\(r.stderr)")
         }
@@ -58,17 +58,18 @@ import VPNSystem
     }
 
     @Test func refusalsAreExit11NamingProfilePolicyAndWhoGrants() {
-        let r = agent(AgentRequest(verb: .start, profile: "office"), as: mallory)
+        let r = agent(AgentRequest(verb: .start, profile: "lab"), as: bob)
         #expect(r.code == 11)
         #expect(r.stderr == """
-            vpnctl: user 'mallory' may not start 'office': its policy allows users alice; groups staff
-            hint: root or a member of group 'vpnctl' can grant it in the profile's policy: vpnctl edit office
+            vpnctl: user 'bob' may not start 'lab': its policy grants only status
+            hint: root or a member of group 'vpnctl' can grant it in the profile's policy: vpnctl edit lab
 
             """)
         let lab = agent(AgentRequest(verb: .stop, profile: "lab", flags: ["json"]), as: bob)
         #expect(lab.code == 11)
         #expect(jsonObject(lab.stdout)["error"].flatMap { ($0 as? [String: Any])?["name"] as? String } == "permissionDenied")
-        #expect(agent(AgentRequest(verb: .isConnected, profile: "private"), as: alice).code == 11)
+        // A profile that grants the caller nothing is no profile of theirs (9).
+        #expect(agent(AgentRequest(verb: .isConnected, profile: "private"), as: alice).code == 9)
         // Root and the admin group are never refused.
         let admin = Caller(uid: 1004, gid: 1004, userName: "dave", groupNames: ["dave", "vpnctl"])
         #expect(agent(AgentRequest(verb: .isConnected, profile: "private"), as: admin).code == 12)
@@ -84,11 +85,11 @@ import VPNSystem
     /// error the client reads (in the client's language).
     @Test func aRefusalCarriesItsDecisionForTheLog() {
         #expect {
-            try AgentExecution.authorize(AgentRequest(verb: .start, profile: "office"), caller: mallory, settings: settings)
+            try AgentExecution.authorize(AgentRequest(verb: .start, profile: "lab"), caller: bob, settings: settings)
         } throws: { error in
             guard let d = error as? AgentExecution.Denial else { return false }
             return d.error.code == .permissionDenied && !d.decision.allowed
-                && d.decision.englishReason == "user 'mallory' may not start 'office': its policy allows users alice; groups staff"
+                && d.decision.englishReason == "user 'bob' may not start 'lab': its policy grants only status"
         }
     }
 
@@ -106,5 +107,184 @@ import VPNSystem
         #expect(!AgentExecution.runsInline(AgentRequest(verb: .status, flags: ["watch"])))
         #expect(!AgentExecution.runsInline(AgentRequest(verb: .start, profile: "x")))
         #expect(AgentExecution.runsInline(AgentRequest(verb: .can, profile: "x", canAction: .start)))
+    }
+
+    func id(_ name: String) throws -> String {
+        let m = ProfileManager(store: PreferencesStore(directory: h.configDir))
+        try m.load()
+        return try m.profile(named: name).id.lowercasedString
+    }
+
+    /// Issue 29, item 6: no reply names, suggests or describes a profile
+    /// the caller may not see: a hidden profile reads exactly as a name
+    /// that does not exist, for every verb, `can` too.
+    @Test func canNoHiddenSuggestion_hiddenProfilesReadAsAbsentEverywhere() throws {
+        let hidden = try id("secretlab")
+        for verb in AgentRequest.Verb.allCases where verb != .list {
+            for flags in [[], ["json"]] {
+                func ask(_ reference: String) -> Harness.Result {
+                    agent(AgentRequest(verb: verb, profile: reference, canAction: verb == .can ? .start : nil, flags: flags), as: alice)
+                }
+                for reference in ["secretla", "secretlab", hidden, hidden.uppercased(), "ecretlab"] {
+                    let r = ask(reference)
+                    #expect(r.code == 9, "\(verb) \(reference): \(r.code) \(r.stderr)")
+                    let said = (r.stdout + r.stderr).replacingOccurrences(of: "'\(reference)'", with: "'REF'")
+                        .replacingOccurrences(of: "\"\(reference)\"", with: "\"REF\"")
+                    #expect(!said.contains("secretlab") && !said.contains(hidden), "\(verb) \(reference): \(said)")
+                    // The same reply as for a name nothing has.
+                    let none = ask("zzzzzzzzzzzz")
+                    #expect(said == (none.stdout + none.stderr).replacingOccurrences(of: "'zzzzzzzzzzzz'", with: "'REF'")
+                        .replacingOccurrences(of: "\"zzzzzzzzzzzz\"", with: "\"REF\""), "\(verb) \(reference)")
+                }
+            }
+        }
+        // Suggestions come from what the caller sees: alice sees office only.
+        let typo = agent(AgentRequest(verb: .can, profile: "offic", canAction: .start), as: alice)
+        #expect(typo.code == 9 && typo.stderr.contains("did you mean 'office'?"))
+        // An administrator sees everything, suggestions too.
+        let admin = Caller(uid: 1004, gid: 1004, userName: "dave", groupNames: ["dave", "vpnctl"])
+        #expect(agent(AgentRequest(verb: .can, profile: "secretla", canAction: .start), as: admin).stderr.contains("did you mean 'secretlab'?"))
+        // A profile the caller sees but may not act on is still refused with its reason (11).
+        let no = agent(AgentRequest(verb: .can, profile: "lab", canAction: .stop), as: bob)
+        #expect(no.code == 11 && no.stdout == "denied: user 'bob' may not stop 'lab': its policy grants only status\n")
+    }
+
+    func setPolicy(_ name: String, _ policy: [String: Any]) {
+        h.editor = { path in
+            var p = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+            p["policy"] = policy
+            try JSONSerialization.data(withJSONObject: p).write(to: URL(fileURLWithPath: path))
+        }
+        let r = h.run("edit", name)
+        #expect(r.code == 0, "\(r.stderr)")
+    }
+
+    /// Issue 29, item 7: a stream is decided again before each report: by
+    /// the policy as the store has it now and the caller's groups as the
+    /// system has them now.
+    @Test func watchRevoked_aStreamEndsOnceThePolicyOrTheGroupsNoLongerAllowIt() throws {
+        let office = try UUID(uuidString: id("office"))
+        var groups = ["bob", "staff"]
+        let recheck = AccessRecheck(caller: bob, settings: settings, action: .status, profileID: office,
+                                    lookUp: { uid, gid in Caller(uid: uid, gid: gid, userName: "bob", groupNames: groups) })
+        #expect(recheck.check() == nil)
+        // Out of the group office's policy names: the stream ends, and says nothing of office's policy.
+        groups = ["bob"]
+        let e = try #require(recheck.check())
+        #expect(e.code == .permissionDenied)
+        #expect(e.message == "the stream of 'office' ends: you may no longer see it")
+        groups = ["bob", "staff"]
+        #expect(recheck.check() == nil)
+        // The policy edited meanwhile: named, but status no longer granted.
+        setPolicy("office", ["users": ["alice"], "groups": ["staff"], "actions": ["start"]])
+        #expect(recheck.check()?.message == "the stream of 'office' ends: user 'bob' may not see the status of 'office': its policy grants only start")
+        // Removed: the stream ends.
+        #expect(h.run("remove", "office").code == 0)
+        #expect(recheck.check()?.code == .configurationUnknown)
+        // A stream of everything follows the caller as they are now: an
+        // administrator who stops being one sees only what the policies grant.
+        var adminGroups = ["dave", "vpnctl"]
+        let all = AccessRecheck(caller: Caller(uid: 1004, gid: 1004, userName: "dave", groupNames: adminGroups), settings: settings,
+                                action: .status, profileID: nil,
+                                lookUp: { uid, gid in Caller(uid: uid, gid: gid, userName: "dave", groupNames: adminGroups) })
+        let manager = ProfileManager(store: PreferencesStore(directory: h.configDir))
+        try manager.load()
+        let privateProfile = try manager.profile(named: "private")
+        #expect(all.check() == nil && all.canSee(privateProfile))
+        adminGroups = ["dave"]
+        #expect(all.check() == nil && !all.canSee(privateProfile))
+    }
+
+    /// Issue 29, item 5: one uid cannot take the agent's table: past its
+    /// share it is refused, and a full table makes room for another uid
+    /// by evicting the oldest connection of the uid holding the most.
+    @Test func floodFairShare_aFullTableMakesRoomForAnotherUser() throws {
+        var limits = AgentServer.Limits()
+        limits.maximumClients = 8
+        limits.maximumClientsPerUser = 6
+        var lines: [String] = []
+        let server = AgentServer(settings: settings, limits: limits, listener: -1, path: nil, log: { lines.append($0) })
+        var peers: [Int32: Int32] = [:]
+        func connect(_ uid: UInt32) -> Bool {
+            let credentials = PeerCredentials(pid: 4242, uid: uid, gid: uid)
+            guard server.admit(credentials) else { return false }
+            var pair: [Int32] = [-1, -1]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            peers[pair[0]] = pair[1]
+            server.add(pair[0], credentials)
+            return true
+        }
+        defer {
+            for (a, b) in peers { server.clients[a].map(server.forget); close(b); if server.clients[a] == nil { close(a) } }
+        }
+        #expect((0..<6).allSatisfy { _ in connect(1000) })
+        #expect(!connect(1000), "past its share")
+        #expect(connect(1001) && connect(1001))
+        #expect(server.clients.count == 8)
+        // Full: 1002 takes the place of 1000's oldest; 1000 cannot take 1001's.
+        let oldest = server.clients.values.filter { $0.credentials.uid == 1000 }.min { $0.serial < $1.serial }!
+        let oldestPeer = peers[oldest.fd]!
+        peers[oldest.fd] = nil
+        #expect(connect(1002))
+        #expect(server.clientsByUID[1000] == 5 && !server.clients.values.contains { $0 === oldest })
+        var reply = [UInt8](repeating: 0, count: 4096)
+        let n = reply.withUnsafeMutableBytes { recv(oldestPeer, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        #expect(n > 0 && String(decoding: reply.prefix(max(0, n)), as: UTF8.self).contains("the vpnctl agent is busy"))
+        close(oldestPeer)
+        #expect(!connect(1000))
+        // Root always gets in.
+        #expect(connect(0))
+        #expect(lines.contains { $0.hasPrefix("evicted uid=1000 pid=4242 for uid=1002") })
+    }
+
+    /// Requests past a uid's rate are refused, in the client's language, without reading the store.
+    @Test func floodFairShare_requestsPastTheRateAreRefused() throws {
+        var limits = AgentServer.Limits()
+        limits.maximumClientsPerUser = 2
+        limits.requestsPerSecondPerUser = 1
+        let server = AgentServer(settings: settings, limits: limits, listener: -1, path: nil, log: { _ in })
+        func ask(_ uid: UInt32) -> String {
+            var pair: [Int32] = [-1, -1]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            defer { close(pair[1]) }
+            server.handle(AgentServer.Client(fd: pair[0], credentials: PeerCredentials(pid: 1, uid: uid, gid: uid), serial: 0),
+                          Array(AgentRequest(verb: .list).serialized.utf8.dropLast()))
+            var reply = [UInt8](repeating: 0, count: 65536)
+            let n = reply.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            return String(decoding: reply.prefix(max(0, n)), as: UTF8.self)
+        }
+        #expect(!ask(1000).contains("too many"))
+        #expect(!ask(1000).contains("too many"))
+        #expect(ask(1000).contains("too many requests from you: at most 1 a second"))
+        #expect(!ask(1001).contains("too many"), "another uid has its own share")
+        #expect(!ask(0).contains("too many"), "root is not limited")
+    }
+}
+
+/// Issue 29, item 6, the same leak elsewhere: an error made while running a
+/// request names no profile the caller may not see.
+@Suite struct AgentNamesOnlyVisibleProfilesTests {
+    @Test func canNoHiddenSuggestion_aSecondKillSwitchIsRefusedWithoutNamingAHiddenOne() throws {
+        let h = Harness()
+        let conf = h.fixture("wg/office.conf")
+        for name in ["office", "secretlab"] { #expect(h.run("import", conf, "--name", name).code == 0) }
+        let manager = ProfileManager(store: PreferencesStore(directory: h.configDir))
+        try manager.load()
+        var office = try manager.profile(named: "office")
+        office.includeAllNetworks = true
+        let secret = try manager.profile(named: "secretlab")
+        let controller = TunnelController(configDirectory: h.configDir, runDirectory: h.runDir)
+        try controller.runtime.prepare()
+        var record = RuntimeRecord(id: secret.id, name: secret.name, status: .connected)
+        record.killSwitch = KillSwitchRecord(table: "vpnctl_x", netns: NetworkNamespace.current())
+        try controller.runtime.write(record)
+        var tunnels = TunnelUseCases(store: manager.store, controller: controller, path: nil)
+        #expect { try tunnels.refuseSecondKillSwitch(office) } throws: { ($0 as? VPNError)?.message.contains("'secretlab'") == true }
+        tunnels.mayName = { $0.name == "office" }
+        #expect { try tunnels.refuseSecondKillSwitch(office) } throws: { e in
+            guard let e = e as? VPNError else { return false }
+            return e.message == "another profile has a kill switch in place; two would block each other's tunnels"
+                && !(e.hint ?? "").contains("secretlab")
+        }
     }
 }

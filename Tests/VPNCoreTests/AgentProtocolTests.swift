@@ -84,3 +84,26 @@ import Testing
         }
     }
 }
+
+/// Issue 29, item 8: what a worker is asked travels on a socket, not on its
+/// command line.
+@Suite struct AgentWorkOrderTests {
+    @Test func workerArgvClean_theOrderRoundTripsWithTheCallerAndTheRequest() throws {
+        let request = AgentRequest(verb: .status, profile: "0f6c8d2e-6a4b-4c1e-9a5e-3f0e8a1b2c3d", flags: ["watch", "json"], language: "vi")
+        let order = AgentWorkOrder(uid: 1001, gid: 1002, request: request)
+        #expect(order.serialized.hasSuffix("\n"))
+        #expect(try AgentWorkOrder.parse(Array(order.serialized.utf8)) == order)
+    }
+
+    @Test(arguments: [
+        (#"{"gid":1,"request":"{\"verb\":\"list\"}"}"#, "the work order names no valid uid and gid"),
+        (#"{"uid":-1,"gid":1,"request":"{\"verb\":\"list\"}"}"#, "the work order names no valid uid and gid"),
+        (#"{"uid":4294967296,"gid":1,"request":"{\"verb\":\"list\"}"}"#, "the work order names no valid uid and gid"),
+        (#"{"uid":1,"gid":1}"#, "the work order has no request"),
+        (#"{"uid":1,"gid":1,"request":"{\"verb\":\"import\"}"}"#, "unknown verb 'import'"),
+        ("not json", "the work order is not JSON"),
+    ])
+    func workerArgvClean_aBadOrderIsRefusedNamingWhy(text: String, reason: String) {
+        #expect(throws: AgentProtocolError(reason)) { try AgentWorkOrder.parse(Array(text.utf8)) }
+    }
+}

@@ -53,6 +53,7 @@ as_vi() { local u=$1; shift; VPNCTL_LOCALEDIR=$(dirname "$V")/locale LANGUAGE=vi
 test_agent_user_tunnel() {
   use office second || return 1
   agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  agent_set_policy second "{\"users\":[\"${LAB}u2\"],\"actions\":[\"status\"]}" || return 1
   defer agent_lab_down
   agent_lab_up || return 1
   local u1=${LAB}u1 u2=${LAB}u2
@@ -71,15 +72,18 @@ test_agent_user_tunnel() {
   expect_contains "the JSON error after a Vietnamese request" "no profile named 'nosuch'" "$OUT" || return 1
   expect_ok "verify by $u1" as "$u1" verify office --probe http://198.19.0.1:8080/ || return 1
   expect_contains "verify" "verdict: path proven" "$OUT" || return 1
-  expect_run "stop by $u2" 11 as "$u2" stop office || return 1
-  expect_contains "the refusal" "user '$u2' may not stop 'office'" "$OUT" || return 1
+  # A profile whose policy grants u2 nothing is no profile of theirs (9).
+  expect_run "stop office by $u2" 9 as "$u2" stop office || return 1
+  expect_contains "the answer" "no profile named 'office'" "$OUT" || return 1
+  expect_run "stop second by $u2 (status only)" 11 as "$u2" stop second || return 1
+  expect_contains "the refusal" "user '$u2' may not stop 'second'" "$OUT" || return 1
   # A refusal reads in the client's language; the agent logs it in English.
-  expect_run "stop by $u2 in Vietnamese" 11 as_vi "$u2" stop office || return 1
-  expect_contains "the refusal in Vietnamese" "người dùng '$u2' không được dừng 'office'" "$OUT" || return 1
+  expect_run "stop second by $u2 in Vietnamese" 11 as_vi "$u2" stop second || return 1
+  expect_contains "the refusal in Vietnamese" "người dùng '$u2' không được dừng 'second'" "$OUT" || return 1
   expect_eq "refusals the log has in English" 2 \
-    "$(grep -c "($u2) pid=[0-9]* stop 'office': denied (exit 11): user '$u2' may not stop 'office'" "$(dirname "$VPNCTL_RUN_DIR")/agent.log")" || return 1
+    "$(grep -c "($u2) pid=[0-9]* stop 'second': denied (exit 11): user '$u2' may not stop 'second'" "$(dirname "$VPNCTL_RUN_DIR")/agent.log")" || return 1
   expect_field office status connected || return 1
-  expect_run "start second by $u1" 11 as "$u1" start second || return 1
+  expect_run "start second by $u1" 9 as "$u1" start second || return 1
   expect_run "second is untouched" 12 cn "$V" is-connected second || return 1
   expect_ok "toggle by $u1" as "$u1" toggle office || return 1
   expect_match "toggle's card" "disconnected +office" "$OUT" || return 1

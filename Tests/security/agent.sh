@@ -172,14 +172,17 @@ sec_agent_permitted_user_controls_the_profile() (
 
 sec_agent_refusals_name_the_profile_and_agree_with_can() (
   agent_up || exit $?
-  expect_code 11 "start office by $UB" as "$UB" start office || exit 1
-  expect_eq "the refusal" "vpnctl: user '$UB' may not start 'office': its policy allows users $UA; groups $GG
-hint: root or a member of group '$GM' can grant it in the profile's policy: vpnctl edit office" "$OUT" || exit 1
   expect_code 11 "stop lab by $UB (lab grants status, start)" as "$UB" stop lab || exit 1
-  expect_contains "the refusal" "may not stop 'lab': its policy grants only status, start" "$OUT" || exit 1
-  expect_code 11 "start lab by $UA (allowed for office only)" as "$UA" start lab --json || exit 1
+  expect_eq "the refusal" "vpnctl: user '$UB' may not stop 'lab': its policy grants only status, start
+hint: root or a member of group '$GM' can grant it in the profile's policy: vpnctl edit lab" "$OUT" || exit 1
+  expect_code 11 "stop lab by $UB --json" as "$UB" stop lab --json || exit 1
   expect_contains "the JSON refusal" '"code":11,' "$OUT" || exit 1
-  expect_code 11 "stop private by $UC" as "$UC" stop private || exit 1
+  # A profile whose policy grants the caller nothing is no profile of theirs (9), saying nothing of it.
+  expect_code 9 "start office by $UB (named nowhere in it)" as "$UB" start office || exit 1
+  expect_eq "the answer" "vpnctl: no profile named 'office'" "$(head -1 <<<"$OUT")" || exit 1
+  expect_not_contains "the answer" "$UA" "$OUT" || exit 1
+  expect_code 9 "start lab by $UA (allowed for office only)" as "$UA" start lab --json || exit 1
+  expect_code 9 "stop private by $UC" as "$UC" stop private || exit 1
   expect_code 11 "import by a user" as "$UA" can import office || exit 1
   expect_ok "import by an admin" as "$UD" can import office || exit 1
   # can agrees with the agent, for every user, profile and action that starts nothing.
@@ -202,7 +205,7 @@ hint: root or a member of group '$GM' can grant it in the profile's policy: vpnc
   expect_contains "the hint" "did you mean 'office'?" "$OUT" || exit 1
   expect_code 9 "status of 'nothing' by $UB" as "$UB" status nothing || exit 1
   expect_not_contains "the hint" "vpnctl import" "$OUT" || exit 1
-  grep -q "uid=$(id -u "$UB")($UB) pid=[0-9]* start 'office': denied" "$AG_LOG" || { echo "  no denial in the log"; cat "$AG_LOG"; exit 1; }
+  grep -q "uid=$(id -u "$UB")($UB) pid=[0-9]* stop 'lab': denied" "$AG_LOG" || { echo "  no denial in the log"; cat "$AG_LOG"; exit 1; }
 )
 
 sec_agent_forged_and_hostile_requests() (
@@ -210,7 +213,9 @@ sec_agent_forged_and_hostile_requests() (
   local out
   # Another uid, a config dir, a path: in the body they change nothing.
   out=$(raw "$UB" "b'{\"verb\":\"start\",\"profile\":\"office\",\"uid\":0,\"gid\":0,\"user\":\"root\",\"configDir\":\"/tmp\"}\n'")
-  expect_contains "forged uid" "may not start 'office'" "$out" && expect_contains "forged uid" "x:11" "$out" || exit 1
+  expect_contains "forged uid" "no profile named 'office'" "$out" && expect_contains "forged uid" "x:9" "$out" || exit 1
+  out=$(raw "$UB" "b'{\"verb\":\"stop\",\"profile\":\"lab\",\"uid\":0,\"gid\":0,\"user\":\"root\"}\n'")
+  expect_contains "forged uid" "may not stop 'lab'" "$out" && expect_contains "forged uid" "x:11" "$out" || exit 1
   out=$(raw "$UB" "b'{\"verb\":\"list\",\"uid\":0,\"flags\":[\"json\"]}\n'")
   expect_contains "forged list" '"name":"lab"' "$out" && expect_not_contains "forged list" office "$out" || exit 1
   # Options that name files, unknown verbs, garbage, oversize, NULs: exit 2, connection closed.
@@ -249,8 +254,8 @@ for b in b"{\"verb\":\"list\"":
   local nobody_uid=$(( 3000000 + $$ % 100000 ))
   expect_ok "status by uid $nobody_uid (no passwd entry)" \
     env -u VPNCTL_CONFIG_DIR setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$BIN" status || exit 1
-  expect_code 11 "start by uid $nobody_uid" env -u VPNCTL_CONFIG_DIR setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$BIN" start office || exit 1
-  expect_contains "the refusal" "uid $nobody_uid may not start 'office'" "$OUT" || exit 1
+  expect_code 9 "start by uid $nobody_uid" env -u VPNCTL_CONFIG_DIR setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$BIN" start office || exit 1
+  expect_contains "the answer" "no profile's policy names you or a group of yours" "$OUT" || exit 1
   # Still alive and serving, same pid.
   gone "$AG_PID" && { echo "  the agent died"; cat "$AG_LOG"; exit 1; }
   expect_ok "status after the abuse" as "$UA" status office || exit 1
@@ -334,7 +339,7 @@ PY
   grep -q "serving the socket systemd passed" "$AG_LOG" || { echo "  the agent made its own socket:"; cat "$AG_LOG"; exit 1; }
   wait_for "READY=1" 5 grep -q "READY=1" "$WORK/notify.out" || exit 1
   wait $listener
-  expect_code 11 "start lab by $UA, activated" as "$UA" start lab || exit 1
+  expect_code 11 "stop lab by $UB, activated" as "$UB" stop lab || exit 1
 )
 
 # The units make install installs: systemd accepts them as they are (no
@@ -351,4 +356,229 @@ sec_agent_systemd_units_verify() (
   grep -q '^KillMode=process$' "$WORK/vpnctl-agent.service" || { echo "  a restart of the agent would end tunnels"; exit 1; }
   grep -q '^SocketMode=0666$' "$WORK/vpnctl-agent.socket" && grep -q '^ListenStream=/run/vpnctl/agent.sock$' "$WORK/vpnctl-agent.socket" \
     || { echo "  the socket unit does not match vpnctl-agent(8)"; exit 1; }
+)
+
+# agent_request_ms USER-OR-root REQUEST-JSON: one request straight to the
+# socket as that user; prints "<exit> <milliseconds>" (exit "-" when no
+# exit frame came within 10 s).
+agent_request_ms() {
+  local u=$1 req=$2
+  local py='
+import socket, struct, sys, time
+t0 = time.monotonic()
+s = socket.socket(socket.AF_UNIX)
+code = "-"
+try:
+    # A blocking connect, as vpnctl makes: it waits for room in the backlog.
+    s.connect(sys.argv[1]); s.settimeout(10); s.sendall(sys.argv[2].encode() + b"\n")
+    buf = b""
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        buf += b
+    while len(buf) >= 5:
+        t, n = buf[0:1], struct.unpack(">I", buf[1:5])[0]
+        if t == b"x": code = buf[5:5 + n].decode()
+        buf = buf[5 + n:]
+except OSError:
+    pass
+print(code, int((time.monotonic() - t0) * 1000))'
+  if [ "$u" = root ]; then python3 -c "$py" "$AG_SOCK" "$req"; else runuser -u "$u" -- python3 -c "$py" "$AG_SOCK" "$req"; fi
+}
+
+# Issue 29, item 5: one user floods the agent (600 connections held open,
+# requests as fast as it can make them, garbage): another user's status
+# and root's still answer in under 1 s, and the agent's log stays bounded.
+sec_agent_flood_fair_share() (
+  agent_up || exit $?
+  local flood=$WORK/flood.py
+  cat > "$flood" <<'PY'
+import os, resource, select, socket, sys, time
+path, seconds, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+end = time.monotonic() + seconds
+def connect():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2)
+    try: s.connect(path); return s
+    except OSError: s.close(); return None
+if mode == "hold":
+    # 600 connections that never send a request, opened again as the agent closes them.
+    held = {}
+    poller = select.poll()
+    while time.monotonic() < end:
+        while len(held) < 600 and time.monotonic() < end:
+            s = connect()
+            if s is None: break
+            held[s.fileno()] = s; poller.register(s, select.POLLIN)
+        for fd, _ in poller.poll(50):
+            poller.unregister(fd); held.pop(fd).close()
+else:
+    request = b'{"verb":"status","flags":["json"]}\n' if mode == "requests" else b'\xff{{{ garbage\n'
+    while time.monotonic() < end:
+        s = connect()
+        if s is None: continue
+        try:
+            s.sendall(request)
+            if mode == "requests":
+                while s.recv(65536): pass
+        except OSError: pass
+        s.close()
+PY
+  local lines0 flooders=() m i
+  lines0=$(wc -l < "$AG_LOG")
+  for m in hold requests requests garbage; do
+    runuser -u "$SEC_USER" -- timeout 20 python3 "$flood" "$AG_SOCK" 8 $m &
+    flooders+=($!)
+  done
+  sleep 1.5
+  local sample
+  for i in 1 2 3 4 5; do
+    local t0=$(date +%s%N)
+    expect_ok "status by $UA while $SEC_USER floods (sample $i)" as "$UA" status office || { kill "${flooders[@]}" 2>/dev/null; exit 1; }
+    local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ $ms -lt 1000 ] || { echo "  status by $UA took $ms ms while $SEC_USER flooded"; kill "${flooders[@]}" 2>/dev/null; exit 1; }
+    sample=$(agent_request_ms root '{"verb":"status","flags":["json"]}')
+    [ "${sample%% *}" = 0 ] && [ "${sample##* }" -lt 1000 ] \
+      || { echo "  root's status through the agent while $SEC_USER flooded: exit and ms: $sample"; kill "${flooders[@]}" 2>/dev/null; exit 1; }
+    echo "  sample $i: $UA ${ms} ms, root ${sample##* } ms"
+    sleep 0.7
+  done
+  wait "${flooders[@]}"
+  gone "$AG_PID" && { echo "  the agent died"; tail -5 "$AG_LOG"; exit 1; }
+  local added=$(( $(wc -l < "$AG_LOG") - lines0 ))
+  echo "  the agent's log grew by $added lines during the flood"
+  [ "$added" -lt 400 ] || { echo "  the log grew by $added lines in 8 s of flood:"; sort "$AG_LOG" | cut -c1-60 | uniq -c | sort -rn | head; exit 1; }
+  # What was held back is said, counted, within a summary period.
+  wait_for "a rate-limited summary in the log" 15 grep -q "^vpnctl agent: rate-limited: [0-9]* more lines like this" "$AG_LOG" || { tail -20 "$AG_LOG"; exit 1; }
+  grep -q "refused uid=$(id -u "$SEC_USER") pid=[0-9]*: 256 requests of this uid are being read already" "$AG_LOG" \
+    || { echo "  no refusal past the share in the log"; tail -20 "$AG_LOG"; exit 1; }
+  # The flooder is served again once it stops.
+  local tries=0
+  until [ "$(agent_request_ms "$SEC_USER" '{"verb":"list"}' | cut -d' ' -f1)" = 0 ]; do
+    tries=$((tries + 1)); [ $tries -lt 20 ] || { echo "  $SEC_USER is not answered after the flood"; tail -5 "$AG_LOG"; exit 1; }
+    sleep 0.5
+  done
+)
+
+# Issue 29, item 6: no reply names, suggests or describes a profile the
+# caller may not see; a hidden profile reads as a name nothing has.
+sec_agent_can_no_hidden_suggestion() (
+  agent_up || exit $?
+  "$BIN" import p.conf --name secretlab >/dev/null || exit 1
+  local hidden; hidden=$(profile_id secretlab)
+  local args ref got none
+  for args in "can start REF" "can status REF --json" "start REF" "stop REF" "toggle REF" "status REF" "status REF --json" \
+              "is-connected REF" "verify REF" "stats --profile REF" "status REF --watch"; do
+    for ref in secretla secretlab ecretlab "$hidden" "${hidden^^}"; do
+      got=$(timeout 10 env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" ${args//REF/$ref} 2>&1; echo "exit $?")
+      none=$(timeout 10 env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" ${args//REF/zzzzzzzzzz} 2>&1; echo "exit $?")
+      got=${got//$ref/REF} none=${none//zzzzzzzzzz/REF}
+      expect_eq "'${args//REF/$ref}' by $UA reads as a name nothing has" "$none" "$got" || exit 1
+      expect_not_contains "'${args//REF/$ref}' by $UA" secretlab "$got" || exit 1
+    done
+  done
+  expect_contains "an absent name" "exit 9" "$none" || exit 1
+  # Suggestions come from what the caller sees; an administrator sees everything.
+  expect_code 9 "can start offic by $UA" as "$UA" can start offic || exit 1
+  expect_contains "the hint" "did you mean 'office'?" "$OUT" || exit 1
+  expect_code 9 "can start secretla by $UD (admin)" as "$UD" can start secretla || exit 1
+  expect_contains "the admin's hint" "did you mean 'secretlab'?" "$OUT" || exit 1
+  # A profile the caller sees is still refused with its policy's reason.
+  expect_code 11 "can stop lab by $UB" as "$UB" can stop lab || exit 1
+  expect_eq "the answer" "denied: user '$UB' may not stop 'lab': its policy grants only status, start" "$OUT" || exit 1
+)
+
+# Issue 29, item 7: a watch is decided again before each report. Revoked
+# from a profile's policy, a watch of it ends with exit 11 and says why;
+# out of the group that granted it, a watch of everything stops showing it.
+sec_agent_watch_revoked() (
+  agent_up || exit $?
+  local a=$WORK/watch-a c=$WORK/watch-c
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" status office --watch --json > "$a.out" 2> "$a.err" &
+  local wa=$!
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UC" --regid="$(id -g "$UC")" --init-groups "$BIN" status --watch --json > "$c.out" 2> "$c.err" &
+  local wc=$!
+  wait_for "two watch workers" 5 bash -c "[ \$(pgrep -fc '[_]_agent-run.*$VPNCTL_RUN_DIR') -ge 2 ]" || exit 1
+  sleep 0.3
+  expect_ok "start office" root start office --no-wait || exit 1
+  wait_for "$UA's watch to report the start" 5 grep -q '"status":"connecting"' "$a.out" || { cat "$a.err"; exit 1; }
+  wait_for "$UC's watch to report the start" 5 grep -q '"status":"connecting"' "$c.out" || { cat "$c.err"; exit 1; }
+  # Revoke: $UA out of office's policy, $UC out of the group it names.
+  set_policy office "{\"groups\":[\"$GG\"]}" || exit 1
+  gpasswd -d "$UC" "$GG" >/dev/null || exit 1
+  local na nc
+  na=$(wc -l < "$a.out") nc=$(wc -l < "$c.out")
+  expect_ok "stop office" root stop office || exit 1
+  wait_for "$UA's watch to end" 10 gone "$wa" || { kill "$wc"; exit 1; }
+  local rc=0; wait "$wa" || rc=$?
+  expect_eq "$UA's watch's exit" 11 "$rc" || exit 1
+  expect_eq "$UA's watch's last word" '"message":"the stream of '"'office'"' ends: you may no longer see it"' \
+    "$(grep -o '"message":"[^"]*"' "$a.out" "$a.err" | head -1 | cut -d: -f2-)" || { cat "$a.out" "$a.err"; exit 1; }
+  expect_eq "transitions $UA saw after the revocation" 0 "$(tail -n +$((na + 1)) "$a.out" | grep -c '"status"')" || { cat "$a.out"; exit 1; }
+  sleep 1
+  expect_eq "transitions $UC saw after the revocation" 0 "$(tail -n +$((nc + 1)) "$c.out" | grep -c '"status"')" || { cat "$c.out"; exit 1; }
+  kill "$wc"; wait "$wc" 2>/dev/null
+  # Text, not JSON: the message as a person reads it.
+  set_policy office "{\"users\":[\"$UA\"]}" || exit 1
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" status office --watch > "$a.out" 2> "$a.err" &
+  wa=$!
+  wait_for "the watch's worker" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || exit 1
+  set_policy office "{\"users\":[\"$UA\"],\"actions\":[\"start\"]}" || exit 1
+  expect_ok "start office" root start office --no-wait || exit 1
+  wait_for "$UA's watch to end" 10 gone "$wa" || exit 1
+  rc=0; wait "$wa" || rc=$?
+  expect_eq "$UA's watch's exit" 11 "$rc" || exit 1
+  expect_contains "the message" "vpnctl: the stream of 'office' ends: user '$UA' may not see the status of 'office': its policy grants only start" "$(cat "$a.err")" || exit 1
+  expect_not_contains "the watch's output" "connecting" "$(cat "$a.out")" || exit 1
+  root stop office >/dev/null
+)
+
+# Issue 29, item 8: a worker's command line (which every user may read in
+# /proc) names neither the request's profile nor the caller.
+sec_agent_worker_argv_clean() (
+  agent_up || exit $?
+  local id uid; id=$(profile_id office) uid=$(id -u "$UA")
+  env -u VPNCTL_CONFIG_DIR setpriv --reuid="$UA" --regid="$(id -g "$UA")" --init-groups "$BIN" status office --watch > /dev/null 2>&1 &
+  local watcher=$!
+  wait_for "the watch's worker" 5 pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" || exit 1
+  local worker; worker=$(pgrep -f "[_]_agent-run.*$VPNCTL_RUN_DIR" | head -1)
+  # As another user would read it.
+  local argv; argv=$(runuser -u "$UB" -- cat "/proc/$worker/cmdline" | tr '\0' '\n')
+  expect_contains "the worker's command line" "__agent-run" "$argv" || exit 1
+  expect_not_contains "the worker's command line" "$id" "$argv" || exit 1
+  expect_not_contains "the worker's command line" "office" "$argv" || exit 1
+  expect_not_contains "the worker's command line" "--uid" "$argv" || exit 1
+  expect_not_contains "the worker's command line" '"verb"' "$argv" || exit 1
+  grep -qx "$uid" <<<"$argv" && { echo "  the worker's command line holds $UA's uid: $argv"; exit 1; }
+  runuser -u "$UB" -- cat "/proc/$worker/environ" >/dev/null 2>&1 && { echo "  another user reads the worker's environment"; exit 1; }
+  # The watch still works: it reports a start.
+  kill "$watcher"; wait "$watcher" 2>/dev/null
+  # A worker started by hand, without the agent's socket, does nothing.
+  expect_run "__agent-run without its order" nonzero runuser -u "$UB" -- "$BIN" __agent-run --config-dir "$VPNCTL_CONFIG_DIR" --run-dir "$VPNCTL_RUN_DIR" || exit 1
+  expect_contains "the refusal" "reads its request from fd 4" "$OUT" || exit 1
+)
+
+# Issue 29, item 8, the same hole elsewhere: the agent's probe worker
+# (on-demand probe URLs) has no URL on its command line either.
+sec_agent_probe_argv_clean() (
+  agent_up || exit $?
+  cat > "$WORK/od-editor.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["onDemand"] = {"enabled": False, "rules": [{"action": "connect", "probeURL": "http://198.18.0.1:8080/token-a1b2c3"}]}
+json.dump(p, open(sys.argv[1], "w"))
+PY
+  EDITOR="python3 $WORK/od-editor.py" "$BIN" edit office >/dev/null || exit 1
+  expect_ok "ondemand enable office" "$BIN" ondemand enable office || exit 1
+  # 198.18.0.1 never answers in the agent's namespace: the probe waits, and can be read.
+  wait_for "the probe worker" 10 pgrep -f "[_]_probe" || { tail -5 "$AG_LOG"; exit 1; }
+  local prober argv; prober=$(pgrep -f "[_]_probe" | head -1)
+  argv=$(runuser -u "$UB" -- cat "/proc/$prober/cmdline" | tr '\0' '\n')
+  expect_contains "the probe worker's command line" "__probe" "$argv" || exit 1
+  expect_not_contains "the probe worker's command line" "token-a1b2c3" "$argv" || exit 1
+  expect_not_contains "the probe worker's command line" "198.18.0.1" "$argv" || exit 1
+  # It got the URL all the same: it is connecting to it.
+  wait_for "the probe's connection to 198.18.0.1:8080" 5 \
+    bash -c "ip netns exec '$AG_NS' ss -tnH state syn-sent dst 198.18.0.1:8080 | grep -q ." || exit 1
 )

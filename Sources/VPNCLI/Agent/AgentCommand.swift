@@ -23,6 +23,8 @@ enum AgentCommand {
         options: [OptionSpec("admin-group", value: "group", help: L("Members may do everything, as root may (default vpnctl).")),
                   OptionSpec("request-timeout", value: "ms", help: L("How long a client may take to send its request (default 2000).")),
                   OptionSpec("max-clients", value: "n", help: L("Requests read at once; more are told the agent is busy (default 512).")),
+                  OptionSpec("max-clients-per-user", value: "n", help: L("Requests of one user read at once (default half of --max-clients).")),
+                  OptionSpec("max-requests-per-user", value: "n", help: L("Requests one user may make a second, after a burst (default 100).")),
                   OptionSpec("max-workers", value: "n", help: L("Requests that wait (start, watch, ...) one user may have running (default 32)."))],
         run: run)
 
@@ -39,6 +41,9 @@ enum AgentCommand {
         var limits = AgentServer.Limits()
         limits.requestTimeoutMs = Int64(try number(inv, "request-timeout", default: 2000, range: 10...600_000))
         limits.maximumClients = try number(inv, "max-clients", default: 512, range: 1...100_000)
+        limits.maximumClientsPerUser = try number(inv, "max-clients-per-user", default: max(1, limits.maximumClients / 2),
+                                                  range: 1...limits.maximumClients)
+        limits.requestsPerSecondPerUser = try number(inv, "max-requests-per-user", default: 100, range: 1...100_000)
         limits.maximumWorkersPerUser = try number(inv, "max-workers", default: 32, range: 1...10_000)
         let adminGroup = inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup
         guard !adminGroup.isEmpty, !adminGroup.contains(where: { $0 == ":" || $0 == " " || $0 == "\n" }) else {
@@ -87,11 +92,8 @@ enum AgentCommand {
     }
 
     static let workerSpec = CommandSpec(
-        name: "__agent-run", abstract: "Run one request the agent accepted, writing its reply to fd 3; the agent runs it.",
-        options: [OptionSpec("admin-group", value: "group", help: "The agent's admin group."),
-                  OptionSpec("uid", value: "uid", help: "The caller's uid (from SO_PEERCRED)."),
-                  OptionSpec("gid", value: "gid", help: "The caller's gid (from SO_PEERCRED).")],
-        positionals: [PositionalSpec("request", help: "The authorized request.")],
+        name: "__agent-run", abstract: "Run one request the agent accepted, read from fd 4, writing its reply to fd 3; the agent runs it.",
+        options: [OptionSpec("admin-group", value: "group", help: "The agent's admin group.")],
         run: { try worker($0) })
 
     /// `vpnctl __agent-run ...`: run as root by the agent only; run by
@@ -109,11 +111,12 @@ enum AgentCommand {
         }
     }
 
+    /// The worker's order arrives on this fd, the client's socket on 3.
+    static let orderFD: Int32 = 4
+
     static func worker(_ inv: Invocation) throws -> ExitCode {
-        guard let uid = inv.args.value("uid").flatMap(UInt32.init), let gid = inv.args.value("gid").flatMap(UInt32.init) else {
-            throw VPNError.usage("__agent-run needs --uid and --gid") // English: __agent-run speaks English only
-        }
-        let request = try AgentRequest.parse(Array(inv.args.positionals[0].utf8))
+        let order = try readOrder(orderFD)
+        let (uid, gid, request) = (order.uid, order.gid, order.request)
         let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
                                      adminGroup: inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup)
         signal(SIGPIPE, SIG_IGN)
@@ -135,6 +138,33 @@ enum AgentCommand {
                                       path: inv.context.environment["PATH"], stdout: out, stderr: err)
         _ = send(AgentFrame.exit(code).encoded)
         return ExitCode(rawValue: code) ?? .failure
+    }
+
+    /// Reads the work order to its end: the agent writes it whole, then
+    /// closes its end. Only a process of this worker's own user (the agent:
+    /// root) may have written it.
+    static func readOrder(_ fd: Int32) throws -> AgentWorkOrder {
+        let peer: PeerCredentials
+        do { peer = try PeerCredentials.of(fd) } catch {
+            throw VPNError.usage("__agent-run reads its request from fd \(fd), a socket from the agent: \(error)") // English: __agent-run speaks English only
+        }
+        guard peer.uid == geteuid() else {
+            throw VPNError(.permissionDenied, "__agent-run: the request on fd \(fd) comes from uid \(peer.uid), not from the agent") // English: as above
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw VPNError.from(SystemError("read the request of", path: "fd \(fd)", errno: .current)) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > AgentWorkOrder.maximumSize { break }
+        }
+        close(fd)
+        do { return try AgentWorkOrder.parse(bytes) } catch {
+            throw VPNError.usage("__agent-run: \(error)") // English: as above
+        }
     }
 }
 

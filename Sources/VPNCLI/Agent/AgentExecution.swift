@@ -84,28 +84,34 @@ enum AgentExecution {
     /// Authorizes the request for the caller. Returns the request with its
     /// profile named by UUID (so that a rename meanwhile cannot point it at
     /// another profile) and the decision, or throws the error to render.
+    /// A profile the caller may not see reads as absent, for every verb
+    /// (`can` too): its name, its policy and names like it are never in a reply.
     static func authorize(_ request: AgentRequest, caller: Caller, settings: AgentSettings) throws -> (AgentRequest, AccessDecision?) {
-        guard let action = request.verb.action, let reference = request.profile else { return (request, nil) }
+        guard let reference = request.profile else { return (request, nil) }
+        let policy = settings.policy
+        let profile = try visibleProfile(reference, caller: caller, settings: settings)
+        var resolved = request
+        resolved.profile = profile.id.lowercasedString
+        // list and can decide nothing on the caller's behalf: can answers
+        // "denied" itself, for a profile the caller may see.
+        guard let action = request.verb.action else { return (resolved, nil) }
+        let decision = policy.decide(caller, action, profile: profile)
+        guard decision.allowed else { throw Denial(error: policy.denial(decision, action: action, profile: profile), decision: decision) }
+        return (resolved, decision)
+    }
+
+    /// The profile `reference` names among those the caller may see (all,
+    /// for root and the admin group); otherwise "no profile named", with
+    /// suggestions from those alone, and no advice to import one.
+    static func visibleProfile(_ reference: String, caller: Caller, settings: AgentSettings) throws -> Profile {
         let policy = settings.policy
         let manager = ProfileManager(store: PreferencesStore(directory: settings.configDirectory))
         try manager.load()
-        let profile: Profile
-        do {
-            profile = try manager.profile(named: reference)
-        } catch {
-            // Suggest only names the caller may see; "import one" is no advice for them.
-            guard !policy.isAdmin(caller) else { throw error }
-            manager.restrict { policy.canSee(caller, $0) }
-            do { _ = try manager.profile(named: reference) } catch let e as VPNError where e.remedy == .importFirst {
-                throw VPNError(e.code, e.message, hint: L("no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'"))
-            }
-            throw error
+        guard !policy.isAdmin(caller) else { return try manager.profile(named: reference) }
+        manager.restrict { policy.canSee(caller, $0) }
+        do { return try manager.profile(named: reference) } catch let e as VPNError where e.remedy == .importFirst {
+            throw VPNError(e.code, e.message, hint: L("no profile's policy names you or a group of yours; ask root or a member of group '\(settings.adminGroup)'"))
         }
-        let decision = policy.decide(caller, action, profile: profile)
-        guard decision.allowed else { throw Denial(error: policy.denial(decision, action: action, profile: profile), decision: decision) }
-        var resolved = request
-        resolved.profile = profile.id.lowercasedString
-        return (resolved, decision)
     }
 
     /// Runs an authorized request's command with the agent's own store and
@@ -115,10 +121,17 @@ enum AgentExecution {
         var context = makeContext(request, path: path, stdout: stdout, stderr: stderr)
         let policy = settings.policy
         context.agentCaller = (caller, policy)
-        if !policy.isAdmin(caller) && request.verb != .can {
+        if !policy.isAdmin(caller) {
             context.visibleProfiles = request.verb == .stop
                 ? { policy.decide(caller, .stop, profile: $0).allowed }
                 : { policy.canSee(caller, $0) }
+        }
+        if !caller.isRoot, let action = request.verb.action, request.flag("watch") {
+            // Decided again before each report: an administrator too may stop being one.
+            let recheck = AccessRecheck(caller: caller, settings: settings, action: action,
+                                        profileID: request.profile.flatMap { UUID(uuidString: $0) })
+            context.visibleProfiles = { recheck.canSee($0) }
+            context.recheckAccess = { recheck.check() }
         }
         var args = ParsedArguments()
         args.command = [request.verb.rawValue]

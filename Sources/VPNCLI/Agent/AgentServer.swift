@@ -16,19 +16,32 @@ final class AgentServer {
     struct Limits {
         var requestTimeoutMs: Int64 = 2000
         var maximumClients = 512
+        /// Connections one uid (root's aside) may have being read at once;
+        /// when the table is full, a newcomer takes the place of the oldest
+        /// connection of the uid holding the most, if that is more than its own.
+        var maximumClientsPerUser = 256
+        /// Requests one uid (root's aside) may make a second, after a burst
+        /// of `maximumClientsPerUser`.
+        var requestsPerSecondPerUser = 100
         /// Workers (root processes: starts, watches) one user may have at once.
         var maximumWorkersPerUser = 32
+        /// Connections accepted in one turn of the loop, so that a flood of
+        /// connections cannot keep it from the requests already read.
+        var acceptsPerTurn = 64
     }
 
     final class Client {
         let fd: Int32
         let credentials: PeerCredentials
+        /// The order of acceptance: the oldest is the first evicted.
+        let serial: Int
         var buffer: [UInt8] = []
         var watch: EventLoop.Token?
         var timer: EventLoop.Token?
-        init(fd: Int32, credentials: PeerCredentials) {
+        init(fd: Int32, credentials: PeerCredentials, serial: Int) {
             self.fd = fd
             self.credentials = credentials
+            self.serial = serial
         }
     }
 
@@ -43,11 +56,26 @@ final class AgentServer {
     let listener: Int32
     let loop = EventLoop(idleMs: 60_000)
     let log: (String) -> Void
+    /// The log of requests: each kind of line (a uid and what became of its
+    /// request) rate-limited, the rest summarised.
+    let requestLog: LogRateLimiter
+    var flushTimer: EventLoop.Token?
     let path: String?
     let executable: String
     var clients: [Int32: Client] = [:]
+    var clientsByUID: [uid_t: Int] = [:]
+    var nextSerial = 0
+    var requestBuckets: [uid_t: TokenBucket] = [:]
     var workers: [pid_t: Worker] = [:]
     lazy var onDemand = OnDemandRunner(settings: settings, loop: loop, path: path, log: log)
+    /// What a connection refused before its request is read gets: the same
+    /// bytes every time (English: no request, no language).
+    lazy var busyReply: (code: Int32, frames: [UInt8]) = {
+        let busy = ReplyBuffer()
+        let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent is busy", hint: "try again"), nil, // English: no request read yet, no language known
+                                         stdout: busy.stdout, stderr: busy.stderr)
+        return (code, busy.bytes)
+    }()
 
     init(settings: AgentSettings, limits: Limits, listener: Int32, path: String?, log: @escaping (String) -> Void) {
         self.settings = settings
@@ -55,7 +83,23 @@ final class AgentServer {
         self.listener = listener
         self.path = path
         self.log = log
+        let clock = loop.clock
+        requestLog = LogRateLimiter(nowMs: { clock.nowMs }, write: log)
         executable = Processes.currentExecutable()
+    }
+
+    /// Logs a line of `kind`, rate-limited; a summary of what was held back follows.
+    func note(_ kind: String, _ line: String) {
+        if !requestLog.log(kind, line) && flushTimer == nil { scheduleFlush() }
+    }
+
+    func scheduleFlush() {
+        flushTimer = loop.after(LogRateLimiter.defaultSummaryMs) { [unowned self] in
+            flushTimer = nil
+            requestLog.flush()
+            requestBuckets = requestBuckets.filter { var b = $0.value; return !b.isFull(nowMs: loop.nowMs) }
+            if requestLog.isHolding { scheduleFlush() }
+        }
     }
 
     /// Serves until SIGTERM or SIGINT.
@@ -71,45 +115,80 @@ final class AgentServer {
         }
         onDemand.begin()
         loop.run()
+        requestLog.flush(all: true)
         onDemand.end()
     }
 
     func acceptClients() {
-        while true {
+        for _ in 0..<limits.acceptsPerTurn {
             let fd: Int32?
             do { fd = try UnixSocket.accept(listener) } catch {
-                log("accept failed: \(error)")
+                note("accept", "accept failed: \(error)")
                 return
             }
             guard let fd else { return }
-            guard let credentials = try? PeerCredentials.of(fd) else { close(fd); continue }
-            if clients.count >= limits.maximumClients {
-                log("refused uid=\(credentials.uid) pid=\(credentials.pid): \(clients.count) requests are being read already")
-                let busy = ReplyBuffer()
-                let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent is busy", hint: "try again"), nil, // English: no request read yet, no language known
-                                                 stdout: busy.stdout, stderr: busy.stderr)
-                reply(fd, code, frames: busy.bytes)
+            let credentials: PeerCredentials
+            do { credentials = try PeerCredentials.of(fd) } catch {
+                note("peercred", "a connection without credentials, closed: \(error)")
+                close(fd)
                 continue
             }
-            let client = Client(fd: fd, credentials: credentials)
-            clients[fd] = client
-            client.watch = loop.watch(fd) { [unowned self] in readRequest(client) }
-            client.timer = loop.after(limits.requestTimeoutMs) { [unowned self] in
-                // A busy turn may reach this timer before the client's data:
-                // what has arrived counts.
-                client.timer = nil
-                readRequest(client)
-                if clients[client.fd] === client {
-                    refuse(client, "no complete request within \(limits.requestTimeoutMs) ms")
-                }
+            guard admit(credentials) else {
+                reply(fd, busyReply.code, frames: busyReply.frames)
+                continue
+            }
+            add(fd, credentials)
+        }
+    }
+
+    /// Reads a request from `fd` from now on, for at most `requestTimeoutMs`.
+    func add(_ fd: Int32, _ credentials: PeerCredentials) {
+        let client = Client(fd: fd, credentials: credentials, serial: nextSerial)
+        nextSerial += 1
+        clients[fd] = client
+        clientsByUID[credentials.uid, default: 0] += 1
+        client.watch = loop.watch(fd) { [unowned self] in readRequest(client) }
+        client.timer = loop.after(limits.requestTimeoutMs) { [unowned self] in
+            // A busy turn may reach this timer before the client's data:
+            // what has arrived counts.
+            client.timer = nil
+            readRequest(client)
+            if clients[client.fd] === client {
+                refuse(client, "no complete request within \(limits.requestTimeoutMs) ms")
             }
         }
+    }
+
+    /// Whether a new connection of `c.uid` is read: within its share, and
+    /// with room in the table, made by evicting the oldest connection of
+    /// the uid holding the most when that is more than this uid would.
+    /// Root is never held to a share and never evicted.
+    func admit(_ c: PeerCredentials) -> Bool {
+        let mine = clientsByUID[c.uid] ?? 0
+        if c.uid != 0 && mine >= limits.maximumClientsPerUser {
+            note("uid=\(c.uid) busy", "refused uid=\(c.uid) pid=\(c.pid): \(mine) requests of this uid are being read already")
+            return false
+        }
+        guard clients.count >= limits.maximumClients else { return true }
+        let heaviest = clientsByUID.filter { $0.key != 0 && $0.key != c.uid }.max { $0.value < $1.value }
+        guard let (uid, count) = heaviest, c.uid == 0 || count > mine + 1,
+              let victim = clients.values.filter({ $0.credentials.uid == uid }).min(by: { $0.serial < $1.serial }) else {
+            note("uid=\(c.uid) busy", "refused uid=\(c.uid) pid=\(c.pid): \(clients.count) requests are being read already")
+            return false
+        }
+        forget(victim)
+        note("uid=\(uid) evicted", "evicted uid=\(uid) pid=\(victim.credentials.pid) for uid=\(c.uid): the table is full and uid \(uid) holds \(count) of it")
+        reply(victim.fd, busyReply.code, frames: busyReply.frames)
+        return true
     }
 
     func forget(_ client: Client) {
         loop.cancel(client.watch)
         loop.cancel(client.timer)
+        guard clients[client.fd] === client else { return }
         clients[client.fd] = nil
+        let uid = client.credentials.uid
+        if let n = clientsByUID[uid], n > 1 { clientsByUID[uid] = n - 1 } else { clientsByUID[uid] = nil }
     }
 
     func readRequest(_ client: Client) {
@@ -142,7 +221,7 @@ final class AgentServer {
     func refuse(_ client: Client, _ reason: String) {
         forget(client)
         let c = client.credentials
-        log("uid=\(c.uid) pid=\(c.pid) malformed: \(reason)")
+        note("uid=\(c.uid) malformed", "uid=\(c.uid) pid=\(c.pid) malformed: \(reason)")
         let reply = ReplyBuffer()
         let code = AgentExecution.render(VPNError(.usage, "the vpnctl agent refused the request: \(reason)"), nil, // English: an undecoded request has no language
                                          stdout: reply.stdout, stderr: reply.stderr)
@@ -160,6 +239,22 @@ final class AgentServer {
         // request must not inherit it.
         AgentExecution.speak(request)
         defer { AgentExecution.speak(nil) }
+        let kind = "uid=\(c.uid) \(request.verb.rawValue)"
+        if c.uid != 0 {
+            var bucket = requestBuckets[c.uid]
+                ?? TokenBucket(capacity: limits.maximumClientsPerUser, perSecond: Double(limits.requestsPerSecondPerUser), nowMs: loop.nowMs)
+            let allowed = bucket.take(nowMs: loop.nowMs)
+            requestBuckets[c.uid] = bucket
+            guard allowed else {
+                let buffer = ReplyBuffer()
+                let code = AgentExecution.render(VPNError(.failure, L("too many requests from you: at most \(limits.requestsPerSecondPerUser) a second"),
+                                                          hint: L("try again in a moment")),
+                                                 request, stdout: buffer.stdout, stderr: buffer.stderr)
+                note("uid=\(c.uid) rate", "uid=\(c.uid) pid=\(c.pid) \(request.verb.rawValue): refused: over \(limits.requestsPerSecondPerUser) requests a second")
+                reply(client.fd, code, frames: buffer.bytes)
+                return
+            }
+        }
         let caller = Caller.fromSystem(uid: c.uid, gid: c.gid)
         var summary = "uid=\(c.uid)(\(caller.userName ?? "?")) pid=\(c.pid) \(request.verb.rawValue)"
         if let a = request.canAction { summary += " \(a.rawValue)" }
@@ -172,9 +267,9 @@ final class AgentServer {
         } catch {
             let code = AgentExecution.render(error, request, stdout: buffer.stdout, stderr: buffer.stderr)
             if let denial = error as? AgentExecution.Denial {
-                log("\(summary): denied (exit \(code)): \(denial.decision.englishReason)")
+                note("\(kind) denied", "\(summary): denied (exit \(code)): \(denial.decision.englishReason)")
             } else {
-                log("\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)")
+                note("\(kind) refused", "\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)")
             }
             reply(client.fd, code, frames: buffer.bytes)
             return
@@ -182,7 +277,7 @@ final class AgentServer {
         if let d = decision { summary += " (\(d.englishReason))" }
         if AgentExecution.runsInline(authorized) {
             let code = AgentExecution.run(authorized, caller: caller, settings: settings, path: path, stdout: buffer.stdout, stderr: buffer.stderr)
-            log("\(summary): exit \(code)")
+            note(kind, "\(summary): exit \(code)")
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
@@ -190,25 +285,52 @@ final class AgentServer {
             let code = AgentExecution.render(VPNError(.failure, L("\(limits.maximumWorkersPerUser) requests of yours are running already"),
                                                       hint: L("wait for one to end (a status --watch ends when you end it)")),
                                              request, stdout: buffer.stdout, stderr: buffer.stderr)
-            log("\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run")
+            note("\(kind) workers", "\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run")
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
         do {
-            let pid = try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
-                                                       "--run-dir", settings.runDirectory, "--admin-group", settings.adminGroup,
-                                                       "--uid", String(c.uid), "--gid", String(c.gid), authorized.serialized],
-                                          environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
-                                          passFDs: [client.fd], outputFD: 2, newSession: false)
+            let pid = try spawnWorker(AgentWorkOrder(uid: c.uid, gid: c.gid, request: authorized), client: client.fd)
             close(client.fd)
             workers[pid] = Worker(caller: caller, request: authorized, summary: summary)
-            log("\(summary): accepted, worker \(pid)")
+            note("\(kind) accepted", "\(summary): accepted, worker \(pid)")
         } catch {
             let code = AgentExecution.render(VPNError(.failure, L("the vpnctl agent cannot run the request: \(error)")), request,
                                              stdout: buffer.stdout, stderr: buffer.stderr)
-            log("\(summary): failed: \(error)")
+            note("\(kind) failed", "\(summary): failed: \(error)")
             reply(client.fd, code, frames: buffer.bytes)
         }
+    }
+
+    /// A worker for `order`, with the client's socket as its fd 3 and the
+    /// order on fd 4 (a socket pair whose other end is written here and
+    /// closed): its command line names no request, profile or caller, so
+    /// `ps` shows other users nothing of it.
+    func spawnWorker(_ order: AgentWorkOrder, client: Int32) throws -> pid_t {
+        var pair: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) != 0 {
+            throw SystemError("make a socket pair for", path: "a worker", errno: .current)
+        }
+        defer { close(pair[1]) }
+        // The order (under 10 KiB) fits the pair's buffer: written whole now,
+        // read by the worker when it runs.
+        let bytes = Array(order.serialized.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(pair[0], $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let e = SystemError("send the request to", path: "a worker", errno: .current)
+                close(pair[0])
+                throw e
+            }
+            offset += n
+        }
+        close(pair[0])
+        return try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
+                                                "--run-dir", settings.runDirectory, "--admin-group", settings.adminGroup],
+                                   environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
+                                   passFDs: [client, pair[1]], outputFD: 2, newSession: false)
     }
 
     /// Sends a whole reply without waiting: a client that does not read it
@@ -235,7 +357,7 @@ final class AgentServer {
     func reapWorkers() {
         for (pid, status) in ChildReaper.reapAll() {
             guard let w = workers.removeValue(forKey: pid) else { continue }
-            log("\(w.summary): worker \(pid) \(status.description), exit \(status.code)")
+            note("uid=\(w.caller.uid) \(w.request.verb.rawValue) ended", "\(w.summary): worker \(pid) \(status.description), exit \(status.code)")
         }
     }
 }

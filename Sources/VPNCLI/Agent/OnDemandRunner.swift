@@ -115,13 +115,29 @@ final class OnDemandRunner {
     func startProber() {
         guard prober == nil, !missing.isEmpty else { return }
         let urls = missing.sorted()
-        var fds: [Int32] = [0, 0]
+        var fds: [Int32] = [0, 0], order: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { log("cannot probe: \(Errno.current)"); return }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        guard pipe(&order) == 0 else { log("cannot probe: \(Errno.current)"); close(fds[0]); close(fds[1]); return }
+        for fd in fds + order { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let exe = Processes.currentExecutable()
         do {
-            let pid = try Processes.spawnTied(exe, [exe, "__probe"] + urls, environment: ["PATH": path ?? "/usr/bin:/bin", "LANG": "C"],
-                                              passFDs: [fds[1]])
+            // The URLs go on fd 4, not the command line, which every user may read.
+            defer { close(order[0]) }
+            let pid: pid_t
+            do {
+                defer { close(order[1]) }
+                pid = try Processes.spawnTied(exe, [exe, "__probe"], environment: ["PATH": path ?? "/usr/bin:/bin", "LANG": "C"],
+                                              passFDs: [fds[1], order[0]])
+                // Validated URLs, a few of them: far less than a pipe holds, so this never waits.
+                let bytes = Array(urls.map { $0 + "\n" }.joined().utf8)
+                var done = 0
+                while done < bytes.count {
+                    let n = bytes[done...].withUnsafeBytes { write(order[1], $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { log("cannot hand the probe worker its URLs: \(Errno.current)"); break }
+                    done += n
+                }
+            }
             close(fds[1])
             var buffer: [UInt8] = []
             let fd = fds[0]

@@ -53,9 +53,24 @@ enum InternalCommands {
         return supervisor.run()
     }
 
-    /// `vpnctl __probe URL...`: the agent's probe worker, so that a slow
-    /// probe never holds up the agent's loop. One line per URL, in order, on fd 3.
-    static func probe(_ urls: [String]) -> Int32 {
+    /// `vpnctl __probe`: the agent's probe worker, so that a slow probe
+    /// never holds up the agent's loop. It reads the URLs, one a line, from
+    /// fd 4 (to its end), or takes them as arguments; one line per URL, in
+    /// order, on fd 3.
+    static func probe(_ arguments: [String]) -> Int32 {
+        var urls = arguments
+        if urls.isEmpty {
+            var input: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while input.count < 1 << 20 {
+                let n = chunk.withUnsafeMutableBytes { read(4, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                input += chunk[0..<n]
+            }
+            close(4)
+            urls = String(decoding: input, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
         var out = ""
         for url in urls { out += HTTPProbe.probe(url).line + "\n" }
         let bytes = Array(out.utf8)

@@ -105,6 +105,7 @@ enum StatsCommand {
         let inPlace = inv.context.stdoutIsTerminal && !inv.options.json && !prometheusFormat
         var linesDrawn = 0
         while inv.context.stdout.checkOpen() {
+            if let revoked = inv.context.recheckAccess?() { throw revoked }
             let tick = try watch.next()
             let rows = tick.snapshot.rows
             if inv.options.json {

@@ -186,11 +186,17 @@ enum StatusCommand {
             inv.output.note(count == 1 ? L("watching 1 profile; Ctrl-C to stop") : L("watching \(count) profiles; Ctrl-C to stop"))
         }
         var printed = 0
-        watch.run(keepGoing: { printed < limit && stdout.checkOpen() }) { t in
+        // keepGoing runs after each wake, before the pass that reports.
+        var revoked: VPNError?
+        watch.run(keepGoing: {
+            revoked = revoked ?? inv.context.recheckAccess?()
+            return revoked == nil && printed < limit && stdout.checkOpen()
+        }) { t in
             emit(inv, t)
             printed += 1
             return printed < limit && stdout.failure == nil
         }
+        if let revoked { throw revoked }
         return .ok
     }
 

@@ -146,7 +146,9 @@ func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
 
 extension Invocation {
     var tunnels: TunnelUseCases {
-        TunnelUseCases(store: store, controller: controller, path: context.environment["PATH"])
+        var t = TunnelUseCases(store: store, controller: controller, path: context.environment["PATH"])
+        if let visible = context.visibleProfiles { t.mayName = visible }
+        return t
     }
 }
 

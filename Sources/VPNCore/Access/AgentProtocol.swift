@@ -221,3 +221,51 @@ public enum AgentFrame: Equatable, Sendable {
         }
     }
 }
+
+/// What the agent hands a worker: the caller's identity (from
+/// SO_PEERCRED) and the authorized request. It travels over a socket the
+/// worker inherits, never on its command line, where every user could read
+/// it in /proc/<pid>/cmdline.
+public struct AgentWorkOrder: Equatable, Sendable {
+    public var uid: UInt32
+    public var gid: UInt32
+    public var request: AgentRequest
+
+    /// The largest order a worker reads: a request and two numbers.
+    public static let maximumSize = AgentRequest.maximumSize * 2 + 256
+
+    public init(uid: UInt32, gid: UInt32, request: AgentRequest) {
+        self.uid = uid
+        self.gid = gid
+        self.request = request
+    }
+
+    /// One JSON line.
+    public var serialized: String {
+        let object = JSONObject([("uid", .number(String(uid))), ("gid", .number(String(gid))),
+                                 ("request", .string(request.serialized))])
+        return JSONValue.object(object).serialized + "\n"
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws -> AgentWorkOrder {
+        guard bytes.count <= maximumSize else { throw AgentProtocolError("the work order is larger than \(maximumSize) bytes") }
+        let value: JSONValue
+        do { value = try JSONSyntax.parse(bytes) } catch { throw AgentProtocolError("the work order is not JSON") }
+        guard case .object = value else { throw AgentProtocolError("the work order is not a JSON object") }
+        let r = JSONReader(value)
+        do {
+            guard let uid = try r.int("uid"), let gid = try r.int("gid"),
+                  let uid32 = UInt32(exactly: uid), let gid32 = UInt32(exactly: gid) else {
+                throw AgentProtocolError("the work order names no valid uid and gid")
+            }
+            guard let text = try r.string("request") else { throw AgentProtocolError("the work order has no request") }
+            var line = Array(text.utf8)
+            if line.last == 0x0A { line.removeLast() }
+            return AgentWorkOrder(uid: uid32, gid: gid32, request: try AgentRequest.parse(line))
+        } catch let e as AgentProtocolError {
+            throw e
+        } catch {
+            throw AgentProtocolError("malformed work order: \(error)".abbreviated(200))
+        }
+    }
+}

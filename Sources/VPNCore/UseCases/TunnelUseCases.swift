@@ -58,6 +58,9 @@ public struct TunnelUseCases {
     public let path: String?
     /// Whether this process may create interfaces (root or CAP_NET_ADMIN).
     public var canAdministerNetwork: () -> Bool = Privileges.canAdministerNetwork
+    /// Whether an error may name another profile (the agent's caller may
+    /// not see every one: an error never names one they may not).
+    public var mayName: (Profile) -> Bool = { _ in true }
 
     public init(store: PreferencesStore, controller: TunnelController, path: String?) {
         self.store = store
@@ -157,6 +160,10 @@ public struct TunnelUseCases {
         let here = NetworkNamespace.current()
         for other in try store.load() where other.id != profile.id {
             guard let ks = try controller.runtime.read(other.id)?.killSwitch, ks.netns == here else { continue }
+            guard mayName(other) else {
+                throw VPNError(.failure, L("another profile has a kill switch in place; two would block each other's tunnels"),
+                               hint: L("root or a member of the admin group can stop it"))
+            }
             throw VPNError(.failure, L("profile '\(other.name)' has a kill switch in place (nftables table inet \(ks.table)); two would block each other's tunnels"),
                            hint: L("stop it first: vpnctl stop \(other.name)"))
         }
