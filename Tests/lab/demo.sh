@@ -11,6 +11,7 @@ source "$HERE/agent.sh"
 source "$HERE/ondemand.sh"
 source "$HERE/plugin.sh"
 source "$HERE/ikev2.sh"
+source "$HERE/fulltunnel.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
@@ -25,7 +26,10 @@ run() {  # run CMD...: shows the command as a user would type it, then runs it i
   (cd "$LAB_DIR" && c "${words[@]}")
   local rc=$?
   [ $rc = 0 ] || echo "(exit $rc)"
+  return $rc
 }
+# must CMD...: run, and the demo fails when it does.
+must() { run "$@" || { echo "demo: '$*' failed"; exit 1; }; }
 
 # mdm_profile DIR: DIR/office.conf wrapped as a .mobileconfig (WireGuard's own
 # export shape), signed by a throwaway CA's signer, and a copy with one byte changed.
@@ -167,6 +171,18 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   run vpnctl status work
   run vpnctl verify work --probe http://198.19.9.1:8080/
   run vpnctl stop work --verbose
+  echo
+  echo "== OpenVPN full tunnel as openvpn-install's servers push it (redirect-gateway def1 bypass-dhcp, block-outside-dns),"
+  echo "   on a client with a default route of its own; the server 198.18.63.1 is reached through that route"
+  ft_server || exit 1
+  step "ip route add default via 198.18.0.1   # the client's ISP"; c ip route add default via 198.18.0.1 dev "${LAB}c0" || exit 1
+  must vpnctl import full.ovpn --username alice
+  printf 's3cret pass\n' | c "$V" secret set full password >/dev/null
+  must vpnctl start full --wait --verbose
+  step "ip route get 198.18.62.1   # a host outside every pushed route: through the tunnel"; c ip route get 198.18.62.1 || exit 1
+  step "ip route get 198.18.63.1   # the server itself stays on the ISP's route"; c ip route get 198.18.63.1 || exit 1
+  must vpnctl stop full
+  c ip route del default via 198.18.0.1 dev "${LAB}c0"
 else
   echo
   echo "== OpenVPN part skipped: openvpn or openssl is not installed (make deps installs both)"
@@ -186,6 +202,10 @@ if command -v nft >/dev/null; then
   step "cat /etc/resolv.conf"; c cat /etc/resolv.conf
   run vpnctl status
   run vpnctl verify guarded --probe http://198.19.0.1:8080/
+  step "ip route add 198.19.0.64/26 dev ${LAB}c0   # a hostile DHCP server's option 121 (TunnelVision)"
+  c ip route add 198.19.0.64/26 dev "${LAB}c0" || exit 1
+  must vpnctl status guarded
+  c ip route del 198.19.0.64/26 dev "${LAB}c0"
   step "ping -c 1 -W 1 198.18.0.1   # the underlay, outside the tunnel"; c ping -n -c 1 -W 1 198.18.0.1 2>&1 | grep -E "transmitted|not permitted"
   step "kill -KILL <wireguard-go>   # the tunnel dies"
   kill -KILL "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["providerPid"])' "$VPNCTL_RUN_DIR/$(c "$V" status guarded --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["id"])').json")"
