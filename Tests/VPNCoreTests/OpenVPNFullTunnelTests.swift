@@ -38,36 +38,23 @@ import VPNSystem
         #expect(d.fatal?.name == "configurationFailed")
     }
 
-    typealias FakeOpenVPN = OpenVPNTunnelTests.FakeOpenVPN
-
-    func running(_ f: ContextFixture, options: [String] = []) throws -> (TunnelContext, OpenVPNTunnel, FakeOpenVPN) {
-        var profile = try f.openvpnProfile()
-        var c = profile.openvpnConfiguration!
-        c.options += options
-        profile.protocol = .openvpn(c)
-        let context = try f.context(profile)
-        let tunnel = OpenVPNTunnel(context: context, config: c, program: "openvpn")
-        tunnel.start()
-        let openvpn = try FakeOpenVPN(path: f.runtime.providerFile(profile.id, .management))
-        tunnel.acceptManagement()
-        return (context, tunnel, openvpn)
+    func running(_ f: ContextFixture, options: [String] = []) throws -> OpenVPNTunnelEventTests.Running {
+        try OpenVPNTunnelEventTests().running(f, options: options)
     }
 
-    func up(_ openvpn: FakeOpenVPN, _ tunnel: OpenVPNTunnel, pushReply: String? = nil) {
-        if let pushReply { openvpn.say(">LOG:1764430000,I,\(pushReply)") }
-        for l in [">UPDOWN:UP", ">UPDOWN:ENV,ifconfig_local=198.19.8.2", ">UPDOWN:ENV,ifconfig_netmask=255.255.255.0",
-                  ">UPDOWN:ENV,trusted_ip=198.18.0.1", ">UPDOWN:ENV,foreign_option_1=dhcp-option DNS 198.19.8.1",
-                  ">UPDOWN:ENV,route_network_1=198.19.9.0", ">UPDOWN:ENV,route_netmask_1=255.255.255.0", ">UPDOWN:ENV,END"] {
-            openvpn.say(l)
-        }
-        tunnel.readManagement()
+    /// openvpn's PUSH_REPLY (when given), then its UP with the session's settings.
+    func up(_ r: OpenVPNTunnelEventTests.Running, pushReply: String? = nil) {
+        if let pushReply { r.say(">LOG:1764430000,I,\(pushReply)") }
+        r.say(">UPDOWN:UP", ">UPDOWN:ENV,ifconfig_local=198.19.8.2", ">UPDOWN:ENV,ifconfig_netmask=255.255.255.0",
+              ">UPDOWN:ENV,trusted_ip=198.18.0.1", ">UPDOWN:ENV,foreign_option_1=dhcp-option DNS 198.19.8.1",
+              ">UPDOWN:ENV,route_network_1=198.19.9.0", ">UPDOWN:ENV,route_netmask_1=255.255.255.0", ">UPDOWN:ENV,END")
     }
 
     @Test func aPushedRedirectGatewayRoutesBothHalvesAndKeepsTheServerOutside() throws {
         let f = ContextFixture()
-        let (context, tunnel, openvpn) = try running(f)
-        up(openvpn, tunnel, pushReply: Self.pushReply.replacingOccurrences(of: "redirect-gateway ipv6,", with: ""))
-        let s = context.record.settings
+        let r = try running(f)
+        up(r, pushReply: Self.pushReply.replacingOccurrences(of: "redirect-gateway ipv6,", with: ""))
+        let s = r.context.record.settings
         #expect(s?.routes == ["198.19.9.0/24", "0.0.0.0/1", "128.0.0.0/1"])
         #expect(s?.excludedRoutes == ["198.18.0.1/32"])
         let excluded = f.system.calls.firstIndex(of: "addRoute 198.18.0.1/32 dev 2 via 198.18.0.254")
@@ -78,22 +65,22 @@ import VPNSystem
 
     @Test func theProfilesOwnRedirectGatewayAndRouteNopull() throws {
         let f = ContextFixture()
-        let (context, tunnel, openvpn) = try running(f, options: ["redirect-gateway def1"])
-        up(openvpn, tunnel)
-        #expect(context.record.settings?.routes.contains("128.0.0.0/1") == true)
+        let r = try running(f, options: ["redirect-gateway def1"])
+        up(r)
+        #expect(r.context.record.settings?.routes.contains("128.0.0.0/1") == true)
 
         let g = ContextFixture()
-        let (context2, tunnel2, openvpn2) = try running(g, options: ["route-nopull"])
-        up(openvpn2, tunnel2, pushReply: Self.pushReply)
-        #expect(context2.record.settings?.routes.contains("0.0.0.0/1") == false, "route-nopull: the pushed redirect-gateway is ignored")
+        let r2 = try running(g, options: ["route-nopull"])
+        up(r2, pushReply: Self.pushReply)
+        #expect(r2.context.record.settings?.routes.contains("0.0.0.0/1") == false, "route-nopull: the pushed redirect-gateway is ignored")
     }
 
     @Test func withoutRedirectGatewayNothingChanges() throws {
         let f = ContextFixture()
-        let (context, tunnel, openvpn) = try running(f)
-        up(openvpn, tunnel, pushReply: "PUSH: Received control message: 'PUSH_REPLY,route 198.19.9.0 255.255.255.0'")
-        #expect(context.record.settings?.routes == ["198.19.9.0/24"])
-        #expect(context.record.settings?.excludedRoutes == [])
+        let r = try running(f)
+        up(r, pushReply: "PUSH: Received control message: 'PUSH_REPLY,route 198.19.9.0 255.255.255.0'")
+        #expect(r.context.record.settings?.routes == ["198.19.9.0/24"])
+        #expect(r.context.record.settings?.excludedRoutes == [])
     }
 
     // Import: what Nyr's, angristan's and PiVPN's client files hold.

@@ -21,9 +21,10 @@ import VPNSystem
     }
 
     /// Started, with openvpn connected to its management socket.
-    func running(_ f: ContextFixture, user: String? = nil, password: String? = nil) throws -> Running {
+    func running(_ f: ContextFixture, user: String? = nil, password: String? = nil, options: [String] = []) throws -> Running {
         var profile = try f.openvpnProfile()
         var c = profile.openvpnConfiguration!
+        c.options += options
         if let user, let password {
             c.username = user
             c.passwordSecret = "password"

@@ -11,36 +11,10 @@
 #   pushed DNS  198.19.11.1
 
 ft_server() {
-  local d=$LAB_DIR/pki
   need s ip addr add 198.18.63.1/32 dev lo && need s ip addr add 198.18.62.1/32 dev lo || return 1
-  cat > "$d/f.conf" <<CONF
-dev ${LAB}f
-dev-type tun
-proto udp
-local 198.18.63.1
-port 1196
-topology subnet
-server 198.19.11.0 255.255.255.0
-push "redirect-gateway def1 bypass-dhcp"
+  OVPN_LOCAL=198.18.63.1 OVPN_PUSH='push "redirect-gateway def1 bypass-dhcp"
 push "block-outside-dns"
-push "dhcp-option DNS 198.19.11.1"
-ca $d/ca.crt
-cert $d/server.crt
-key $d/server.key
-dh none
-tls-crypt $d/tc.key
-data-ciphers AES-256-GCM
-keepalive 2 10
-duplicate-cn
-script-security 2
-auth-user-pass-verify $d/check-pass.sh via-file
-tmp-dir $d
-verb 3
-CONF
-  ip netns exec "$NS_S" openvpn --config "$d/f.conf" > "$LAB_DIR/ovpn-f.log" 2>&1 &
-  LAB_PIDS+=($!)
-  wait_for "the full-tunnel openvpn server to complete its initialization" 5 \
-    grep -q "Initialization Sequence Completed" "$LAB_DIR/ovpn-f.log" || { tail -5 "$LAB_DIR/ovpn-f.log" | sed 's/^/  | /'; return 1; }
+push "dhcp-option DNS 198.19.11.1"' ovpn_server f 1196 server 198.19.11.0 || return 1
   # The client file as Nyr's installer writes it: no redirect-gateway of its own, and block-outside-dns.
   ovpn_client_file 1196 | sed -e 's/^remote 198.18.0.1 1196$/remote 198.18.63.1 1196/' \
     -e 's/^verb 3$/verb 3\nignore-unknown-option block-outside-dns\nblock-outside-dns/' > "$LAB_DIR/full.ovpn"

@@ -28,18 +28,21 @@ ovpn_pki() {
 # ovpn_server NAME PORT CERTNAME [SUBNET]: an openvpn server in the server
 # namespace. Each server its own subnet: with two on one, the route of the
 # one started last (a restarted server is) would take the other's replies.
+# OVPN_LOCAL: the address it listens on (198.18.0.1); OVPN_PUSH: its pushes
+# (a route to 198.19.9.0/24 and DNS 198.19.8.1), one 'push "..."' line each.
 ovpn_server() {
   local name=$1 port=$2 cert=$3 subnet=${4:-198.19.8.0} d=$LAB_DIR/pki
+  local pushes=${OVPN_PUSH:-'push "route 198.19.9.0 255.255.255.0"
+push "dhcp-option DNS 198.19.8.1"'}
   cat > "$d/$name.conf" <<CONF
 dev ${LAB}$name
 dev-type tun
 proto udp
-local 198.18.0.1
+local ${OVPN_LOCAL:-198.18.0.1}
 port $port
 topology subnet
 server $subnet 255.255.255.0
-push "route 198.19.9.0 255.255.255.0"
-push "dhcp-option DNS 198.19.8.1"
+$pushes
 ca $d/ca.crt
 cert $d/$cert.crt
 key $d/$cert.key
