@@ -207,7 +207,12 @@ extension AppliedSettings {
         excludedRoutes = try r.strings("excludedRoutes")
         mtu = try r.int("mtu")
         dns = try r.strings("dns")
-        enforcedTable = try r.optional("enforcedTable").map { UInt32(truncatingIfNeeded: try $0.uint64()) }
+        enforcedTable = try r.optional("enforcedTable").map { t in
+            let v = try t.uint64()
+            // A table vpnctl never made is refused, not cut down to another one (clean-up deletes by it).
+            guard let x = UInt32(exactly: v), x > 255 else { throw t.problem(nil, "\(v) is not a routing table vpnctl makes (256–4294967295)") }
+            return x
+        }
         enforcedRoutes = try r.strings("enforcedRoutes")
     }
 }

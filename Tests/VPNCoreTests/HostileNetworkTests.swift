@@ -193,3 +193,20 @@ import VPNSystem
         #expect(s.invalid.allSatisfy { !$0.contains("\u{1b}") })
     }
 }
+
+/// Item 12's audit, in the tunnel's own numbers.
+@Suite struct TableNumberTests {
+    @Test func everyInterfaceGetsATableOfItsOwn() {
+        #expect(SettingsApplier.enforcedTable(ifindex: 2) == 0x766e_0002)
+        #expect(SettingsApplier.enforcedTable(ifindex: 2 + 0x1_0000) != SettingsApplier.enforcedTable(ifindex: 2))
+        #expect(SettingsApplier.enforcedTable(ifindex: Int32.max) == 0xFFFF_FFFF)
+    }
+
+    @Test func aRecordedTableOutOfRangeIsRefusedNotTruncated() throws {
+        for bad in ["4294967298", "254", "0"] {
+            let json = #"{"schemaVersion":1,"id":"3b1a80fa-b61e-4b56-b0bd-19e883798dfa","name":"x","status":"connected","settings":{"enforcedTable":"# + bad + "}}"
+            let e = #expect(throws: JSONDecodeProblem.self, "\(bad)") { try RuntimeRecord(json: JSONReader(try JSONSyntax.parse(Array(json.utf8)))) }
+            #expect(e?.description.contains("is not a routing table vpnctl makes") == true, "\(e?.description ?? "")")
+        }
+    }
+}

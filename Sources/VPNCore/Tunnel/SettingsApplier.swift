@@ -64,7 +64,13 @@ public final class SettingsApplier {
     public static let enforcedRulePriority: UInt32 = 5208
 
     /// The table enforceRoutes uses for a tunnel on `ifindex`.
-    public static func enforcedTable(ifindex: Int32) -> UInt32 { 0x766e_0000 | UInt32(UInt16(truncatingIfNeeded: ifindex)) }
+    /// One table per interface: 0x766e0000 + ifindex, and for an ifindex
+    /// past 16 bits (a host that has made and deleted many interfaces)
+    /// 0x80000000 + ifindex, so that two tunnels never share one.
+    public static func enforcedTable(ifindex: Int32) -> UInt32 {
+        let i = UInt32(bitPattern: max(ifindex, 0))
+        return i < 0x1_0000 ? 0x766e_0000 | i : 0x8000_0000 | i
+    }
 
     public init(interface: String, ifindex: Int32, system: TunnelSystem, undo: UndoStack, log: @escaping (String) -> Void) {
         self.interface = interface
