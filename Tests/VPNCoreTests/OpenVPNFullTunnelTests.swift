@@ -119,3 +119,43 @@ import VPNSystem
         #expect(OpenVPNDirectives.problem(in: "block-outside-dns")?.contains("no effect on Linux") == true)
     }
 }
+
+/// Issue 30, round trips: an export that leaves its secrets out imports as
+/// the same profile with those secrets unset (the advice it prints can be followed).
+@Suite struct ExportWithoutSecretsRoundTripTests {
+    func roundTrip(_ file: String, name: String, format: ProfileExport.Format, options: ImportOptions = ImportOptions()) throws -> (ImportResult, ImportResult) {
+        let r = try ImportFormat.importChecked(Array(file.utf8), name: name, source: "\(name) file", options: options)
+        let out = try ProfileExport.export(r.profile, as: format, secret: { _ in nil }, anchor: { _ in try Fixtures.text("ovpn/one-ca.ovpn").components(separatedBy: "<ca>\n")[1].components(separatedBy: "</ca>")[0] })
+        #expect(!out.secretsLeftOut.isEmpty)
+        let again = try ImportFormat.importChecked(out.bytes, name: name, source: "export", options: options)
+        return (r, again)
+    }
+
+    @Test func aWGQuickExportWithoutItsKeysImportsAsTheSameProfile() throws {
+        let file = """
+        [Interface]
+        PrivateKey = yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=
+        Address = 10.7.0.2/24
+        [Peer]
+        PublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
+        PresharedKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
+        AllowedIPs = 0.0.0.0/0
+        Endpoint = 203.0.113.5:51820
+        """
+        let (r, again) = try roundTrip(file, name: "wg", format: .wgQuick)
+        #expect(again.profile.protocol == r.profile.protocol)
+        #expect(again.secrets.isEmpty)
+        #expect(again.notes.contains { $0.contains("private-key") && $0.contains("peer1-preshared-key") })
+    }
+
+    @Test func anOVPNExportWithoutItsKeysImportsAsTheSameProfile() throws {
+        let (r, again) = try roundTrip(try Fixtures.text("ovpn/one-ca.ovpn"), name: "ov", format: .ovpn)
+        #expect(again.profile.protocol == r.profile.protocol)
+        #expect(again.secrets.isEmpty)
+    }
+
+    @Test func aMarkerOnlyCountsOnTheFirstLine() throws {
+        let file = "[Interface]\n# secrets left out (vpnctl export --include-secrets, as root): private-key\nAddress = 10.7.0.2/24\n"
+        #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(file.utf8), name: "x", source: "x.conf") }
+    }
+}

@@ -45,12 +45,12 @@ public enum ProfileExport {
         case .wgQuick:
             guard case .wireguard(let w) = p.protocol else { throw notFor(p, format) }
             var text = WGQuick.export(w, secret: value)
-            if !leftOut.isEmpty { text = "# secrets left out (vpnctl export --include-secrets, as root): \(leftOut.joined(separator: ", "))\n" + text }
+            if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
             return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
         case .ovpn:
             guard case .openvpn(let o) = p.protocol else { throw notFor(p, format) }
             var text = try ovpn(o, secret: value, anchor: anchor)
-            if !leftOut.isEmpty { text = "# secrets left out (vpnctl export --include-secrets, as root): \(leftOut.joined(separator: ", "))\n" + text }
+            if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
             return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
         case .mobileconfig:
             let plist = try mobileconfig(p, secret: value, anchor: anchor, leftOut: { leftOut })
@@ -264,5 +264,19 @@ public enum ProfileExport {
         if !notExpressible.isEmpty { description.append("not expressible in Apple's keys: \(notExpressible.joined(separator: "; "))") }
         if !description.isEmpty { top["PayloadDescription"] = .string("Exported by vpnctl; " + description.joined(separator: "; ")) }
         return .dict(top)
+    }
+}
+
+/// The first line of an export that leaves secrets out. `import` reads it
+/// back: the secrets it names become the profile's unset secrets (set them
+/// with `vpnctl secret set`), so the file the advice was given for imports.
+public enum ExportMarker {
+    public static let prefix = "# secrets left out (vpnctl export --include-secrets, as root): "
+
+    /// The secret names of a marker line, or nil for any other line.
+    public static func secrets(in line: Substring) -> [String]? {
+        guard line.hasPrefix(prefix) else { return nil }
+        return line.dropFirst(prefix.count).split(separator: ",").map { $0.trimmedWhitespace }
+            .filter(SecretStore.isValidName)
     }
 }

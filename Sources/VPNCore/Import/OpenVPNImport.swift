@@ -56,6 +56,8 @@ public enum OpenVPNImport {
         var remoteDirectives: [Directive] = []
         var unsupported: [String] = []
         var noEffect: [String] = []
+        /// The secrets an export's first line says it left out.
+        var leftOut: [String] = []
         /// The last directive naming each key file, and auth-user-pass.
         var seen: [String: Directive] = [:]
 
@@ -70,6 +72,7 @@ public enum OpenVPNImport {
                 let lineNumber = i + 1
                 let trimmed = lines[i].trimmingSpaces()
                 i += 1
+                if lineNumber == 1, let names = ExportMarker.secrets(in: Substring(trimmed)) { leftOut = names }
                 if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
                 if trimmed.hasPrefix("<") && trimmed.hasSuffix(">") && !trimmed.hasPrefix("</") {
                     let tag = String(trimmed.dropFirst().dropLast()).lowercased()
@@ -255,8 +258,24 @@ public enum OpenVPNImport {
             importCA()
             guard importCertificate(), importKey() else { return }
             importStaticKeys()
+            keepLeftOutSecrets()
             noteAuthUserPass()
             noteUnsupported()
+        }
+
+        /// A vpnctl export without its secrets: the key and static keys it
+        /// left out stay the profile's, unset, for `vpnctl secret set`.
+        mutating func keepLeftOutSecrets() {
+            var unset: [String] = []
+            if config.keySecret == nil, config.certificate != nil, leftOut.contains("key") { config.keySecret = "key"; unset.append("key") }
+            if config.tlsCryptSecret == nil, config.tlsAuthSecret == nil, config.tlsCryptV2Secret == nil {
+                if leftOut.contains("tls-crypt") { config.tlsCryptSecret = "tls-crypt"; unset.append("tls-crypt") }
+                else if leftOut.contains("tls-auth") { config.tlsAuthSecret = "tls-auth"; unset.append("tls-auth") }
+                else if leftOut.contains("tls-crypt-v2") { config.tlsCryptV2Secret = "tls-crypt-v2"; unset.append("tls-crypt-v2") }
+            }
+            if !unset.isEmpty {
+                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
+            }
         }
 
         /// The bytes of a key file or inline block: the file a directive names,

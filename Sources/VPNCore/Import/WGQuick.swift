@@ -33,6 +33,8 @@ public enum WGQuick {
         /// the keys given in the current section.
         var seen = Set<String>()
         var peer: WireGuardPeer? = nil
+        /// The secrets an export's first line says it left out.
+        var leftOut: [String] = []
 
         mutating func finishPeer() {
             if let p = peer { config.peers.append(p) }
@@ -42,6 +44,7 @@ public enum WGQuick {
         /// One line; `at` is "line N", for messages.
         mutating func read(_ rawLine: Substring, at: String) {
             var line = rawLine
+            if seen.isEmpty, let names = ExportMarker.secrets(in: line) { leftOut = names }
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             let trimmed = trim(line)
             if trimmed.isEmpty { return }
@@ -189,6 +192,17 @@ public enum WGQuick {
                 throw VPNError.invalid(problems.count == 1 ? L("\(source) is not a usable wg-quick file (1 problem)")
                                       : L("\(source) is not a usable wg-quick file (\(problems.count) problems)"),
                                        problems: problems, hint: L("fix the file and import it again"))
+            }
+            // A vpnctl export without its secrets: they stay the profile's,
+            // unset, for `vpnctl secret set` (start names them until then).
+            var config = config, notes = notes
+            if config.privateKeySecret == nil, leftOut.contains(privateKeySecret) { config.privateKeySecret = privateKeySecret }
+            for i in config.peers.indices where config.peers[i].presharedKeySecret == nil && leftOut.contains(presharedKeySecret(peer: i)) {
+                config.peers[i].presharedKeySecret = presharedKeySecret(peer: i)
+            }
+            let unset = leftOut.filter { secrets[$0] == nil && ([config.privateKeySecret] + config.peers.map(\.presharedKeySecret)).contains($0) }
+            if !unset.isEmpty {
+                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
             }
             let profile = Profile(name: name, protocol: .wireguard(config))
             return ImportResult(profile: profile, secrets: secrets, notes: notes)
