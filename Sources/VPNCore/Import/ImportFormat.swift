@@ -93,6 +93,7 @@ public enum ImportFormat: String, Sendable {
     /// A profile as `vpnctl export --format json` (or `show --json`'s profile) writes
     /// it: a new id and revision here; its secrets are set afterwards.
     static func jsonProfile(_ bytes: [UInt8], name: String, source: String) throws -> ImportResult {
+        if let refusal = StrongSwanProfile.refusal(bytes, name: name, source: source) { throw refusal }
         var p: Profile
         do {
             p = try Profile.parse(bytes)
