@@ -21,8 +21,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             fatalError("the rewritten resolv.conf has a line vpnctl did not mean: '\(line)'")
         }
     }
-    for net in LocalNetworks.parse(route: text, ipv6Route: text, excluding: nil) where CIDR(net) == nil {
-        fatalError("local networks produced '\(net)'")
+    // The route files: what status names as routes that take traffic off a tunnel.
+    let kernelRoutes = KernelRoutes.parse(route: text, ipv6Route: text)
+    for r in kernelRoutes where !(r.destination.count == 4 && r.prefixLength <= 32) && !(r.destination.count == 16 && r.prefixLength <= 128) {
+        fatalError("a route of \(r.destination.count) bytes /\(r.prefixLength)")
+    }
+    for b in TunnelBypass.routes(kernelRoutes, interface: "utun0", tunnelRoutes: ["0.0.0.0/1", "128.0.0.0/1", "::/1", "8000::/1"], addresses: [])
+    where b.split(separator: " ").first.flatMap({ CIDR(String($0)) }) == nil {
+        fatalError("a bypass route '\(b)'")
     }
     // On-demand reads the same files, and a probe's answer.
     let facts = ResolvConfFacts.parse(text)
