@@ -161,10 +161,15 @@ public enum TunnelBypass {
         return out
     }
 
+    /// What `routes` is asked about: the live routes and addresses.
+    public static func liveSystem() -> (routes: [KernelRoute], addresses: [InterfaceAddress]) {
+        (KernelRoutes.current(), (try? InterfaceAddresses.current()) ?? [])
+    }
+
     /// The live system's bypassing routes for a tunnel.
     public static func current(interface: String, tunnelRoutes: [String], servers: [String] = []) -> [String] {
-        let addresses = (try? InterfaceAddresses.current()) ?? []
-        return routes(KernelRoutes.current(), interface: interface, tunnelRoutes: tunnelRoutes, addresses: addresses, servers: servers)
+        let s = liveSystem()
+        return routes(s.routes, interface: interface, tunnelRoutes: tunnelRoutes, addresses: s.addresses, servers: servers)
     }
 }
 

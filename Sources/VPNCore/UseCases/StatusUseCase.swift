@@ -15,6 +15,8 @@ public struct StatusUseCase {
 
     public func statuses(of profiles: [Profile]) throws -> [DerivedStatus] {
         let recorded = profiles.count > 8 ? controller.runtime.recordFileNames() : nil
+        // The route files and addresses are read once for every tunnel, and only when one is up.
+        var system: (routes: [KernelRoute], addresses: [InterfaceAddress])?
         return try profiles.map { p in
             var d = try controller.derive(p, recorded: recorded)
             // A kill switch is what nftables holds, not what the record says.
@@ -25,7 +27,10 @@ public struct StatusUseCase {
             // enforceRoutes puts the tunnel's routes in a table of their own, ahead of main.
             if d.status == .connected || d.status == .reasserting, !p.enforceRoutes, let i = d.interface,
                let routes = d.record?.settings?.routes, !routes.isEmpty {
-                d.bypassRoutes = TunnelBypass.current(interface: i, tunnelRoutes: routes, servers: p.protocol.model.serverHosts)
+                let s = system ?? TunnelBypass.liveSystem()
+                system = s
+                d.bypassRoutes = TunnelBypass.routes(s.routes, interface: i, tunnelRoutes: routes, addresses: s.addresses,
+                                                     servers: p.protocol.model.serverHosts)
             }
             return d
         }
