@@ -16,6 +16,11 @@ agent_lab_up() {
   done
   # The users reach the socket through the lab's dirs (files in them stay 0600).
   chmod 755 "$LAB_DIR" "$(dirname "$VPNCTL_RUN_DIR")"
+  # The checkout may be in a 0700 directory: the users run a copy (with its catalogs) from the lab's own.
+  mkdir -p -m 755 "$LAB_DIR/bin" && cp "$V" "$LAB_DIR/bin/vpnctl" && chmod 755 "$LAB_DIR/bin/vpnctl" \
+    || { echo "  lab set-up failed at: copying vpnctl for the test users"; return 1; }
+  if [ -d "$(dirname "$V")/locale" ]; then cp -r "$(dirname "$V")/locale" "$LAB_DIR/bin/locale" && chmod -R go+rX "$LAB_DIR/bin/locale"; fi
+  AGL_V=$LAB_DIR/bin/vpnctl
   agent_lab_start
 }
 
@@ -46,9 +51,9 @@ agent_set_policy() {
 }
 
 # as USER ARGS...: vpnctl as USER, on the system store: through the agent.
-as() { local u=$1; shift; runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$V" "$@"; }
+as() { local u=$1; shift; runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "${AGL_V:-$V}" "$@"; }
 # as_vi USER ARGS...: the same, by a user who reads Vietnamese.
-as_vi() { local u=$1; shift; VPNCTL_LOCALEDIR=$(dirname "$V")/locale LANGUAGE=vi as "$u" "$@"; }
+as_vi() { local u=$1; shift; VPNCTL_LOCALEDIR=$(dirname "${AGL_V:-$V}")/locale LANGUAGE=vi as "$u" "$@"; }
 
 test_agent_user_tunnel() {
   use office second || return 1
