@@ -10,8 +10,9 @@ enum ImportCommand {
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
         certificate becomes a trust anchor of its own (the config dir's trust/, named by
         its SHA-256). Lines that run programs (PostUp, up, down, plugin, script-security 2,
-        also inside 'setenv opt') are refused, never run; directives vpnctl does not
-        carry over are listed.
+        also inside 'setenv opt') are refused, never run, and so is any directive
+        vpnctl cannot carry; what has no effect here is listed. A line says what the
+        tunnel will do (full or split, DNS, what stays outside; --json: summary).
         A .mobileconfig (XML or binary, signed or not) imports every VPN payload as a
         profile and every certificate payload as a trust anchor, all or nothing; a
         signed one is checked (--ca FILE also checks its signer's chain), and
@@ -40,6 +41,8 @@ enum ImportCommand {
         let notes: [String]
         /// WireGuard: the interface's public key, for the server's peer entry.
         let publicKey: String?
+        /// What the tunnel will do: full or split, routes, DNS, kept outside.
+        let summary: ImportSummary
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
@@ -90,9 +93,11 @@ enum ImportCommand {
         if inv.options.json {
             inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
-                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey))
+                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey,
+                                   summary: result.summary))
         } else {
             inv.output.line(L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"))
+            inv.output.line(L("tunnel: \(result.summary.text)"))
             if !result.secrets.isEmpty {
                 inv.output.line(L("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))"))
             }

@@ -9,6 +9,12 @@ public struct ImportResult: Sendable {
     public var notes: [String]
     /// Trust anchors the file carried (a CA), by SHA-256 fingerprint.
     public var anchors: [String: [UInt8]] = [:]
+    /// What the file says that has no effect here (directive or key names),
+    /// for the import summary; the notes say it in words.
+    public var noEffect: [String] = []
+
+    /// What the tunnel will do.
+    public var summary: ImportSummary { ImportSummary.of(profile, noEffect: noEffect) }
 }
 
 /// Options an import needs beyond the file itself.
