@@ -326,7 +326,7 @@ public enum OpenVPNImport {
                 else if leftOut.contains("tls-crypt-v2") { config.tlsCryptV2Secret = "tls-crypt-v2"; unset.append("tls-crypt-v2") }
             }
             if !unset.isEmpty {
-                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
+                notes.append(ExportMarker.unsetNote(unset))
             }
         }
 

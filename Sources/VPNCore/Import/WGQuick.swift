@@ -203,7 +203,7 @@ public enum WGQuick {
             }
             let unset = leftOut.filter { secrets[$0] == nil && ([config.privateKeySecret] + config.peers.map(\.presharedKeySecret)).contains($0) }
             if !unset.isEmpty {
-                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
+                notes.append(ExportMarker.unsetNote(unset))
             }
             let profile = Profile(name: name, protocol: .wireguard(config))
             var result = ImportResult(profile: profile, secrets: secrets, notes: notes)
