@@ -222,6 +222,9 @@ import VPNSystem
         #expect(e2?.problems.count == 2)
         #expect(e2?.problems.allSatisfy { $0.contains("is not a directive vpnctl carries") } == true, "\(e2?.problems ?? [])")
         #expect(e2?.problems.first?.contains("'user'") == true)
+        let otp = try Fixtures.text("ovpn/one-ca.ovpn") + "auth-user-pass\nstatic-challenge \"Enter your code\" 1\n"
+        let e3 = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(otp.utf8), name: "c", source: "c.ovpn") }
+        #expect(e3?.problems.contains { $0.contains("'static-challenge' asks for a one-time code") } == true, "\(e3?.problems ?? [])")
     }
 
     /// A huge bad value is quoted in part, not copied into the message.

@@ -110,6 +110,25 @@ test_ovpn_pull_filter() {
   nothing_left
 }
 
+# openvpn killed under a full tunnel: the halves, the server's host route and
+# the DNS go with it; the ISP's default route stays.
+test_ovpn_full_provider_dies() {
+  dns_guard || return 1
+  need c ip route add default via 198.18.0.1 dev "${LAB}c0" || return 1
+  defer c ip route del default via 198.18.0.1 dev "${LAB}c0"
+  local before; before=$(c ip route show)
+  expect_ok "import" cn "$V" import "$LAB_DIR/full.ovpn" --name dies --username alice || return 1
+  printf 's3cret pass\n' | cn "$V" secret set dies password >/dev/null || { echo "  secret set failed"; return 1; }
+  expect_ok "start" cn "$V" start dies --timeout 15 || return 1
+  expect_match "the halves" "^0.0.0.0/1 dev" "$(c ip route show)" || return 1
+  kill -KILL "$(record dies providerPid)"
+  wait_status dies disconnected 10 || return 1
+  expect_field dies stopReason providerFailed || return 1
+  expect_eq "routes after openvpn died" "$before" "$(c ip route show)" || return 1
+  expect_not_contains "resolv.conf after openvpn died" "198.19.11.1" "$(cat "$RESOLV")" || return 1
+  nothing_left
+}
+
 # The WireGuard server as wg-easy sets it up (see the top of this file).
 ft_wg_server() {
   (umask 077; wg genkey > "$LAB_DIR/gclient.key") || return 1
@@ -192,6 +211,7 @@ fulltunnel_tests() {
   ft_server || { fail "the full-tunnel OpenVPN server did not come up (see above)"; return 0; }
   lab_check "openvpn full tunnel as installers push it (redirect-gateway def1, block-outside-dns) over a default route: far host and DNS through the tunnel (captures), server kept outside, all undone" test_ovpn_pushed_full_tunnel
   lab_check "openvpn pull-filter ignore redirect-gateway keeps a full-tunnel server's client split" test_ovpn_pull_filter
+  lab_check "openvpn killed under a full tunnel: halves, server route and DNS undone, the default route kept" test_ovpn_full_provider_dies
   ft_wg_server || { fail "the wg-easy-shaped WireGuard server did not come up (see above)"; return 0; }
   lab_check "wg-easy's client file (0.0.0.0/0, ::/0, DNS, psk) over IPv4 and IPv6 default routes: both families and DNS through the tunnel, only WireGuard on the underlay (captures), all undone" test_wg_easy_full_tunnel
 }

@@ -270,6 +270,8 @@ public enum OpenVPNImport {
                 if let why = OpenVPNImport.doneByVpnctl[d.name] {
                     doneByVpnctl.append("'\(d.shown)' (line \(d.line): \(why))")
                     if !noEffectNames.contains(d.name) { noEffectNames.append(d.name) }
+                } else if d.name == "static-challenge" {
+                    problems.append(L("\(at): 'static-challenge' asks for a one-time code at every connect, which vpnctl cannot ask for yet; remove the line if the server does not require a code"))
                 } else {
                     // Never a footnote after a success: what the file asks for
                     // and vpnctl cannot carry stops the import, by name.
