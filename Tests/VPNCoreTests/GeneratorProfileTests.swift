@@ -44,6 +44,9 @@ import Testing
             #expect(r.summary.text.contains("the routes the server gives"))
             #expect(!r.notes.contains { $0.contains("not a directive vpnctl carries") })
         }
+        let filtered = try Fixtures.text("generators/nyr.ovpn") + "pull-filter ignore redirect-gateway\n"
+        let f = try ImportFormat.importChecked(Array(filtered.utf8), name: "g", source: "n.ovpn").summary
+        #expect(f.tunnel == "server" && f.redirectFiltered && f.text.hasPrefix("the routes the server gives, never a full tunnel"))
         let angristan = try imported("angristan.ovpn")
         #expect(angristan.summary.noEffect == ["block-outside-dns"], "setenv opt block-outside-dns: Windows only")
         #expect(angristan.profile.openvpnConfiguration?.options.contains("ignore-unknown-option block-outside-dns") == true)

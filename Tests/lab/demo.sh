@@ -182,6 +182,15 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   step "ip route get 198.18.62.1   # a host outside every pushed route: through the tunnel"; c ip route get 198.18.62.1 || exit 1
   step "ip route get 198.18.63.1   # the server itself stays on the ISP's route"; c ip route get 198.18.63.1 || exit 1
   must vpnctl stop full
+  echo
+  echo "== A provider's download runs update-resolv-conf (vpnctl does its job, so it is not imported); the user keeps it split"
+  sed -e 's/^verb 3$/verb 3\nscript-security 2\nup \/etc\/openvpn\/update-resolv-conf\ndown \/etc\/openvpn\/update-resolv-conf\npull-filter ignore redirect-gateway/' \
+    "$LAB_DIR/full.ovpn" > "$LAB_DIR/provider.ovpn"
+  step "grep -E '^(script-security|up|down|pull-filter)' provider.ovpn"; grep -E '^(script-security|up|down|pull-filter)' "$LAB_DIR/provider.ovpn"
+  must vpnctl import provider.ovpn --username alice
+  step "vpnctl export full > full-export.ovpn; vpnctl import full-export.ovpn --name full --replace   # same id, secrets kept"
+  c "$V" export full > "$LAB_DIR/full-export.ovpn" 2>/dev/null || { echo "demo: export failed"; exit 1; }
+  must vpnctl import full-export.ovpn --name full --replace
   c ip route del default via 198.18.0.1 dev "${LAB}c0"
 else
   echo

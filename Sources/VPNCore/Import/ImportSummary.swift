@@ -26,6 +26,9 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
     public var killSwitch: String? = nil
     /// What the file said that has no effect here (directive or key names).
     public var noEffect: [String] = []
+    /// OpenVPN: a pull-filter keeps the server's redirect-gateway out, so
+    /// the server cannot make it a full tunnel.
+    public var redirectFiltered = false
 
     public init(tunnel: String) { self.tunnel = tunnel }
 
@@ -102,6 +105,7 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
             }
         }
         if s.tunnel == "server", words.contains(where: { $0 == ["route-nopull"] }) { s.tunnel = s.routes.isEmpty ? "none" : "split" }
+        if s.tunnel == "server" { s.redirectFiltered = PullFilter(options: o.options).action(for: "redirect-gateway def1") != .accept }
         s.keptOutside = o.remotes.map(\.host).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         return s
     }
@@ -122,8 +126,13 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
         case "none": parts.append(L("no routes (the profile adds none)"))
         case "provider": parts.append(L("the routes the plugin asks for"))
         default:
-            parts.append(routes.isEmpty ? L("the routes the server gives (a full tunnel if it redirects the gateway)")
-                                        : L("\(routeList), and the routes the server gives"))
+            if redirectFiltered {
+                parts.append(routes.isEmpty ? L("the routes the server gives, never a full tunnel (pull-filter keeps its redirect-gateway out)")
+                                            : L("\(routeList), and the routes the server gives, never a full tunnel (pull-filter keeps its redirect-gateway out)"))
+            } else {
+                parts.append(routes.isEmpty ? L("the routes the server gives (a full tunnel if it redirects the gateway)")
+                                            : L("\(routeList), and the routes the server gives"))
+            }
         }
         if let table { parts.append(L("routes in table \(table) (no rule sends traffic there; yours decide)")) }
         if dnsServers.isEmpty && searchDomains.isEmpty && matchDomains.isEmpty {
