@@ -93,6 +93,19 @@ import Testing
                     .contains("--identity-payload picks a payload of a .mobileconfig"))
     }
 
+    /// A .p12 is DER too, and its first bytes name a pkcs7 OID: it must not be
+    /// taken for a signed .mobileconfig (it was: "signed profile refused").
+    @Test func aPlainP12IsStillReadAsOne() throws {
+        let h = Harness()
+        let pki = try PKI()
+        let p12 = try Self.clientP12(pki, cn: "alice")
+        #expect(!Crypto.looksLikeCMS(p12) && !MobileConfig.recognizes(p12))
+        h.stdin = Array("p12-pass\n".utf8)
+        let ok = create(h, "road", identity: pki.path("alice.p12"), "--json")
+        #expect(ok.code == 0, "\(ok.stderr)")
+        #expect(try identitySecret(h, ok).contains("PRIVATE KEY-----"))
+    }
+
     @Test func anIdentityNoVPNPayloadUsesIsNamedNotDropped() throws {
         let h = Harness()
         let pki = try PKI()
