@@ -70,7 +70,6 @@ import Testing
         let fp = try Self.caFP()
         #expect(c.remoteIdentifier == "vpn.lab.test" && c.caFingerprint == fp)
         #expect(r.profile.includeAllNetworks, "block-ipv4 and block-ipv6: the kill switch")
-        #expect(r.notes.contains { $0.contains("vpnctl secret set road password") })
         #expect(r.notes.contains { $0.contains("nat-keepalive 45") })
         #expect(try load("eap.sswan", username: "carol").profile.protocol.model.serverHosts == ["198.18.0.1"])
         guard case .ikev2(let other) = try load("eap.sswan", username: "carol").profile.protocol else { return }

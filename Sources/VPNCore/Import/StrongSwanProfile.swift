@@ -253,9 +253,6 @@ public enum StrongSwanProfile {
             if problems.isEmpty {
                 notes.append(L("uuid and name are the app's own labels: the profile is '\(name)', with an id of its own"))
             }
-            if c.username != nil {
-                notes.append(L("set the EAP password with 'vpnctl secret set \(name) password'"))
-            }
             return ImportResult(profile: profile, secrets: secrets, notes: notes, anchors: anchors)
         }
 
