@@ -39,7 +39,9 @@ import Testing
         #expect(c.remoteTrafficSelectors == nil, "no split-tunneling: a full tunnel")
         #expect(r.notes.contains { $0.contains("local.rsa-pss") }, "rsa-pss is named, not dropped: \(r.notes)")
         #expect(r.notes.contains { $0.contains("CA in local.p12") && $0.contains("IKEv2 VPN CA") })
-        #expect(r.notes.contains { $0.contains("uuid and name") })
+        #expect(r.notes.contains { $0.contains("--keep-id its id is the file's uuid") })
+        #expect(r.fileID?.lowercasedString == "5b7c2a4e-8f31-4d2a-9c55-0e4d6b1a7f20")
+        #expect(r.noEffect == ["local.rsa-pss"] && r.summary.tunnel == "server", "no split-tunneling: the server's selectors decide")
     }
 
     @Test func anEncryptedP12NeedsItsPasswordAndTheSplitTunnelBecomesTheSelectors() throws {
@@ -55,6 +57,8 @@ import Testing
         let fp = try Self.caFP()
         #expect(c.caFingerprint == fp && r.anchors[fp].map { String(decoding: $0, as: UTF8.self) }?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
         #expect(!r.profile.includeAllNetworks)
+        #expect(r.summary.tunnel == "split" && r.summary.routes == ["10.20.0.0/16", "192.0.2.7/32", "2001:db8:20::/48"])
+        #expect(r.summary.text.hasPrefix("split tunnel: 10.20.0.0/16, 192.0.2.7/32, 2001:db8:20::/48; DNS 10.20.0.53, 2001:db8:20::53"), "\(r.summary.text)")
     }
 
     @Test func aWrongP12PasswordIsNamed() {

@@ -70,6 +70,8 @@ public enum StrongSwanProfile {
         let options: ImportOptions
         var problems: [String] = []
         var notes: [String] = []
+        /// Keys that have no effect here, for the import summary.
+        var noEffect: [String] = []
 
         init(source: String, name: String, options: ImportOptions) {
             self.source = source
@@ -114,7 +116,7 @@ public enum StrongSwanProfile {
             for k in topKeys where !StrongSwanProfile.topKeys.contains(k) {
                 problems.append(L("\(k.escapingControls(keepLineBreaks: false).quotedForMessage): a key vpnctl does not know, so it cannot carry its meaning"))
             }
-            _ = value({ try r.required("uuid").uuid() })
+            let uuid = value({ try r.required("uuid").uuid() })
             _ = value({ try r.string("name") })
             guard let type = value({ try r.string("type") }) else {
                 problems.append(L("type: missing (one of \(StrongSwanProfile.types.joined(separator: ", ")))"))
@@ -167,6 +169,7 @@ public enum StrongSwanProfile {
                     problems.append(L("local.p12: missing (type \(type) authenticates with the client certificate it holds)"))
                 }
             } else if local.flatMap({ l in value({ try l.optional("p12") }) }) != nil {
+                noEffect.append("local.p12")
                 notes.append(L("local.p12 has no effect here: type ikev2-eap authenticates with a username and password only"))
             }
             if eap {
@@ -177,9 +180,11 @@ public enum StrongSwanProfile {
                 c.username = user
                 c.passwordSecret = "password"
             } else if local.flatMap({ l in value({ try l.optional("eap_id") }) }) != nil {
+                noEffect.append("local.eap_id")
                 notes.append(L("local.eap_id has no effect here: type ikev2-cert uses no EAP"))
             }
             if let l = local, flag(l, "rsa-pss", path: "local.rsa-pss") == true {
+                noEffect.append("local.rsa-pss")
                 notes.append(L("local.rsa-pss has no effect here: charon chooses the signature scheme the server offers (RFC 7427)"))
             }
 
@@ -202,6 +207,7 @@ public enum StrongSwanProfile {
                 problems.append(L("remote.cert: missing, and no CA certificate came with the file: the app would trust Android's CAs, vpnctl needs the CA the server's certificate chains to (add remote.cert)"))
             }
             if flag(remote, "certreq", path: "remote.certreq") == false {
+                noEffect.append("remote.certreq")
                 notes.append(L("remote.certreq false has no effect here: charon asks for the server's certificate"))
             }
             if let rev = object(remote, "revocation", known: ["crl", "ocsp", "strict"], path: "remote.revocation") {
@@ -209,6 +215,7 @@ public enum StrongSwanProfile {
                 if flag(rev, "strict", path: "remote.revocation.strict") == true {
                     problems.append(L("remote.revocation.strict: vpnctl cannot require a certificate's revocation status (charon checks CRLs and OCSP where the certificate names them, not strictly)"))
                 } else {
+                    noEffect.append("remote.revocation")
                     notes.append(L("remote.revocation has no effect here: charon checks CRLs and OCSP where the certificate names them"))
                 }
             }
@@ -228,6 +235,7 @@ public enum StrongSwanProfile {
                 if (1280...1500).contains(m) { c.mtu = m } else { problems.append(L("mtu \(m) is not a number from 1280 to 1500")) }
             }
             if let k = value({ try r.int("nat-keepalive") }) {
+                noEffect.append("nat-keepalive")
                 notes.append(L("nat-keepalive \(k) has no effect here: charon sends NAT keepalives at its own interval (20 s)"))
             }
 
@@ -244,6 +252,7 @@ public enum StrongSwanProfile {
             }
             if let proxy = object(r, "proxy", known: ["host", "port", "exclusions"], path: "proxy") {
                 let host = value({ try proxy.string("host") }) ?? ""
+                noEffect.append("proxy")
                 notes.append(L("proxy \(host.escapingControls(keepLineBreaks: false).abbreviated(100)) has no effect here: vpnctl sets no HTTP proxy (set it in the applications that should use it)"))
             }
             for key in ["included-apps", "excluded-apps"] {
@@ -251,9 +260,12 @@ public enum StrongSwanProfile {
                 problems.append(L("\(key): per-app VPN is not supported; vpnctl routes the whole host"))
             }
             if problems.isEmpty {
-                notes.append(L("uuid and name are the app's own labels: the profile is '\(name)', with an id of its own"))
+                notes.append(L("name is the app's own label: the profile is '\(name)'; with --keep-id its id is the file's uuid"))
             }
-            return ImportResult(profile: profile, secrets: secrets, notes: notes, anchors: anchors)
+            var result = ImportResult(profile: profile, secrets: secrets, notes: notes, anchors: anchors)
+            result.fileID = uuid
+            result.noEffect = noEffect
+            return result
         }
 
         /// subnets: the remote traffic selectors (a split tunnel); block-ipv4
