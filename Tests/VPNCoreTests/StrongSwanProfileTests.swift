@@ -92,6 +92,8 @@ import Testing
     @Test func typesVpnctlCannotAuthenticateWithAreRefusedByName() {
         let unknown = refusal("eap.sswan") { $0.replacingOccurrences(of: "\"ikev2-eap\"", with: "\"ikev2-psk\"") }
         #expect(unknown?.problems == ["type 'ikev2-psk' is not one of ikev2-eap, ikev2-cert, ikev2-cert-eap, ikev2-eap-tls, ikev2-byod-eap"])
+        let wrongKind = refusal("eap.sswan") { $0.replacingOccurrences(of: "\"ikev2-eap\"", with: "7") }
+        #expect(wrongKind?.problems == ["at type: expected a string"], "one problem, not also 'missing'")
         let tls = refusal("eap.sswan") { $0.replacingOccurrences(of: "\"ikev2-eap\"", with: "\"ikev2-eap-tls\"") }
         #expect(tls?.problems.first?.contains("not with EAP-TLS") == true)
         #expect(tls?.message.contains("strongSwan app profile") == true)

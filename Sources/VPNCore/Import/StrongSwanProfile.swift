@@ -119,7 +119,7 @@ public enum StrongSwanProfile {
             let uuid = value({ try r.required("uuid").uuid() })
             _ = value({ try r.string("name") })
             guard let type = value({ try r.string("type") }) else {
-                problems.append(L("type: missing (one of \(StrongSwanProfile.types.joined(separator: ", ")))"))
+                if !topKeys.contains("type") { problems.append(L("type: missing (one of \(StrongSwanProfile.types.joined(separator: ", ")))")) }
                 return nil
             }
             let shownType = type.escapingControls(keepLineBreaks: false).abbreviated(60)
@@ -135,7 +135,7 @@ public enum StrongSwanProfile {
             let certificateAuth = type != "ikev2-eap", eap = type != "ikev2-cert"
 
             guard let remote = object(r, "remote", known: StrongSwanProfile.remoteKeys, path: "remote") else {
-                problems.append(L("remote: missing (remote.addr is the server)"))
+                if !topKeys.contains("remote") { problems.append(L("remote: missing (remote.addr is the server)")) }
                 return nil
             }
             guard let server = value({ try remote.string("addr") }), !server.isEmpty else {
