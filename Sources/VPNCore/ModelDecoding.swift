@@ -171,6 +171,7 @@ extension IKEv2Configuration {
         lifetimeMinutes = try r.int("lifetimeMinutes")
         mtu = try r.int("mtu")
         useServerVirtualIP = try r.bool("useServerVirtualIP")
+        remoteTrafficSelectors = try r.optional("remoteTrafficSelectors")?.stringArray()
     }
 }
 

@@ -200,6 +200,9 @@ public struct IKEv2Configuration: Encodable, Equatable, Sendable {
     public var mtu: Int?
     /// Ask the server for a virtual IP (configuration attributes); default yes.
     public var useServerVirtualIP: Bool?
+    /// The remote traffic selectors asked for (a split tunnel); nil: everything
+    /// (0.0.0.0/0 and ::/0), narrowed by what the server offers.
+    public var remoteTrafficSelectors: [String]?
 
     public enum DeadPeerDetectionRate: String, Codable, CaseIterable, Sendable {
         case none, low, medium, high
@@ -232,7 +235,7 @@ public struct IKEv2Configuration: Encodable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case serverAddress, remoteIdentifier, localIdentifier, authenticationMethod, sharedSecretSecret,
              username, passwordSecret, identitySecret, caFingerprint, ikeProposals, childProposals,
-             deadPeerDetectionRate, disableMOBIKE, enablePFS, lifetimeMinutes, mtu, useServerVirtualIP
+             deadPeerDetectionRate, disableMOBIKE, enablePFS, lifetimeMinutes, mtu, useServerVirtualIP, remoteTrafficSelectors
     }
 
 }

@@ -215,7 +215,10 @@ import Testing
             ([.dict(["PayloadType": .string("com.apple.security.root"), "PayloadContent": .data([0x30, 0x03, 1, 2, 3])])], "not a DER X.509 certificate"),
             ([.dict(["PayloadType": .string("com.apple.security.pem"), "PayloadContent": .data(Array("-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n".utf8))])],
              "holds a private key"),
-            ([.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadUUID": .string("U"), "PayloadContent": .data([1])])], "no Password"),
+            // (With a VPN payload: a profile of identities alone is for `create --identity`, IdentityProfileTests.)
+            ([.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadUUID": .string("U"), "PayloadContent": .data([1])]),
+              vpn("a", ["VPNType": .string("IKEv2"), "IKEv2": .dict(["RemoteAddress": .string("h"), "AuthenticationMethod": .string("Certificate"), "PayloadCertificateUUID": .string("U")])])],
+             "no Password"),
             ([vpn("a", ["VPNType": .string("VPN"), "VPNSubType": .string("com.x"), "VendorConfig": .dict([:]), "UserDefinedName": .string("x")]),
               vpn("b", ["VPNType": .string("VPN"), "VPNSubType": .string("com.y"), "VendorConfig": .dict([:]), "UserDefinedName": .string("x")])],
              "its profile name 'x' is also"),

@@ -176,19 +176,3 @@ import VPNSystem
         #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(file.utf8), name: "x", source: "x.conf") }
     }
 }
-
-/// Issue 30: a strongSwan app profile (.sswan) is named, not misread as vpnctl JSON.
-@Suite struct StrongSwanProfileTests {
-    @Test func aSswanFileIsNamedWithTheCreateLineThatMakesTheSameTunnel() {
-        let file = #"{"uuid":"d6f5c2b4-1111-4e0b-9a3e-2b1f1f0c0d11","name":"vpn","type":"ikev2-cert-eap","remote":{"addr":"203.0.113.9","id":"vpn.example.com"},"local":{"eap_id":"bob"},"split-tunneling":{"subnets":"10.0.0.0/8"}}"#
-        let e = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(file.utf8), name: "road", source: "road.sswan") }
-        #expect(e?.message.contains("strongSwan app profile (.sswan, type ikev2-cert-eap)") == true)
-        #expect(e?.hint?.contains("vpnctl create road ikev2 --server 203.0.113.9 --remote-id vpn.example.com --auth eap --username bob") == true)
-        #expect(e?.hint?.contains("split-tunneling") == true)
-        #expect(!(e?.message.contains("not a vpnctl profile") ?? true))
-    }
-
-    @Test func vpnctlsOwnJSONIsNotMistakenForIt() {
-        #expect(StrongSwanProfile.refusal(Array(#"{"id":"x","name":"a","protocol":{"type":"wireguard"}}"#.utf8), name: "a", source: "a") == nil)
-    }
-}

@@ -1207,6 +1207,42 @@ if [ $ike_ready = yes ]; then
   lab_check "ikev2 certificate: create, start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle certificate
   lab_check "ikev2 certificate from a .p12 (create --identity): start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle p12
 
+  # test_ike_sswan: carol's strongSwan app profile (.sswan) in the shape
+  # hwdsl2's ikev2.sh writes (the p12 base64 with "\n" every 52 characters),
+  # here with its password and a split tunnel narrower than what the responder
+  # offers: import, start, the narrowed route only, verify, stop, nothing left.
+  test_ike_sswan() {
+    local d=$IKE_DIR/pki f=$LAB_DIR/carol.sswan p12 ca secret
+    p12=$(base64 -w 52 "$d/carol.p12" | sed 's/$/\\n/' | tr -d '\n')
+    ca=$(openssl x509 -in "$d/ca.crt" -outform DER | base64 -w 0)
+    cat > "$f" <<SSWAN
+{
+  "uuid": "$(cat /proc/sys/kernel/random/uuid)",
+  "name": "IKEv2 VPN 198.18.0.1",
+  "type": "ikev2-cert",
+  "remote": { "addr": "198.18.0.1", "id": "vpn.lab.test", "cert": "$ca" },
+  "local": { "id": "carol@lab.test", "p12": "$p12", "rsa-pss": "true" },
+  "split-tunneling": { "subnets": "198.19.21.0/25" },
+  "ike-proposal": "aes256-sha256-ecp256",
+  "esp-proposal": "aes128gcm16"
+}
+SSWAN
+    expect_ok "import of the .sswan" bash -c 'printf "%s" "$1" | "$2" import "$3" --name ike --identity-password-stdin' sh "$IKE_P12_PASSWORD" "$V" "$f" || return 1
+    expect_contains "import's trust anchor" "trust anchor: " "$OUT" || return 1
+    expect_ok "start" cn "$V" start ike --timeout 15 || return 1
+    expect_field ike status connected || return 1
+    expect_match "the narrowed route" "^198.19.21.0/25 dev ipsec" "$(c ip route show)" || return 1
+    expect_not_contains "the responder's whole /24" "198.19.21.0/24" "$(c ip route show)" || return 1
+    expect_ok "verify" cn "$V" verify ike --probe http://198.19.21.1:8080/ || return 1
+    expect_contains "verify" "verdict: path proven" "$OUT" || return 1
+    secret=$(sed -n 2p "$d/carol.key")
+    expect_absent "carol's key while connected" "$secret" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR/preferences.json" || return 1
+    expect_ok "stop" cn "$V" stop ike || return 1
+    expect_field ike status disconnected || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2 .sswan import (hwdsl2's shape, split tunnel): start with the narrowed selector, verify, stop; nothing left" test_ike_sswan
+
   # ike_start_fails AUTH REMOTE_ID SECRET TIMEOUT ERROR DETAIL
   ike_start_fails() {
     expect_ok "create" ike_profile ike "$1" "$2" || return 1

@@ -33,7 +33,8 @@ enum CreateCommand {
                   OptionSpec("ca", value: "file", kind: .file, help: L("The CA certificate (PEM) the server's certificate must chain to.")),
                   OptionSpec("cert", value: "file", kind: .file, help: L("The client certificate (PEM), with --auth certificate.")),
                   OptionSpec("key", value: "file", kind: .file, help: L("The client's private key (PEM), with --auth certificate.")),
-                  OptionSpec("identity", value: "file", kind: .file, help: L("The client certificate and key as PKCS#12 (.p12; its password from --secret-file or stdin).")),
+                  OptionSpec("identity", value: "file", kind: .file, help: L("The client certificate and key as PKCS#12 (.p12, or a .mobileconfig's identity payload; its password from --secret-file or stdin).")),
+                  OptionSpec("identity-payload", value: "name", help: L("Which identity payload of a .mobileconfig --identity (PayloadDisplayName, PayloadIdentifier or PayloadUUID).")),
                   OptionSpec("secret-file", value: "file", kind: .file, help: L("Read the shared secret or password from this file ('-': standard input)."))],
         positionals: [PositionalSpec("name", help: L("The new profile's name.")),
                       PositionalSpec("protocol", help: L("The protocol: ikev2."))],
@@ -84,7 +85,15 @@ enum CreateCommand {
             c.authenticationMethod = .certificate
             c.identitySecret = "identity"
             if let p12 = inv.args.value("identity") {
-                secrets["identity"] = try readPKCS12(p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
+                let bytes = try readFile(p12, "the identity", limit: ImportFormat.maximumSize)
+                if MobileConfig.recognizes(bytes) {
+                    secrets["identity"] = try identityPayload(inv, bytes, file: p12)
+                } else {
+                    if inv.args.value("identity-payload") != nil {
+                        throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
+                    }
+                    secrets["identity"] = try readPKCS12(p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
+                }
             } else {
                 let cert = try readFile(inv.args.value("cert")!, "the client certificate")
                 let key = try readFile(inv.args.value("key")!, "the private key")
@@ -138,6 +147,23 @@ enum CreateCommand {
             for fp in anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
         }
         return .ok
+    }
+
+    /// `--identity FILE.mobileconfig`: its PKCS#12 payload (the one `--identity-payload`
+    /// names when it has several), opened with the payload's Password or the one
+    /// from --secret-file or standard input; as PEM, certificate then key.
+    static func identityPayload(_ inv: Invocation, _ bytes: [UInt8], file: String) throws -> [UInt8] {
+        let source = file.abbreviated(200)
+        let payload = try MobileConfig.identityPayload(bytes, source: source, named: inv.args.value("identity-payload"))
+        let shown = payload.name.escapingControls(keepLineBreaks: false).abbreviated(100).quotedForMessage
+        let password = try payload.password ?? String(decoding: readSecret(inv, what: "the password of \(file.abbreviated(100))'s PKCS#12 \(shown)"), as: UTF8.self)
+        do {
+            let id = try Crypto.pkcs12(payload.content, password: password)
+            return Array(id.certificate.pem.utf8) + id.privateKeyPEM
+        } catch let p as Crypto.Problem {
+            throw VPNError(.configurationInvalid, L("\(source): identity payload \(shown): \(p.message)"),
+                           hint: payload.password == nil ? L("check the password (from --secret-file or standard input)") : L("the payload's own Password does not open it; get a fresh copy of the profile"))
+        }
     }
 
     static func readSecret(_ inv: Invocation, what: String) throws -> [UInt8] {
@@ -206,9 +232,9 @@ enum CreateCommand {
         return Array((certs + keys).compactMap { b in b.der.map { PEM.encode(label: b.label, der: $0) } }.joined().utf8)
     }
 
-    static func readFile(_ path: String, _ what: String) throws -> [UInt8] {
+    static func readFile(_ path: String, _ what: String, limit: Int = SecretStore.maximumSize) throws -> [UInt8] {
         do {
-            guard let b = try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: SecretStore.maximumSize,
+            guard let b = try FileSystem.readFileIfPresent(path, followSymlinks: true, limit: limit,
                                                             acceptPipe: ImportCommand.isDescriptorPath(path)) else {
                 throw VPNError(.failure, L("cannot read \(what) from \(path.abbreviated(200)): no such file"))
             }

@@ -26,7 +26,7 @@ enum ImportCommand {
         options: [OptionSpec("name", value: "name", help: L("Profile name (default: the file name without its extension).")),
                   OptionSpec("username", value: "user", help: L("The auth-user-pass username of an OpenVPN profile.")),
                   OptionSpec("ca", value: "file", help: L("A signed .mobileconfig's signer must chain to this CA (PEM).")),
-                  OptionSpec("identity-password-stdin", help: L("Read the password of a .mobileconfig's PKCS#12 identity from standard input.")),
+                  OptionSpec("identity-password-stdin", help: L("Read the password of a .mobileconfig's or .sswan's PKCS#12 identity from standard input.")),
                   OptionSpec("replace", help: L("Update the profile of that name in place (same id, revision bumped); a running tunnel keeps running until restarted.")),
                   OptionSpec("keep-id", help: L("Give the profile the id the file names (a vpnctl export's), not a new one."))],
         positionals: [PositionalSpec("file", help: L("The file to import."))],
@@ -58,15 +58,20 @@ enum ImportCommand {
             return try MobileConfigImport.run(inv, bytes: bytes, file: file, source: file == "-" ? "standard input" : file,
                                               defaultName: defaultName(file))
         }
-        if inv.args.value("ca") != nil || inv.args.flag("identity-password-stdin") {
-            throw VPNError.usage(L("--\(inv.args.value("ca") != nil ? "ca" : "identity-password-stdin") is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one"))
+        if inv.args.value("ca") != nil {
+            throw VPNError.usage(L("--ca is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one"))
+        }
+        let sswan = StrongSwanProfile.recognizes(bytes)
+        if inv.args.flag("identity-password-stdin") && !sswan {
+            throw VPNError.usage(L("--identity-password-stdin is for a .mobileconfig or a strongSwan app profile (.sswan), and \(file == "-" ? "standard input" : file) is neither"))
         }
         let name = inv.args.value("name") ?? defaultName(file)
         if let problem = ProfileName.problems(name).first {
             throw VPNError(.usage, L("invalid profile name \(name.quotedForMessage): \(problem)"), hint: L("choose another with --name NAME"))
         }
         let options = ImportOptions(username: inv.args.value("username"),
-                                    baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file))
+                                    baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file),
+                                    identityPassword: sswan ? try MobileConfigImport.identityPassword(inv, file: file) : nil)
         var result = try ImportFormat.importChecked(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
         let store = inv.store
         let existing = try store.load()

@@ -238,14 +238,16 @@ public enum Crypto {
         return blocks[0].der
     }
 
-    /// Whether `bytes` are a DER CMS/PKCS#7 ContentInfo (a signed or
-    /// encrypted profile): SEQUENCE, then the pkcs7 OID within the first bytes.
+    /// Whether `bytes` are a DER (or BER) CMS/PKCS#7 ContentInfo (a signed or
+    /// encrypted profile): a SEQUENCE whose first element is a pkcs7 OID. A
+    /// PKCS#12 file (a SEQUENCE that starts with its version, an INTEGER) is not.
     public static func looksLikeCMS(_ bytes: [UInt8]) -> Bool {
         if let der = derFromPEM(bytes) { return der.first == 0x30 }
-        guard bytes.first == 0x30 else { return false }
+        guard bytes.count > 2, bytes[0] == 0x30 else { return false }
+        // The outer length: short form, long form (0x8N and N bytes), or BER's indefinite 0x80.
+        let start = 2 + (bytes[1] & 0x80 != 0 ? Int(bytes[1] & 0x7F) : 0)
         let oid: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07]
-        let head = Array(bytes.prefix(24))
-        return head.count >= oid.count && (0...(head.count - oid.count)).contains { Array(head[$0..<($0 + oid.count)]) == oid }
+        return bytes.count >= start + oid.count && Array(bytes[start..<(start + oid.count)]) == oid
     }
 
     /// Unwraps a CMS SignedData and checks its signature. With `anchors`, the

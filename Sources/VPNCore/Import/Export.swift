@@ -130,6 +130,7 @@ public enum ProfileExport {
         if i.disableMOBIKE == true { ike["DisableMOBIKE"] = .integer(1) }
         if i.enablePFS == true { ike["EnablePFS"] = .integer(1) }
         if let m = i.mtu { ike["MTU"] = .integer(Int64(m)) }
+        if let ts = i.remoteTrafficSelectors { notExpressible.append("remote traffic selectors (\(ts.joined(separator: ", ")))") }
     }
 
     /// One configuration profile holding the profile's VPN payload (and its

@@ -27,9 +27,12 @@ public struct ImportOptions: Sendable {
     public var username: String?
     /// The directory that relative file references in the file are read from.
     public var baseDirectory: String?
-    public init(username: String? = nil, baseDirectory: String? = nil) {
+    /// `--identity-password-stdin`: the password of a PKCS#12 identity the file carries (.sswan).
+    public var identityPassword: String?
+    public init(username: String? = nil, baseDirectory: String? = nil, identityPassword: String? = nil) {
         self.username = username
         self.baseDirectory = baseDirectory
+        self.identityPassword = identityPassword
     }
 }
 
@@ -95,7 +98,7 @@ public enum ImportFormat: String, Sendable {
             r.fileID = ExportMarker.profileID(in: text)
             return r
         case .json:
-            return try jsonProfile(Array(text.utf8), name: name, source: source)
+            return try jsonProfile(Array(text.utf8), name: name, source: source, options: options)
         case .mobileconfig:
             throw VPNError(.configurationInvalid, L("\(source) is an \(ImportFormat.mobileconfig.rawValue) file, which may hold several profiles"),
                            hint: L("import it with: vpnctl import FILE"))
@@ -107,8 +110,8 @@ public enum ImportFormat: String, Sendable {
 
     /// A profile as `vpnctl export --format json` (or `show --json`'s profile) writes
     /// it: a new id and revision here; its secrets are set afterwards.
-    static func jsonProfile(_ bytes: [UInt8], name: String, source: String) throws -> ImportResult {
-        if let refusal = StrongSwanProfile.refusal(bytes, name: name, source: source) { throw refusal }
+    static func jsonProfile(_ bytes: [UInt8], name: String, source: String, options: ImportOptions = ImportOptions()) throws -> ImportResult {
+        if StrongSwanProfile.recognizes(bytes) { return try StrongSwanProfile.parse(bytes, name: name, source: source, options: options) }
         var p: Profile
         do {
             p = try Profile.parse(bytes)

@@ -38,7 +38,9 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
         case .wireguard(let w): s = wireguard(w)
         case .openvpn(let o): s = openvpn(o)
         case .ikev2(let i):
-            s = ImportSummary(tunnel: "server")
+            // Narrowed selectors (a .sswan's split-tunneling.subnets): only those, as far as the server agrees.
+            s = ImportSummary(tunnel: i.remoteTrafficSelectors == nil ? "server" : "split")
+            s.routes = i.remoteTrafficSelectors ?? []
             s.keptOutside = [i.serverAddress]
         case .provider:
             s = ImportSummary(tunnel: "provider")

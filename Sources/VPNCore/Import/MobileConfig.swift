@@ -57,6 +57,18 @@ public enum MobileConfig {
     /// Reads, checks and maps a configuration profile. `defaultName` names a
     /// VPN payload without UserDefinedName or PayloadDisplayName.
     public static func read(_ bytes: [UInt8], source: String, defaultName: String, options: Options = Options()) throws -> Contents {
+        let (plist, signer, chainVerified) = try propertyList(bytes, source: source, signerAnchors: options.signerAnchors)
+        var mapper = Mapper(source: source, defaultName: defaultName, options: options)
+        var contents = try mapper.map(plist)
+        contents.signer = signer
+        contents.chainVerified = chainVerified
+        return contents
+    }
+
+    /// The property list inside a configuration profile, its signature checked when it has one.
+    static func propertyList(_ bytes: [UInt8], source: String, signerAnchors: [Crypto.Certificate]?) throws
+        -> (PropertyList, signer: Crypto.Certificate?, chainVerified: Bool) {
+        let options = Options(signerAnchors: signerAnchors)
         var plistBytes = bytes
         var signer: Crypto.Certificate? = nil
         var chainVerified = false
@@ -82,11 +94,65 @@ public enum MobileConfig {
             throw VPNError(.configurationInvalid, L("\(source) is not a readable configuration profile: \(p.message)"),
                            hint: L("check the file is a .mobileconfig (plutil -lint FILE on a Mac)"))
         }
-        var mapper = Mapper(source: source, defaultName: defaultName, options: options)
-        var contents = try mapper.map(plist)
-        contents.signer = signer
-        contents.chainVerified = chainVerified
-        return contents
+        return (plist, signer, chainVerified)
+    }
+
+    /// One PKCS#12 identity payload (com.apple.security.pkcs12), not opened yet.
+    public struct IdentityPayload: Sendable {
+        /// PayloadDisplayName, else PayloadIdentifier, else PayloadUUID.
+        public var name: String
+        public var identifier: String?
+        public var uuid: String?
+        public var content: [UInt8]
+        /// The payload's own Password, when it carries one.
+        public var password: String?
+
+        /// Whether `reference` names this payload: by display name, identifier or UUID.
+        public func isNamed(_ reference: String) -> Bool {
+            [name, identifier, uuid].contains { $0 == reference }
+        }
+    }
+
+    /// The identity payloads of a configuration profile, in file order.
+    public static func identityPayloads(_ bytes: [UInt8], source: String) throws -> [IdentityPayload] {
+        let (plist, _, _) = try propertyList(bytes, source: source, signerAnchors: nil)
+        guard let content = plist.dict?["PayloadContent"]?.array else {
+            throw VPNError(.configurationInvalid, L("\(source): PayloadContent is missing or not an array of payloads"))
+        }
+        var found: [IdentityPayload] = []
+        for (i, value) in content.enumerated() {
+            guard let p = value.dict, p["PayloadType"]?.string == identityType else { continue }
+            guard let data = p["PayloadContent"]?.data else {
+                throw VPNError(.configurationInvalid, L("\(source): payload \(i + 1): PayloadContent is missing or not data (the PKCS#12 file)"))
+            }
+            let identifier = p["PayloadIdentifier"]?.string, uuid = p["PayloadUUID"]?.string
+            found.append(IdentityPayload(name: p["PayloadDisplayName"]?.string ?? identifier ?? uuid ?? "payload \(i + 1)",
+                                         identifier: identifier, uuid: uuid, content: data, password: p["Password"]?.string))
+        }
+        return found
+    }
+
+    /// The identity payload `reference` names (nil: the only one).
+    public static func identityPayload(_ bytes: [UInt8], source: String, named reference: String?) throws -> IdentityPayload {
+        let all = try identityPayloads(bytes, source: source)
+        let names = all.map { $0.name.escapingControls(keepLineBreaks: false).abbreviated(100).quotedForMessage }.joined(separator: ", ")
+        if let reference {
+            guard let one = all.first(where: { $0.isNamed(reference) }) else {
+                throw VPNError(.usage, all.isEmpty ? L("\(source) holds no identity (com.apple.security.pkcs12) payload")
+                                                   : L("\(source) has no identity payload named \(reference.quotedForMessage); it has \(names)"),
+                               hint: all.isEmpty ? nil : L("name one by its PayloadDisplayName, PayloadIdentifier or PayloadUUID"))
+            }
+            return one
+        }
+        switch all.count {
+        case 0:
+            throw VPNError(.configurationInvalid, L("\(source) holds no identity (com.apple.security.pkcs12) payload"),
+                           hint: L("give the client certificate as --identity FILE.p12, or --cert and --key (PEM)"))
+        case 1: return all[0]
+        default:
+            throw VPNError(.usage, L("\(source) holds \(all.count) identities (PKCS#12 \(names)); say which with --identity-payload NAME"),
+                           hint: L("name one by its PayloadDisplayName, PayloadIdentifier or PayloadUUID"))
+        }
     }
 
     /// A flag as real files write it: a boolean, an integer or a real.
@@ -132,6 +198,8 @@ public enum MobileConfig {
         var identities: [String: Crypto.Identity] = [:]
         /// PayloadUUIDs of PKCS#12 payloads that could not be opened (already reported).
         var brokenIdentities = Set<String>()
+        /// PayloadUUIDs of PKCS#12 payloads a VPN payload uses.
+        var usedIdentities = Set<String>()
 
         init(source: String, defaultName: String, options: Options) {
             self.source = source
@@ -197,6 +265,16 @@ public enum MobileConfig {
                 if MobileConfig.trustTypes.contains(type) { readAnchor(p, label) }
                 else if type == MobileConfig.identityType { readIdentity(p, label) }
             }
+            let types = payloads.map { $0.1["PayloadType"]?.string ?? "" }
+            let identityNames = payloads.filter { $0.1["PayloadType"]?.string == MobileConfig.identityType }
+                .map { ($0.1["PayloadDisplayName"]?.string ?? $0.1["PayloadIdentifier"]?.string ?? $0.1["PayloadUUID"]?.string ?? "?") }
+            if !identityNames.isEmpty && !types.contains(where: { $0 == MobileConfig.vpnType || $0 == "com.apple.vpn.managed.applayer" || MobileConfig.trustTypes.contains($0) }) {
+                let shown = identityNames.map { $0.escapingControls(keepLineBreaks: false).abbreviated(100).quotedForMessage }
+                let file = source.escapingControls(keepLineBreaks: false)
+                throw VPNError(.configurationInvalid, identityNames.count == 1
+                    ? L("\(source) holds only an identity (PKCS#12 \(shown[0])); use it with vpnctl create NAME ikev2 --identity \(file)")
+                    : L("\(source) holds only identities (PKCS#12 \(shown.joined(separator: ", "))); use one with vpnctl create NAME ikev2 --identity \(file) --identity-payload \(shown[0])"))
+            }
             var items: [Item] = []
             for (label, p) in payloads {
                 guard let type = p["PayloadType"]?.string else {
@@ -219,6 +297,11 @@ public enum MobileConfig {
                 seenNames[item.result.profile.name] = item.payloadName
                 if !seenIDs.insert(item.payloadIdentifier).inserted {
                     problems.append(L("\(item.payloadName): a second VPN payload with PayloadIdentifier \(item.payloadIdentifier.quotedForMessage)"))
+                }
+            }
+            for (label, p) in payloads where p["PayloadType"]?.string == MobileConfig.identityType {
+                if let uuid = p["PayloadUUID"]?.string, !usedIdentities.contains(uuid), !brokenIdentities.contains(uuid) {
+                    notes.append(L("\(label): no VPN payload uses this identity, so it is not imported; use it with vpnctl create NAME ikev2 --identity FILE"))
                 }
             }
             if options.name != nil && items.count > 1 {
@@ -447,6 +530,7 @@ public enum MobileConfig {
                     }
                     return nil
                 }
+                usedIdentities.insert(uuid)
                 identity = id
                 if !blocks.contains(where: { order($0.key).0 == "cert" }) {
                     blocks.append(("(identity payload)", "<cert>\n\(id.certificate.pem)</cert>"))
@@ -561,6 +645,7 @@ public enum MobileConfig {
                     }
                     return nil
                 }
+                usedIdentities.insert(uuid)
                 secrets["identity"] = Array(id.certificate.pem.utf8) + id.privateKeyPEM
                 c.identitySecret = "identity"
             case let other:

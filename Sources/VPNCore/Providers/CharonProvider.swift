@@ -216,8 +216,8 @@ public struct CharonLaunch {
         if let ca = caCertificate, c.authenticationMethod != .sharedSecret { remote.append("cacerts", .texts([ca])) }
         conn.append("remote", .section(remote))
 
-        // Everything, both families; the server narrows it to what it offers.
-        var child = M([("remote_ts", .texts(["0.0.0.0/0", "::/0"])), ("mode", .text("tunnel")), ("dpd_action", .text("clear"))])
+        // Everything, both families, unless the profile narrows it; the server narrows it to what it offers.
+        var child = M([("remote_ts", .texts(c.remoteTrafficSelectors ?? ["0.0.0.0/0", "::/0"])), ("mode", .text("tunnel")), ("dpd_action", .text("clear"))])
         if let p = c.childProposals { child.append("esp_proposals", .texts(p)) }
         if let m = c.lifetimeMinutes { child.append("rekey_time", .text("\(m * 60)s")) }
         conn.append("children", .section(M([(connectionName, .section(child))])))

@@ -48,6 +48,10 @@ extension IKEv2Configuration: ConfigurationModel {
         }
         if let m = i.lifetimeMinutes, !(10...1440).contains(m) { p.append(L("protocol.lifetimeMinutes: \(m) is out of range (10–1440)")) }
         if let m = i.mtu, !(1280...1500).contains(m) { p.append(L("protocol.mtu: \(m) is out of range (1280–1500)")) }
+        if let ts = i.remoteTrafficSelectors {
+            if ts.isEmpty { p.append(L("protocol.remoteTrafficSelectors: empty (leave it out for a full tunnel)")) }
+            for t in ts where CIDR(t) == nil { p.append(L("protocol.remoteTrafficSelectors: '\(t)' is not a CIDR prefix")) }
+        }
         return p
     }
 
@@ -74,6 +78,7 @@ extension IKEv2Configuration: ConfigurationModel {
         if let x = lifetimeMinutes { r.add(L("lifetime"), "\(x) min") }
         if let x = mtu { r.add(L("mtu"), "\(x)") }
         if useServerVirtualIP == false { r.add(L("virtual ip"), "not requested") }
+        if let ts = remoteTrafficSelectors { r.add(L("remote networks"), ts.joined(separator: ", ")) }
         return r
     }
 }
