@@ -17,6 +17,9 @@ public enum NMKeyfileImport {
         var inConnection = false
         for raw in text.split(whereSeparator: \.isNewline).prefix(400) {
             let line = raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\u{FEFF}" })
+            // Sections and keys only NetworkManager writes, so that a file
+            // missing its [connection] is told so rather than not recognised.
+            if line.hasPrefix("[wireguard-peer.") || line.hasPrefix("service-type=org.freedesktop.NetworkManager.") { return true }
             if line.hasPrefix("[") {
                 inConnection = line.hasPrefix("[connection]")
             } else if inConnection, line.hasPrefix("type") {
@@ -125,9 +128,13 @@ public enum NMKeyfileImport {
         /// Absent from the file (kept by an agent, not saved, or left out),
         /// the reference stays, unset, when the profile needs it.
         mutating func secret(_ section: String, _ key: String, flags flagsAt: (String, String), as secretName: String,
-                             required: Bool) -> String? {
+                             required: Bool, isValid: (String) -> Bool = { _ in true }, invalid: String = "") -> String? {
             let flags = int(flagsAt.0, flagsAt.1, 0...15) ?? 0
             if let v = string(section, key), !v.isEmpty {
+                guard isValid(v) else {
+                    problems.append("\(at(section, key)): \(invalid)")
+                    return nil
+                }
                 secrets[secretName] = Array(v.utf8)
                 return secretName
             }
@@ -293,7 +300,8 @@ public enum NMKeyfileImport {
                     problems.append(L("\(at(family, key)): \(v.quotedForMessage) is not 'address/prefix[,gateway[,metric]]' of \(family)"))
                     continue
                 }
-                let gateway = parts.count > 1 && !parts[1].isEmpty ? parts[1] : nil
+                // NetworkManager writes 0.0.0.0 (or ::) for "no gateway" when a metric follows.
+                let gateway = parts.count > 1 && !parts[1].isEmpty && IPAddress(parts[1])?.bytes.allSatisfy({ $0 == 0 }) != true ? parts[1] : nil
                 if let gateway, IPAddress(gateway) == nil {
                     problems.append(L("\(at(family, key)): gateway \(gateway.quotedForMessage) is not an IP address"))
                     continue
@@ -320,12 +328,9 @@ public enum NMKeyfileImport {
 
         mutating func wireguard() -> Profile? {
             var c = WireGuardConfiguration()
-            if let key = string("wireguard", "private-key"), !key.isEmpty, WireGuardKey.decode(key) == nil {
-                problems.append(L("\(at("wireguard", "private-key")): not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
-                return nil
-            }
+            let notAKey = L("not a WireGuard key (44 characters of base64 encoding 32 bytes)")
             c.privateKeySecret = secret("wireguard", "private-key", flags: ("wireguard", "private-key-flags"),
-                                        as: WGQuick.privateKeySecret, required: true)
+                                        as: WGQuick.privateKeySecret, required: true, isValid: WireGuardKey.isValid, invalid: notAKey)
             c.listenPort = int("wireguard", "listen-port", 0...65535).flatMap { $0 == 0 ? nil : $0 }
             c.fwmark = int("wireguard", "fwmark", 0...Int(UInt32.max)).flatMap { $0 == 0 ? nil : String($0) }
             c.mtu = int("wireguard", "mtu", 0...65535).flatMap { $0 == 0 ? nil : $0 }
@@ -396,12 +401,9 @@ public enum NMKeyfileImport {
                 if CIDR(a) != nil { peer.allowedIPs.append(a) }
                 else { problems.append(L("\(at(s, "allowed-ips")): \(a.quotedForMessage) is not a CIDR prefix")) }
             }
-            if let psk = string(s, "preshared-key"), !psk.isEmpty, !WireGuardKey.isValid(psk) {
-                problems.append(L("\(at(s, "preshared-key")): not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
-                return nil
-            }
             peer.presharedKeySecret = secret(s, "preshared-key", flags: (s, "preshared-key-flags"),
-                                             as: WGQuick.presharedKeySecret(peer: index), required: false)
+                                             as: WGQuick.presharedKeySecret(peer: index), required: false, isValid: WireGuardKey.isValid,
+                                             invalid: L("not a WireGuard key (44 characters of base64 encoding 32 bytes)"))
             peer.persistentKeepalive = int(s, "persistent-keepalive", 0...65535)
             return peer
         }
