@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+@testable import VPNCLI
+import VPNCore
+
+/// `vpnctl import x.nmconnection` end to end: the store, the secrets, and
+/// what the user is told to do next.
+@Suite struct NMKeyfileCommandTests {
+    @Test func importsAnOpenVPNKeyfileAndNamesTheUnsavedPassword() throws {
+        let h = Harness()
+        let r = h.run("import", h.fixture("nm/ovpn-office.nmconnection"), "--name", "work")
+        #expect(r.code == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("imported 'work' (openvpn, id "))
+        #expect(r.stdout.contains("secrets stored: key, tls-auth\n"))
+        #expect(r.stdout.contains("next: vpnctl secret set work password; then vpnctl start work\n"))
+        #expect(r.stderr.contains("note: secret 'password' is unset (vpn.password-flags=2: NetworkManager does not save it); set it with: vpnctl secret set work password\n"))
+        #expect(r.stderr.contains("note: not carried (vpnctl has no such setting for this profile): vpn.static-key-direction\n"))
+        let list = h.run("secret", "list", "work")
+        #expect(list.stdout.contains("password"))
+        // The JSON of the import lists the same notes, as data.
+        let again = h.run("import", h.fixture("nm/sswan-eap.nmconnection"), "--name", "ipsec", "--json")
+        #expect(again.code == 0, "\(again.stderr)")
+        let json = jsonObject(again.stdout)
+        #expect(json["protocol"] as? String == "ikev2")
+        #expect(json["secrets"] as? [String] == ["password"])
+    }
+
+    @Test func refusesAnUnknownPluginByName() {
+        let h = Harness()
+        let file = h.write("pptp.nmconnection", "[connection]\nid=old\ntype=vpn\n\n[vpn]\nservice-type=org.freedesktop.NetworkManager.pptp\ngateway=198.18.0.1\n")
+        let r = h.run("import", file)
+        #expect(r.code == 5)
+        #expect(r.stderr.contains("vpn.service-type 'org.freedesktop.NetworkManager.pptp': vpnctl imports org.freedesktop.NetworkManager.openvpn and org.freedesktop.NetworkManager.strongswan connections only"))
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/preferences.json"))
+    }
+}
