@@ -174,27 +174,26 @@ public enum NMKeyfileImport {
             }
         }
 
-        /// Each CA certificate a trust anchor of its own; the fingerprints.
-        mutating func addAnchors(_ pem: [UInt8], _ section: String, _ key: String) -> [String] {
+        /// The CA file's certificates, each a trust anchor of its own (PEM by fingerprint), in order.
+        mutating func certificates(_ pem: [UInt8], _ section: String, _ key: String) -> [(fingerprint: String, pem: [UInt8])] {
             let text = String(decoding: pem, as: UTF8.self)
             if text.containsUTF8("PRIVATE KEY-----") {
                 problems.append(L("\(at(section, key)): the CA file holds a private key; a CA holds certificates only (remove the key, and treat it as exposed)"))
                 return []
             }
-            var fps: [String] = []
+            var out: [(fingerprint: String, pem: [UInt8])] = []
+            var bad = false
             for block in PEM.blocks(text) where block.label == "CERTIFICATE" {
                 guard let der = block.der else {
                     problems.append(L("\(at(section, key)): a certificate in it is not valid base64"))
+                    bad = true
                     continue
                 }
                 let fp = SHA256.hex(der)
-                anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
-                if !fps.contains(fp) { fps.append(fp) }
+                if !out.contains(where: { $0.fingerprint == fp }) { out.append((fp, Array(PEM.encode(label: "CERTIFICATE", der: der).utf8))) }
             }
-            if fps.isEmpty && !problems.contains(where: { $0.hasPrefix(at(section, key)) }) {
-                problems.append(L("\(at(section, key)): no PEM certificate in it"))
-            }
-            return fps
+            if out.isEmpty && !bad { problems.append(L("\(at(section, key)): no PEM certificate in it")) }
+            return out
         }
 
         // MARK: The connection
@@ -430,7 +429,12 @@ public enum NMKeyfileImport {
                 problems.append(L("\(at(v, "connection-type")): \(type.quotedForMessage) is not supported; vpnctl imports tls, password and password-tls"))
                 return nil
             }
-            if let ca = material(v, "ca") { c.caFingerprints = addAnchors(ca, v, "ca") }
+            if let ca = material(v, "ca") {
+                for cert in certificates(ca, v, "ca") {
+                    anchors[cert.fingerprint] = cert.pem
+                    c.caFingerprints.append(cert.fingerprint)
+                }
+            }
             else if entry(v, "ca") == nil { problems.append(L("vpn.ca: missing: vpnctl never trusts a server without its CA")) }
             if usesCertificate {
                 if let cert = material(v, "cert") {
@@ -661,7 +665,13 @@ public enum NMKeyfileImport {
                 return nil
             }
             if let ca = material(v, "certificate") {
-                c.caFingerprint = addAnchors(ca, v, "certificate").first
+                // An IKEv2 profile trusts one anchor: the first certificate (the plugin's file is one CA, or the server's own).
+                let certs = certificates(ca, v, "certificate")
+                if let first = certs.first {
+                    anchors[first.fingerprint] = first.pem
+                    c.caFingerprint = first.fingerprint
+                }
+                if certs.count > 1 { notes.append(L("\(at(v, "certificate")): only its first certificate is kept as the trust anchor (an IKEv2 profile has one); \(certs.count - 1) more left out")) }
             } else if entry(v, "certificate") == nil && method != "psk" {
                 problems.append(L("vpn.certificate: missing: the plugin would trust the system's CAs; vpnctl needs the CA that signs the server's certificate (certificate=FILE)"))
             }
