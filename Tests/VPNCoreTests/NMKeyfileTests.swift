@@ -211,3 +211,33 @@ import VPNSystem
         #expect(problem == nil)
     }
 }
+
+extension NMKeyfileTests {
+    @Test func usernameOptionAndIPv6OffForOpenVPN() throws {
+        let text = """
+        [connection]
+        type=vpn
+        [vpn]
+        service-type=org.freedesktop.NetworkManager.openvpn
+        connection-type=password
+        remote=vpn.example.com
+        ca=ca.pem
+        username=alice
+        [vpn-secrets]
+        password=pw
+        [ipv6]
+        method=disabled
+
+        """
+        let r = try ImportFormat.importChecked(Array(text.utf8), name: "o", source: "o.nmconnection",
+                                               options: ImportOptions(username: "bob", baseDirectory: Self.directory))
+        guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
+        #expect(o.username == "bob" && o.passwordSecret == "password" && r.secrets["password"] == Array("pw".utf8))
+        #expect(o.options == ["pull-filter ignore ifconfig-ipv6", "pull-filter ignore route-ipv6"])
+        let e = #expect(throws: VPNError.self) {
+            try ImportFormat.importChecked(try Data(contentsOf: URL(fileURLWithPath: "\(Self.directory)/wg-office.nmconnection")).map { $0 },
+                                           name: "w", source: "wg.nmconnection", options: ImportOptions(username: "bob"))
+        }
+        #expect(e?.code == .usage)
+    }
+}

@@ -225,6 +225,10 @@ public enum NMKeyfileImport {
                 problems.append(L("connection.type \(type.quotedForMessage) is not a VPN; vpnctl imports wireguard and vpn (openvpn, strongswan) connections"))
             }
             guard problems.isEmpty, var profile else { throw failure() }
+            if options.username != nil && !profile.protocol.secretReferences.contains(where: { $0.name == "password" }) {
+                throw VPNError.usage(L("--username is for a profile that logs in with a username and password, and \(source) does not"),
+                                     hint: L("import it without --username"))
+            }
             if let id = string("connection", "id"), id != name {
                 notes.append(L("connection.id \(id.quotedForMessage): the profile is named '\(name)' (another with --name NAME)"))
             }
@@ -458,7 +462,9 @@ public enum NMKeyfileImport {
                 }
             }
             if usesPassword {
-                c.username = string(v, "username") ?? options.username
+                // --username wins over the file's: the person importing says who they are.
+                let fileUser = string(v, "username").flatMap { $0.isEmpty ? nil : $0 }
+                c.username = options.username ?? fileUser
                 if c.username == nil { notes.append(L("vpn.username: missing; the profile needs one (protocol.username; or import again with --username)")) }
                 c.passwordSecret = secret("vpn-secrets", "password", flags: (v, "password-flags"), as: "password", required: true)
             }
@@ -578,7 +584,12 @@ public enum NMKeyfileImport {
 
         /// never-default, ignore-auto-*, and the routes of [ipv4]/[ipv6], as directives.
         mutating func openVPNAddressing(into c: inout OpenVPNConfiguration) {
-            for family in ["ipv4", "ipv6"] { _ = string(family, "method") }
+            _ = string("ipv4", "method")
+            // IPv6 off in NetworkManager: what the server pushes for IPv6 is not applied either.
+            if let m = string("ipv6", "method"), m == "disabled" || m == "ignore" {
+                option(["pull-filter", "ignore", "ifconfig-ipv6"], "ipv6", "method", into: &c)
+                option(["pull-filter", "ignore", "route-ipv6"], "ipv6", "method", into: &c)
+            }
             let v4 = isTrue("ipv4", "never-default"), v6 = isTrue("ipv6", "never-default")
             if v4 || v6 {
                 // pull-filter cannot tell the families apart: the pushed redirect-gateway goes as a whole.
@@ -631,7 +642,8 @@ public enum NMKeyfileImport {
             switch method {
             case "eap":
                 c.authenticationMethod = .none
-                c.username = string(v, "user").flatMap { $0.isEmpty ? nil : $0 } ?? options.username
+                let fileUser = string(v, "user").flatMap { $0.isEmpty ? nil : $0 }
+                c.username = options.username ?? fileUser
                 if c.username == nil { problems.append(L("vpn.user: missing (EAP needs a username; or import with --username)")) }
                 c.passwordSecret = secret("vpn-secrets", "password", flags: (v, "password-flags"), as: "password", required: true)
             case "psk":
@@ -690,7 +702,8 @@ public enum NMKeyfileImport {
             // Set to yes these change the tunnel, and vpnctl cannot: listed as not carried.
             for k in ["encap", "ipcomp"] where bool(v, k) == true { used.remove("vpn.\(k)") }
             for family in ["ipv4", "ipv6"] {
-                _ = string(family, "method")
+                // IPv6 off is not one vpnctl's IKEv2 profile can say: listed as not carried.
+                if let m = string(family, "method"), family == "ipv6", m == "disabled" || m == "ignore" { used.remove("ipv6.method") }
                 for k in ["never-default", "ignore-auto-routes", "ignore-auto-dns"] where bool(family, k) == true {
                     used.remove("\(family).\(k)")
                 }
