@@ -60,7 +60,8 @@ import VPNSystem
         #expect(!r.notes.contains { $0.contains("route1") })
         #expect(r.notes.contains("connection.id 'Office WireGuard': the profile is named 'office' (another with --name NAME)"))
         #expect(r.notes.contains("no effect here (vpnctl keeps its own state, names and users): connection.uuid, connection.autoconnect, connection.permissions, connection.timestamp, ipv6.addr-gen-mode"))
-        #expect(r.notes.contains("not carried (vpnctl has no such setting for this profile): wireguard.ip4-auto-default-route"))
+        // ip4-auto-default-route=0: no peer has 0.0.0.0/0, so no default route either way.
+        #expect(!r.notes.contains { $0.contains("ip4-auto-default-route") })
     }
 
     @Test func wireguardPeerRoutesOffAndNeverDefaultAreNamed() throws {
@@ -87,6 +88,9 @@ import VPNSystem
         #expect(!r.notes.contains { $0.contains("never-default") })
         let full = text.replacingOccurrences(of: "peer-routes=false\n", with: "")
         let r2 = try ImportFormat.importChecked(Array(full.utf8), name: "wg", source: "wg.nmconnection")
+        let auto = full.replacingOccurrences(of: "never-default=true\n", with: "").replacingOccurrences(of: "[wireguard]\n", with: "[wireguard]\nip6-auto-default-route=0\n")
+        let r3 = try ImportFormat.importChecked(Array(auto.utf8), name: "wg", source: "wg.nmconnection")
+        #expect(r3.notes.contains("line 4 (wireguard.ip6-auto-default-route): not carried: a peer's allowed-ips hold ::/0, so vpnctl sends all of ipv6 through the tunnel; narrow allowed-ips to keep the default route outside"))
         #expect(r2.notes.contains("line 10 (ipv4.never-default): not carried: a peer's allowed-ips hold 0.0.0.0/0, so vpnctl sends all of ipv4 through the tunnel; narrow allowed-ips to keep the default route outside"))
     }
 

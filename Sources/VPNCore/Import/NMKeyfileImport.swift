@@ -377,9 +377,19 @@ public enum NMKeyfileImport {
                     }
                 }
                 let wholeFamily = family == "ipv4" ? "0.0.0.0/0" : "::/0"
-                if isTrue(family, "never-default"), c.table != "off",
+                // ip4-auto-default-route=0 says for WireGuard what never-default says (-1, the default, follows never-default).
+                let autoKey = family == "ipv4" ? "ip4-auto-default-route" : "ip6-auto-default-route"
+                var noDefault: (String, String)? = isTrue(family, "never-default") ? (family, "never-default") : nil
+                if let v = string("wireguard", autoKey) {
+                    switch v.lowercased() {
+                    case "0", "false", "no": noDefault = ("wireguard", autoKey)
+                    case "-1", "1", "true", "yes": break
+                    default: problems.append(L("\(at("wireguard", autoKey)): \(v.quotedForMessage) is not -1 (default), 0 or 1"))
+                    }
+                }
+                if let (section, key) = noDefault, c.table != "off",
                    c.peers.contains(where: { $0.allowedIPs.compactMap(CIDR.init).contains { $0.prefixLength == 0 && $0.address.isIPv6 == (family == "ipv6") } }) {
-                    notes.append(L("\(at(family, "never-default")): not carried: a peer's allowed-ips hold \(wholeFamily), so vpnctl sends all of \(family) through the tunnel; narrow allowed-ips to keep the default route outside"))
+                    notes.append(L("\(at(section, key)): not carried: a peer's allowed-ips hold \(wholeFamily), so vpnctl sends all of \(family) through the tunnel; narrow allowed-ips to keep the default route outside"))
                 }
             }
             if c.peers.isEmpty { problems.append(L("no [wireguard-peer.KEY] section (the server)")) }
