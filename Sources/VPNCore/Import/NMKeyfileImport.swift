@@ -224,12 +224,13 @@ public enum NMKeyfileImport {
             default:
                 problems.append(L("connection.type \(type.quotedForMessage) is not a VPN; vpnctl imports wireguard and vpn (openvpn, strongswan) connections"))
             }
+            let id = string("connection", "id")
             guard problems.isEmpty, var profile else { throw failure() }
             if options.username != nil && !profile.protocol.secretReferences.contains(where: { $0.name == "password" }) {
                 throw VPNError.usage(L("--username is for a profile that logs in with a username and password, and \(source) does not"),
                                      hint: L("import it without --username"))
             }
-            if let id = string("connection", "id"), id != name {
+            if let id, id != name {
                 notes.append(L("connection.id \(id.quotedForMessage): the profile is named '\(name)' (another with --name NAME)"))
             }
             listLeftOver()
