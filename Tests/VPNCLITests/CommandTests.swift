@@ -67,8 +67,51 @@ import VPNSystem
         #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "work").code == 0)
         let again = h.run("import", h.fixture("wg/office.conf"), "--name", "work")
         #expect(again.code == 5)
-        #expect(again.stderr.hasPrefix("vpnctl: a profile named 'work' already exists\nhint: choose another name"))
+        #expect(again.stderr.hasPrefix("vpnctl: a profile named 'work' already exists\nhint: update it in place with --replace, choose another name"))
         #expect(h.run("list", "--json").stdout.components(separatedBy: "\"name\"").count == 2)
+    }
+
+    /// Issue 30: re-importing a changed file updates the profile in place
+    /// (same id, revision bumped, what was set here kept), and an export
+    /// imports with its own id under --keep-id.
+    @Test func importReplaceAndKeepID() throws {
+        let h = Harness()
+        #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "work").code == 0)
+        let first = jsonObject(h.run("show", "work", "--json").stdout)["profile"] as? [String: Any] ?? [:]
+        let id = try #require(first["id"] as? String)
+        #expect(h.run("disable", "work").code == 0)
+        let changed = h.write("office2.conf", try String(contentsOfFile: h.fixture("wg/office.conf"), encoding: .utf8)
+            .replacingOccurrences(of: "198.18.0.1:51820", with: "198.18.0.9:51820"))
+        let r = h.run("import", changed, "--name", "work", "--replace", "--json")
+        #expect(r.code == 0, "\(r.stderr)")
+        let out = jsonObject(r.stdout)
+        #expect(out["id"] as? String == id)
+        #expect((out["revision"] as? Int ?? 0) > (first["revision"] as? Int ?? 0))
+        #expect((out["summary"] as? [String: Any])?["tunnel"] as? String != nil)
+        #expect(h.run("show", "work").stdout.contains("198.18.0.9:51820"))
+        #expect(h.run("list", "--json").stdout.components(separatedBy: "\"name\"").count == 2, "updated, not added")
+        #expect((jsonObject(h.run("show", "work", "--json").stdout)["profile"] as? [String: Any])?["enabled"] as? Bool == false,
+                "what was set here stays")
+
+        // An export without secrets, imported again over it: the secrets set here stay.
+        let export = h.run("export", "work")
+        #expect(export.stdout.contains("# vpnctl profile id: \(id)\n"))
+        let file = h.write("export.conf", export.stdout)
+        let again = h.run("import", file, "--name", "work", "--replace")
+        #expect(again.code == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("the secrets the file leaves out keep the values set here: private-key"))
+        #expect(again.stdout.contains("next: vpnctl start work\n"))
+        #expect(h.run("secret", "list", "work").stdout.contains("private-key          yes"))
+
+        // --keep-id: the export's id, refused where it would clash.
+        #expect(h.run("remove", "work").code == 0)
+        let kept = h.run("import", file, "--name", "work", "--keep-id", "--json")
+        #expect(kept.code == 0, "\(kept.stderr)")
+        #expect(jsonObject(kept.stdout)["id"] as? String == id)
+        let clash = h.run("import", file, "--name", "other", "--keep-id")
+        #expect(clash.code == 5 && clash.stderr.contains("is the profile 'work''s"))
+        let noID = h.run("import", h.fixture("wg/office.conf"), "--name", "third", "--keep-id")
+        #expect(noID.code == 2 && noID.stderr.contains("names no profile id"))
     }
 
     @Test func failedImportLeavesNothingBehind() throws {

@@ -23,6 +23,10 @@ import VPNCore
         let json = jsonObject(again.stdout)
         #expect(json["protocol"] as? String == "ikev2")
         #expect(json["secrets"] as? [String] == ["password"])
+        // --keep-id: NetworkManager's connection.uuid becomes the profile's id.
+        let kept = h.run("import", h.fixture("nm/wg-office.nmconnection"), "--keep-id", "--json")
+        #expect(kept.code == 0, "\(kept.stderr)")
+        #expect(jsonObject(kept.stdout)["id"] as? String == "5f0c7d0e-2a4b-4c3e-9d41-0b7f3c2a1e10")
     }
 
     @Test func refusesAnUnknownPluginByName() {

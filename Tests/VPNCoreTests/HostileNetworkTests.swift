@@ -210,3 +210,46 @@ import VPNSystem
         }
     }
 }
+
+/// Issue 30: a full tunnel's DNS on systemd-resolved. Without `~.` resolved
+/// also asks the other links' servers (with default-route yes), out of the
+/// tunnel. A recording resolvectl stands in for the real one (the logic only;
+/// the real resolved is issue 31's lab).
+@Suite struct FullTunnelResolvedTests {
+    func recorded(fullTunnel: Bool, profile: DNSSettings? = nil) throws -> (calls: [String], record: ResolverRecord?) {
+        let dir = TempDir()
+        let log = "\(dir.path)/calls"
+        try "#!/bin/sh\necho \"$*\" >> \(log)\n".write(toFile: "\(dir.path)/resolvectl", atomically: true, encoding: .utf8)
+        chmod("\(dir.path)/resolvectl", 0o755)
+        let dns = TunnelDNS(id: UUID(), name: "office", profile: profile, runDirectory: dir.path, searchPath: dir.path,
+                            log: { _ in }, onChange: { _ in })
+        dns.backend = .resolved
+        try dns.apply(["10.8.0.1", "corp.example"], interface: "utun3", fullTunnel: fullTunnel)
+        let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        return withExtendedLifetime(dir) { (calls, dns.record) }
+    }
+
+    @Test func aFullTunnelTakesEveryNameOnResolved() throws {
+        let full = try recorded(fullTunnel: true)
+        #expect(full.calls == ["dns utun3 10.8.0.1", "domain utun3 corp.example ~.", "default-route utun3 yes"])
+        #expect(full.record?.note?.contains("~.") == true)
+        let split = try recorded(fullTunnel: false)
+        #expect(split.calls == ["dns utun3 10.8.0.1", "domain utun3 corp.example", "default-route utun3 yes"])
+        #expect(split.record?.note == nil)
+        let matched = try recorded(fullTunnel: true, profile: DNSSettings(servers: [], searchDomains: [], matchDomains: ["lab.example"]))
+        #expect(matched.calls.contains("domain utun3 corp.example ~lab.example"), "the profile's match domains: only they go to the tunnel")
+        #expect(matched.calls.contains("default-route utun3 no"))
+    }
+
+    @Test func whatCountsAsAFullTunnel() {
+        var s = TunnelNetworkSettings()
+        s.routes = ["198.19.9.0/24", "0.0.0.0/1"]
+        #expect(!s.routesEverything)
+        s.routes.append("128.0.0.0/1")
+        #expect(s.routesEverything)
+        s.routes = ["::/0"]
+        #expect(s.routesEverything)
+        s.routes = ["8000::/1", "::/1"]
+        #expect(s.routesEverything)
+    }
+}

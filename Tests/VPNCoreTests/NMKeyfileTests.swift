@@ -52,6 +52,9 @@ import VPNSystem
         // preshared-key-flags=1: an agent keeps it; the reference stays, unset.
         #expect(w.peers[1].presharedKeySecret == "peer2-preshared-key" && w.peers[1].allowedIPs == ["10.20.0.0/16"])
         #expect(Set(r.secrets.keys) == ["private-key", "peer1-preshared-key"])
+        // NetworkManager's uuid is the id the file names, for --keep-id.
+        #expect(r.fileID?.lowercasedString == "5f0c7d0e-2a4b-4c3e-9d41-0b7f3c2a1e10")
+        #expect(r.summary.noEffect == ["connection.autoconnect", "connection.permissions", "connection.timestamp", "ipv6.addr-gen-mode"])
         #expect(r.secrets["private-key"] == Array("33c5gf09EV8YQHpYQ/pvogE+x5zrxOhedN6CniSB7Oc=".utf8))
         let json = String(decoding: try JSONEncoder().encode(r.profile), as: UTF8.self)
         #expect(!json.contains("33c5gf09") && !json.contains("twHBckFl"))
@@ -59,7 +62,7 @@ import VPNSystem
         #expect(r.notes.contains("line 35 (ipv4.route2): 192.0.2.0/24 is not carried: vpnctl routes a WireGuard tunnel's allowed IPs; add it to a peer's allowed-ips"))
         #expect(!r.notes.contains { $0.contains("route1") })
         #expect(r.notes.contains("connection.id 'Office WireGuard': the profile is named 'office' (another with --name NAME)"))
-        #expect(r.notes.contains("no effect here (vpnctl keeps its own state, names and users): connection.uuid, connection.autoconnect, connection.permissions, connection.timestamp, ipv6.addr-gen-mode"))
+        #expect(r.notes.contains("no effect here (vpnctl keeps its own state, names and users): connection.autoconnect, connection.permissions, connection.timestamp, ipv6.addr-gen-mode"))
         // ip4-auto-default-route=0: no peer has 0.0.0.0/0, so no default route either way.
         #expect(!r.notes.contains { $0.contains("ip4-auto-default-route") })
     }
@@ -120,7 +123,7 @@ import VPNSystem
         ])
         #expect(r.profile.dnsSettings == DNSSettings(servers: ["10.8.0.1"], searchDomains: ["corp.example"]))
         #expect(r.notes.contains("not carried (vpnctl has no such setting for this profile): vpn.static-key-direction"))
-        #expect(r.notes.contains("no effect here (vpnctl keeps its own state, names and users): connection.uuid, connection.autoconnect, connection.permissions, ipv6.addr-gen-mode"))
+        #expect(r.notes.contains("no effect here (vpnctl keeps its own state, names and users): connection.autoconnect, connection.permissions, ipv6.addr-gen-mode"))
         #expect(!r.notes.contains { $0.contains("in place of") }, "ignore-auto-dns=true: the file's servers replace the pushed ones, as vpnctl does")
     }
 

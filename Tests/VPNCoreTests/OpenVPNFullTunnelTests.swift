@@ -75,6 +75,23 @@ import VPNSystem
         #expect(r2.context.record.settings?.routes.contains("0.0.0.0/1") == false, "route-nopull: the pushed redirect-gateway is ignored")
     }
 
+    // openvpn logs the server's PUSH_REPLY before its pull-filters run: vpnctl filters it the same way.
+    @Test func pullFilterDecidesWhetherAPushedRedirectGatewayCounts() throws {
+        let f = ContextFixture()
+        let r = try running(f, options: ["pull-filter ignore redirect-gateway"])
+        up(r, pushReply: Self.pushReply)
+        #expect(r.context.record.settings?.routes == ["198.19.9.0/24"], "ignored: split tunnel, the pushed routes only")
+        #expect(r.context.record.settings?.excludedRoutes == [])
+
+        let filter = PullFilter(options: ["pull-filter accept \"redirect-gateway def1\"", "pull-filter ignore redirect-gateway",
+                                          "pull-filter reject \"route 10.\"", "verb 3"])
+        #expect(filter.action(for: "redirect-gateway def1 bypass-dhcp") == .accept, "the first match decides")
+        #expect(filter.action(for: "redirect-gateway ipv6") == .ignore)
+        #expect(filter.action(for: "  route 10.0.0.0 255.0.0.0") == .reject, "leading spaces are skipped, as openvpn does")
+        #expect(filter.action(for: "dhcp-option DNS 10.8.0.1") == .accept, "no rule matches: accepted")
+        #expect(RedirectGateway.pushed(filter.kept(["redirect-gateway ipv6", "redirect-gateway def1"]))?.ipv6 == false)
+    }
+
     @Test func withoutRedirectGatewayNothingChanges() throws {
         let f = ContextFixture()
         let r = try running(f)

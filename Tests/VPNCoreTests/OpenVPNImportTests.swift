@@ -25,10 +25,11 @@ import VPNSystem
         #expect(o.caFingerprints.count == 1 && r.anchors[fp] != nil && TrustAnchor.isFingerprint(fp))
         #expect(o.options.contains("cipher AES-256-GCM"))
         #expect(o.options.contains("remote-cert-tls server"))
-        let listed = r.notes.first { $0.hasPrefix("not imported") } ?? ""
+        let listed = r.notes.first { $0.hasPrefix("not passed to openvpn") } ?? ""
         #expect(!listed.contains("redirect-gateway"))
         #expect(o.options.contains("redirect-gateway def1"))
-        #expect(listed.contains("'route-delay' (line 17)"))
+        #expect(listed.contains("'route-delay' (line 17: vpnctl sets the addresses and routes itself"))
+        #expect(r.summary.noEffect == ["route-delay"])
         let json = String(decoding: try JSONEncoder().encode(r.profile), as: UTF8.self)
         #expect(!json.contains("SECRETKEYMATERIAL") && !json.contains("6acef03f"))
         // Missing password: a validation problem of its own, listed by start.
@@ -133,8 +134,8 @@ import VPNSystem
         let r = try ImportFormat.importChecked(try Fixtures.bytes("ovpn/wrapped-harmless.ovpn"), name: "w", source: "w.ovpn")
         guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
         #expect(o.options == ["ignore-unknown-option block-outside-dns", "cipher AES-256-GCM", "verify-x509-name \"O'Brien\" name", "key-direction 1"])
-        let listed = r.notes.first { $0.hasPrefix("not imported") } ?? ""
-        for n in ["'setenv' (line 8)", "'setenv' (line 9)", "'writepid' (line 10)"] {
+        let listed = r.notes.first { $0.hasPrefix("not passed to openvpn") } ?? ""
+        for n in ["'setenv' (line 8: it only matters to scripts", "'setenv' (line 9: it only", "'writepid' (line 10: vpnctl tracks"] {
             #expect(listed.contains(n), "\(n) not in \(listed)")
         }
         let noEffect = r.notes.first { $0.hasPrefix("no effect on Linux") } ?? ""
@@ -209,14 +210,21 @@ import VPNSystem
         #expect(e?.message.contains("--username") == true && e?.hint?.contains("without --username") == true)
     }
 
-    /// What a <connection> block holds never reaches openvpn: the block is left out and listed.
-    @Test func connectionBlocksAreLeftOut() throws {
+    /// A <connection> block is refused by name (what it holds never reaches
+    /// openvpn), and so is any directive or block vpnctl cannot carry: never
+    /// a footnote after a success.
+    @Test func whatCannotBeCarriedIsRefusedByName() throws {
         let text = try Fixtures.text("ovpn/one-ca.ovpn") + "<connection>\nremote evil.example 443 tcp\nup /bin/sh\n</connection>\n"
-        let r = try ImportFormat.importChecked(Array(text.utf8), name: "c", source: "c.ovpn")
-        guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
-        #expect(o.remotes.map(\.host) == ["vpn2.example.com"])
-        #expect(o.options == ["remote-cert-tls server"])
-        #expect(r.notes.contains { $0.hasPrefix("not imported") && $0.contains("<connection>") })
+        let e = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(text.utf8), name: "c", source: "c.ovpn") }
+        #expect(e?.problems.contains { $0.contains("<connection> blocks are not supported") && $0.contains("'remote HOST PORT PROTO'") } == true)
+        let unknown = try Fixtures.text("ovpn/one-ca.ovpn") + "user nobody\nhttp-proxy 198.18.0.9 3128\n"
+        let e2 = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(unknown.utf8), name: "c", source: "c.ovpn") }
+        #expect(e2?.problems.count == 2)
+        #expect(e2?.problems.allSatisfy { $0.contains("is not a directive vpnctl carries") } == true, "\(e2?.problems ?? [])")
+        #expect(e2?.problems.first?.contains("'user'") == true)
+        let otp = try Fixtures.text("ovpn/one-ca.ovpn") + "auth-user-pass\nstatic-challenge \"Enter your code\" 1\n"
+        let e3 = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(otp.utf8), name: "c", source: "c.ovpn") }
+        #expect(e3?.problems.contains { $0.contains("'static-challenge' asks for a one-time code") } == true, "\(e3?.problems ?? [])")
     }
 
     /// A huge bad value is quoted in part, not copied into the message.

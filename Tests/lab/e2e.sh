@@ -1236,13 +1236,21 @@ if [ $ike_ready = yes ]; then
     expect_match "the machine's default route is kept" "^default via 198.18.0.1 dev ${LAB}c0" "$(c ip route show)" || return 1
     expect_match "the far host's route" "dev $ifn" "$(c ip route get 198.18.64.1)" || return 1
     expect_match "the server's route" "dev ${LAB}c0" "$(c ip route get 198.18.0.1)" || return 1
-    expect_ok "the far host through the tunnel" c ping -n -c 1 -W 3 198.18.64.1 || { ike_log_tail; return 1; }
+    # On the underlay the pings are ESP, never ICMP to the far host in the clear.
+    ip netns exec "$NS_S" tcpdump -i "${LAB}s0" -n -U --immediate-mode -w "$T/ike.pcap" \
+      "(src host 198.18.0.2 and (esp or udp port 4500 or (icmp and dst host 198.18.64.1)))" 2> "$T/ike.tcpdump" &
+    local cap=$!; LAB_PIDS+=($cap); defer stop_pid $cap
+    wait_for "tcpdump to listen" 5 grep -q "listening on" "$T/ike.tcpdump" || return 1
+    expect_ok "the far host through the tunnel" c ping -n -c 2 -i 0.2 -W 3 198.18.64.1 || { ike_log_tail; return 1; }
+    wait_for "the ESP packets in the capture" 5 bash -c "tcpdump -r '$T/ike.pcap' -n 2>/dev/null | grep -c ESP | grep -qx '[2-9]'" || return 1
+    stop_pid $cap
+    expect_eq "pings to the far host seen in the clear on the underlay" 0 "$(tcpdump -r "$T/ike.pcap" -n 2>/dev/null | grep -c '> 198.18.64.1: ICMP')" || return 1
     expect_ok "stop" cn "$V" stop ike || return 1
     expect_not_contains "routes after stop" "0.0.0.0/1" "$(c ip route show)" || return 1
     expect_match "the default route after stop" "^default via 198.18.0.1 dev ${LAB}c0" "$(c ip route show)" || return 1
     ike_nothing_left
   }
-  lab_check "ikev2 full tunnel (local_ts 0.0.0.0/0) over the machine's default route: both halves, the default kept, the far host through the tunnel" test_ike_full_tunnel
+  lab_check "ikev2 full tunnel (local_ts 0.0.0.0/0) over the machine's default route: both halves, the default kept, the far host through the tunnel (ESP only on the underlay)" test_ike_full_tunnel
 
   lab_check "ikev2: a wrong PSK gives exit 4 with authenticationFailed, quoting charon" \
     ike_start_fails psk vpn.lab.test "not the psk" 15 authenticationFailed "charon: received AUTHENTICATION_FAILED"

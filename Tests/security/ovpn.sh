@@ -107,7 +107,7 @@ sec_ovpn_private_key_in_ca_refused() {
 sec_ovpn_harmless_wrappers_dropped() {
   "$BIN" import "$(_sovpn_fixture wrapped-harmless.ovpn)" --name panel > "$WORK/out" 2> "$WORK/err" \
     || { _sovpn_fail "wrapped-harmless.ovpn does not import: $(head -c 600 "$WORK/err")"; return 1; }
-  grep -q "not imported.*'writepid'" "$WORK/err" || { _sovpn_fail "dropped directives not listed"; return 1; }
+  grep -q "not passed to openvpn.*'writepid'" "$WORK/err" || { _sovpn_fail "dropped directives not listed"; return 1; }
   # A Windows-only directive, wrapped or not, is listed as having no effect on Linux.
   grep -q "no effect on Linux.*'setenv opt block-outside-dns'" "$WORK/err" || { _sovpn_fail "the no-effect directive not listed"; return 1; }
   local options

@@ -129,9 +129,11 @@ enum CreateCommand {
         if inv.options.json {
             // The same document as `import --json`'s: a script reads both alike.
             inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: "ikev2", revision: saved.revision,
-                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: [], publicKey: nil))
+                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: [], publicKey: nil,
+                                                 summary: ImportSummary.of(saved)))
         } else {
             inv.output.line(L("created '\(saved.name)' (ikev2, id \(saved.id.lowercasedString))"))
+            inv.output.line(L("tunnel: \(ImportSummary.of(saved).text)"))
             if !secrets.isEmpty { inv.output.line(L("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))")) }
             for fp in anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
         }

@@ -10,8 +10,9 @@ enum ImportCommand {
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
         certificate becomes a trust anchor of its own (the config dir's trust/, named by
         its SHA-256). Lines that run programs (PostUp, up, down, plugin, script-security 2,
-        also inside 'setenv opt') are refused, never run; directives vpnctl does not
-        carry over are listed.
+        also inside 'setenv opt') are refused, never run, and so is any directive
+        vpnctl cannot carry; what has no effect here is listed. A line says what the
+        tunnel will do (full or split, DNS, what stays outside; --json: summary).
         A .mobileconfig (XML or binary, signed or not) imports every VPN payload as a
         profile and every certificate payload as a trust anchor, all or nothing; a
         signed one is checked (--ca FILE also checks its signer's chain), and
@@ -30,7 +31,9 @@ enum ImportCommand {
         options: [OptionSpec("name", value: "name", help: L("Profile name (default: the file name without its extension).")),
                   OptionSpec("username", value: "user", help: L("The auth-user-pass username of an OpenVPN profile.")),
                   OptionSpec("ca", value: "file", help: L("A signed .mobileconfig's signer must chain to this CA (PEM).")),
-                  OptionSpec("identity-password-stdin", help: L("Read the password of a .mobileconfig's PKCS#12 identity from standard input."))],
+                  OptionSpec("identity-password-stdin", help: L("Read the password of a .mobileconfig's PKCS#12 identity from standard input.")),
+                  OptionSpec("replace", help: L("Update the profile of that name in place (same id, revision bumped); a running tunnel keeps running until restarted.")),
+                  OptionSpec("keep-id", help: L("Give the profile the id the file names (a vpnctl export's), not a new one."))],
         positionals: [PositionalSpec("file", help: L("The file to import."))],
         run: run)
 
@@ -45,11 +48,17 @@ enum ImportCommand {
         let notes: [String]
         /// WireGuard: the interface's public key, for the server's peer entry.
         let publicKey: String?
+        /// What the tunnel will do: full or split, routes, DNS, kept outside.
+        let summary: ImportSummary
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let file = inv.args.positionals[0]
         let bytes = try readInput(file, inv)
+        if MobileConfig.recognizes(bytes), let flag = ["replace", "keep-id"].first(where: inv.args.flag) {
+            throw VPNError.usage(L("--\(flag) is for wg-quick, .ovpn and JSON files; a .mobileconfig imported again updates the profiles it made, keeping their ids"),
+                                 hint: L("import it without --\(flag)"))
+        }
         if MobileConfig.recognizes(bytes) {
             return try MobileConfigImport.run(inv, bytes: bytes, file: file, source: file == "-" ? "standard input" : file,
                                               defaultName: defaultName(file))
@@ -66,26 +75,28 @@ enum ImportCommand {
         var result = try ImportFormat.importChecked(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
         let store = inv.store
         let existing = try store.load()
-        if existing.contains(where: { $0.name == name }) {
-            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"),
-                           hint: L("choose another name with --name NAME, or remove the old one first"))
-        }
-        // Secrets first, keyed by the new id; if the save fails they go again,
-        // so a failed import leaves nothing behind.
-        do {
-            for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
-                try store.secrets.set(result.profile.id, name: secretName, value: value)
+        var keptSecrets = Set<String>()
+        let replaced = try placeInStore(&result, name: name, existing: existing, source: file == "-" ? "standard input" : file, inv)
+        if let replaced {
+            try replaceSaving(&result, over: replaced, store: store, inv, keptSecrets: &keptSecrets)
+        } else {
+            // Secrets first, keyed by the new id; if the save fails they go again,
+            // so a failed import leaves nothing behind.
+            do {
+                for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
+                    try store.secrets.set(result.profile.id, name: secretName, value: value)
+                }
+                try installAnchors(result, inv)
+                result.profile = try store.save(result.profile)
+            } catch {
+                try? store.secrets.removeAll(result.profile.id)
+                throw error
             }
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fingerprint, pem) in result.anchors.sorted(by: { $0.key < $1.key }) {
-                try trust.install(pem, fingerprint: fingerprint)
-            }
-            result.profile = try store.save(result.profile)
-        } catch {
-            try? store.secrets.removeAll(result.profile.id)
-            throw error
         }
         for note in result.notes { inv.output.note(L("note: \(note)")) }
+        if let replaced, (try? inv.controller.derive(replaced))?.isActive == true {
+            inv.output.note(L("note: '\(name)' is running and keeps its old settings until restarted: vpnctl stop \(name.shellQuoted); vpnctl start \(name.shellQuoted)"))
+        }
         let p = result.profile
         for w in ProfileValidator(secretExists: { _ in true }).warnings(in: p) { inv.output.note(L("warning: \(w)")) }
         let publicKey = p.protocol.model.publicKey(readingSecret: { name in
@@ -95,16 +106,101 @@ enum ImportCommand {
         if inv.options.json {
             inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
                                    revision: p.revision, secrets: result.secrets.keys.sorted(),
-                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey))
+                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey,
+                                   summary: result.summary))
         } else {
-            inv.output.line(L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"))
+            inv.output.line(replaced != nil ? L("updated '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString), revision \(p.revision))")
+                                            : L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"))
+            inv.output.line(L("tunnel: \(result.summary.text)"))
             if !result.secrets.isEmpty {
                 inv.output.line(L("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))"))
             }
             for fp in result.anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
-            for step in nextSteps(p, publicKey: publicKey, stored: Set(result.secrets.keys)) { inv.output.line(step) }
+            for step in nextSteps(p, publicKey: publicKey, stored: Set(result.secrets.keys).union(keptSecrets)) { inv.output.line(step) }
         }
         return .ok
+    }
+
+    /// The id the new profile takes (--keep-id: the file's), and the stored
+    /// profile it replaces (--replace), or nil for a new one.
+    static func placeInStore(_ result: inout ImportResult, name: String, existing: [Profile], source: String, _ inv: Invocation) throws -> Profile? {
+        let replace = inv.args.flag("replace")
+        let named = existing.first { $0.name == name }
+        if inv.args.flag("keep-id") {
+            guard let id = result.fileID else {
+                throw VPNError.usage(L("\(source) names no profile id (vpnctl's exports do: a '# vpnctl profile id:' line, or the JSON id)"),
+                                     hint: L("import it without --keep-id (it gets a new id)"))
+            }
+            if let other = existing.first(where: { $0.id == id }), other.name != name {
+                throw VPNError(.configurationInvalid, L("the id \(id.lowercasedString) is the profile '\(other.name)''s"),
+                               hint: L("update that one with: vpnctl import \(source.shellQuoted) --name \(other.name.shellQuoted) --replace"))
+            }
+            if let named, named.id != id {
+                throw VPNError(.configurationInvalid, L("'\(name)' has the id \(named.id.lowercasedString), and \(source) names \(id.lowercasedString)"),
+                               hint: L("leave out --keep-id to update '\(name)' keeping its id, or import under another --name"))
+            }
+            result.profile.id = id
+        }
+        guard let named else { return nil }
+        guard replace else {
+            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"),
+                           hint: L("update it in place with --replace, choose another name with --name NAME, or remove the old one first"))
+        }
+        if named.origin?.managedByApply == true {
+            throw VPNError(.configurationInvalid, L("'\(name)' is managed by 'vpnctl apply'; its file there decides what it is"),
+                           hint: L("change the file that 'vpnctl apply' reads, or import under another --name"))
+        }
+        // The file decides the tunnel; what the user set here stays (who may
+        // use it, on-demand, enabled). A JSON profile is the whole profile.
+        var p = result.profile
+        p.id = named.id
+        p.revision = named.revision
+        p.origin = named.origin
+        if !result.isWholeProfile {
+            var kept = named
+            kept.protocol = p.protocol
+            p = kept
+        }
+        result.profile = p
+        return named
+    }
+
+    /// --replace: the file's secrets written over the old ones (what the file
+    /// leaves out keeps its value), the profile saved, the secrets it no longer
+    /// names removed; a failure puts the old values back.
+    static func replaceSaving(_ result: inout ImportResult, over old: Profile, store: PreferencesStore, _ inv: Invocation,
+                              keptSecrets: inout Set<String>) throws {
+        var before: [String: [UInt8]?] = [:]
+        for name in result.secrets.keys { before[name] = try? store.secrets.read(old.id, name: name) }
+        do {
+            for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
+                try store.secrets.set(old.id, name: secretName, value: value)
+            }
+            try installAnchors(result, inv)
+            result.profile = try store.save(result.profile)
+        } catch {
+            for (name, value) in before {
+                if let value { try? store.secrets.set(old.id, name: name, value: value) } else { try? store.secrets.remove(old.id, name: name) }
+            }
+            throw error
+        }
+        let named = Set(result.profile.secretReferences.map(\.name))
+        for ref in old.secretReferences where !named.contains(ref.name) { try? store.secrets.remove(old.id, name: ref.name) }
+        // What the file left out keeps the value it had here.
+        let leftOut = result.profile.secretReferences.map(\.name).filter { result.secrets[$0] == nil }
+        let kept = leftOut.filter { store.secrets.exists(old.id, name: $0) }
+        if !kept.isEmpty {
+            result.notes.removeAll { $0 == ExportMarker.unsetNote(leftOut) }
+            result.notes.append(L("the secrets the file leaves out keep the values set here: \(kept.joined(separator: ", "))"))
+            keptSecrets = Set(kept)
+        }
+    }
+
+    static func installAnchors(_ result: ImportResult, _ inv: Invocation) throws {
+        let trust = TrustStore(configDirectory: inv.options.configDirectory)
+        for (fingerprint, pem) in result.anchors.sorted(by: { $0.key < $1.key }) {
+            try trust.install(pem, fingerprint: fingerprint)
+        }
     }
 
     /// What the user does next: give the server the public key (WireGuard),

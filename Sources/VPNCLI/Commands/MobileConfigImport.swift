@@ -17,6 +17,8 @@ enum MobileConfigImport {
         /// created, updated, unchanged or removed.
         let change: String
         let secrets: [String]
+        /// What the tunnel will do (nil for a removed profile).
+        var summary: ImportSummary? = nil
     }
 
     struct Anchor: Encodable {
@@ -189,6 +191,7 @@ enum MobileConfigImport {
             if !r.secrets.isEmpty && r.change != "unchanged" && r.change != "removed" {
                 inv.output.line(L("  secrets stored: \(r.secrets.joined(separator: ", "))"))
             }
+            if let summary = r.summary, r.change != "unchanged" { inv.output.line(L("  tunnel: \(summary.text)")) }
         }
         for a in anchorRows { inv.output.line(L("trust anchor: \(a.fingerprint) \(a.subject) (expires \(a.notAfter))")) }
         return .ok
@@ -196,7 +199,8 @@ enum MobileConfigImport {
 
     static func row(_ p: Profile, _ item: MobileConfig.Item, _ change: String) -> ProfileResult {
         ProfileResult(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue, revision: p.revision,
-                      payloadIdentifier: item.payloadIdentifier, change: change, secrets: item.result.secrets.keys.sorted())
+                      payloadIdentifier: item.payloadIdentifier, change: change, secrets: item.result.secrets.keys.sorted(),
+                      summary: ImportSummary.of(p, noEffect: item.result.noEffect))
     }
 
     /// Secrets, anchors, then one store write. On failure the secrets are put

@@ -45,11 +45,13 @@ public enum ProfileExport {
         case .wgQuick:
             guard case .wireguard(let w) = p.protocol else { throw notFor(p, format) }
             var text = WGQuick.export(w, secret: value)
+            text = "\(ExportMarker.idPrefix)\(p.id.lowercasedString)\n" + text
             if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
             return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
         case .ovpn:
             guard case .openvpn(let o) = p.protocol else { throw notFor(p, format) }
             var text = try ovpn(o, secret: value, anchor: anchor)
+            text = "\(ExportMarker.idPrefix)\(p.id.lowercasedString)\n" + text
             if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
             return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
         case .mobileconfig:
@@ -272,6 +274,22 @@ public enum ProfileExport {
 /// with `vpnctl secret set`), so the file the advice was given for imports.
 public enum ExportMarker {
     public static let prefix = "# secrets left out (vpnctl export --include-secrets, as root): "
+    /// The exported profile's id, for `import --keep-id` (one of the first lines).
+    public static let idPrefix = "# vpnctl profile id: "
+
+    /// The note an import of such an export makes.
+    public static func unsetNote(_ names: [String]) -> String {
+        L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(names.joined(separator: ", "))")
+    }
+
+    /// The profile id an export names in one of its first three lines, or nil.
+    public static func profileID(in text: String) -> UUID? {
+        for line in text.split(separator: "\n", maxSplits: 3, omittingEmptySubsequences: false).prefix(3)
+        where line.hasPrefix(idPrefix) {
+            return UUID(uuidString: String(line.dropFirst(idPrefix.count)).trimmedWhitespace)
+        }
+        return nil
+    }
 
     /// The secret names of a marker line, or nil for any other line.
     public static func secrets(in line: Substring) -> [String]? {

@@ -9,6 +9,17 @@ public struct ImportResult: Sendable {
     public var notes: [String]
     /// Trust anchors the file carried (a CA), by SHA-256 fingerprint.
     public var anchors: [String: [UInt8]] = [:]
+    /// What the file says that has no effect here (directive or key names),
+    /// for the import summary; the notes say it in words.
+    public var noEffect: [String] = []
+
+    /// The profile id the file names (a vpnctl export's), for `--keep-id`.
+    public var fileID: UUID? = nil
+    /// The file is a whole vpnctl profile (JSON), not only a tunnel's configuration.
+    public var isWholeProfile = false
+
+    /// What the tunnel will do.
+    public var summary: ImportSummary { ImportSummary.of(profile, noEffect: noEffect) }
 }
 
 /// Options an import needs beyond the file itself.
@@ -78,9 +89,13 @@ public enum ImportFormat: String, Sendable {
         }
         switch detect(text) {
         case .wgQuick:
-            return try WGQuick.parse(text, name: name, source: source)
+            var r = try WGQuick.parse(text, name: name, source: source)
+            r.fileID = ExportMarker.profileID(in: text)
+            return r
         case .openVPN:
-            return try OpenVPNImport.parse(text, name: name, source: source, options: options)
+            var r = try OpenVPNImport.parse(text, name: name, source: source, options: options)
+            r.fileID = ExportMarker.profileID(in: text)
+            return r
         case .networkManager:
             return try NMKeyfileImport.parse(text, name: name, source: source, options: options)
         case .json:
@@ -106,12 +121,16 @@ public enum ImportFormat: String, Sendable {
         } catch let problem as JSONDecodeProblem {
             throw VPNError(.configurationInvalid, L("\(source): not a vpnctl profile: \(problem)"))
         }
+        let fileID = p.id
         p.id = UUID()
         p.revision = 0
         p.name = name
         p.origin = nil
         let names = p.secretReferences.map(\.name)
         let notes = names.isEmpty ? [] : ["set its secrets with 'vpnctl secret set \(name) NAME': \(names.joined(separator: ", "))"]
-        return ImportResult(profile: p, secrets: [:], notes: notes)
+        var result = ImportResult(profile: p, secrets: [:], notes: notes)
+        result.fileID = fileID
+        result.isWholeProfile = true
+        return result
     }
 }

@@ -67,6 +67,8 @@ public enum NMKeyfileImport {
         var secrets: [String: [UInt8]] = [:]
         var anchors: [String: [UInt8]] = [:]
         var unsetSecrets: [String] = []
+        /// The keys with no effect here, for the import summary.
+        var noEffectKeys: [String] = []
 
         // MARK: Reading values
 
@@ -225,6 +227,9 @@ public enum NMKeyfileImport {
                 problems.append(L("connection.type \(type.quotedForMessage) is not a VPN; vpnctl imports wireguard and vpn (openvpn, strongswan) connections"))
             }
             let id = string("connection", "id")
+            // NetworkManager's own id for the connection: the one --keep-id gives the profile.
+            let fileID = entry("connection", "uuid").flatMap { UUID.parse($0.raw) }
+            if fileID != nil { used.insert("connection.uuid") }
             guard problems.isEmpty, var profile else { throw failure() }
             if options.username != nil && !profile.protocol.secretReferences.contains(where: { $0.name == "password" }) {
                 throw VPNError.usage(L("--username is for a profile that logs in with a username and password, and \(source) does not"),
@@ -237,6 +242,8 @@ public enum NMKeyfileImport {
             profile.name = name
             var result = ImportResult(profile: profile, secrets: secrets, notes: notes)
             result.anchors = anchors
+            result.noEffect = noEffectKeys
+            result.fileID = fileID
             return result
         }
 
@@ -260,6 +267,7 @@ public enum NMKeyfileImport {
                     }
                 }
             }
+            noEffectKeys = none
             if !none.isEmpty { notes.append(L("no effect here (vpnctl keeps its own state, names and users): \(none.joined(separator: ", "))")) }
             if !notCarried.isEmpty { notes.append(L("not carried (vpnctl has no such setting for this profile): \(notCarried.joined(separator: ", "))")) }
         }

@@ -18,7 +18,8 @@ public enum OpenVPNDirectives {
     public static let allowed: [String: Grammar] = {
         var g: [String: Grammar] = [:]
         for flag in ["auth-nocache", "nobind", "persist-key", "persist-tun", "remote-random", "float", "mute-replay-warnings",
-                     "ifconfig-nowarn", "tls-client", "push-peer-info", "route-nopull", "pull"] {
+                     "ifconfig-nowarn", "tls-client", "push-peer-info", "route-nopull", "pull", "fast-io", "passtos",
+                     "persist-remote-ip", "ping-timer-rem", "allow-pull-fqdn", "remote-random-hostname"] {
             g[flag] = Grammar(flag) { $0.isEmpty }
         }
         for name in ["connect-retry-max", "server-poll-timeout", "connect-timeout", "hand-window", "ping", "ping-restart",

@@ -17,6 +17,25 @@ public enum OpenVPNImport {
         "tls-crypt-v2", "auth-user-pass", "script-security",
     ]
 
+    /// Directives not passed on because vpnctl does what they ask itself,
+    /// or because they only matter to scripts that vpnctl never runs.
+    static let doneByVpnctl: [String: String] = {
+        var d: [String: String] = [:]
+        for n in ["daemon", "log", "log-append", "syslog", "status", "status-version", "suppress-timestamps", "machine-readable-output",
+                  "management", "management-query-passwords", "management-hold", "management-client", "management-up-down"] {
+            d[n] = "vpnctl runs openvpn, talks to it and keeps its log"
+        }
+        d["writepid"] = "vpnctl tracks openvpn's process itself"
+        for n in ["route-delay", "route-noexec", "ifconfig-noexec", "route-metric"] {
+            d[n] = "vpnctl sets the addresses and routes itself once openvpn is up, with the kernel's default metric"
+        }
+        d["tun-ipv6"] = "obsolete; openvpn 2.6 ignores it"
+        for n in ["setenv", "setenv-safe", "down-pre", "up-delay", "up-restart"] {
+            d[n] = "it only matters to scripts, and vpnctl runs none"
+        }
+        return d
+    }()
+
     static let blockTags: Set<String> = ["ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "extra-certs",
                                          "pkcs12", "secret", "dh", "crl-verify", "http-proxy-user-pass", "connection"]
 
@@ -54,8 +73,13 @@ public enum OpenVPNImport {
         var anchors: [String: [UInt8]] = [:]
         var defaultProto = "udp", defaultPort = 1194
         var remoteDirectives: [Directive] = []
-        var unsupported: [String] = []
+        /// Directives vpnctl does itself (or that only matter to scripts it never runs).
+        var doneByVpnctl: [String] = []
         var noEffect: [String] = []
+        /// Every program the file runs is a DNS script (see isDNSScript).
+        var dnsScriptsOnly = false
+        /// The names alone ("block-outside-dns", "dhcp-option WINS", "redirect-gateway bypass-dhcp").
+        var noEffectNames: [String] = []
         /// The secrets an export's first line says it left out.
         var leftOut: [String] = []
         /// The last directive naming each key file, and auth-user-pass.
@@ -130,7 +154,25 @@ public enum OpenVPNImport {
         // MARK: Directives
 
         mutating func applyDirectives() {
+            let dnsScripts = directives.filter(Importer.isDNSScript)
+            // Every program the file runs is a DNS script vpnctl replaces: the
+            // script-security that lets them run goes with them.
+            dnsScriptsOnly = !dnsScripts.isEmpty
+                && directives.allSatisfy { OpenVPNDirectives.runsProgram.contains($0.name) && $0.name != "script-security" ? Importer.isDNSScript($0) : true }
             for d in directives { apply(d) }
+            if dnsScriptsOnly {
+                let lines = dnsScripts.map { "'\($0.shown) \(OpenVPNDirectives.shown($0.args.joined(separator: " ")))' (line \($0.line))" }
+                notes.append(L("vpnctl applies the server's DNS itself, so these scripts are not imported and never run: \(lines.joined(separator: ", "))"))
+            }
+        }
+
+        /// The scripts commercial providers' files run only to hand the pushed
+        /// DNS to the resolver (update-resolv-conf, update-systemd-resolved):
+        /// what vpnctl's DNS backends do for every tunnel.
+        static func isDNSScript(_ d: Directive) -> Bool {
+            guard ["up", "down", "down-pre"].contains(d.name), d.wrapped.isEmpty, d.args.count == 1 else { return false }
+            let base = d.args[0].split(separator: "/").last.map(String.init) ?? ""
+            return ["update-resolv-conf", "update-resolv-conf.sh", "update-systemd-resolved", "update-systemd-resolved.sh"].contains(base)
         }
 
         mutating func apply(_ d: Directive) {
@@ -139,6 +181,7 @@ public enum OpenVPNImport {
                 checkScriptSecurity(d)
                 return
             }
+            if dnsScriptsOnly && Importer.isDNSScript(d) { return }
             if OpenVPNDirectives.runsProgram.contains(d.name) {
                 problems.append(L("\(at): '\(d.shown)' runs a program; vpnctl refuses to import it (remove the line)"))
                 return
@@ -164,6 +207,7 @@ public enum OpenVPNImport {
         /// Levels 0 and 1 run no program and are dropped; any other is refused.
         mutating func checkScriptSecurity(_ d: Directive) {
             if let level = d.args.first.flatMap(Int.init), (0...1).contains(level) { return }
+            if dnsScriptsOnly, d.wrapped.isEmpty, d.args == ["2"] { return }
             problems.append(L("line \(d.line): '\(d.wrapped)script-security \(OpenVPNDirectives.shown(d.args.joined(separator: " ")))' allows running programs; vpnctl refuses it (remove the line)"))
         }
 
@@ -221,8 +265,18 @@ public enum OpenVPNImport {
                 // dhcp-option's kind is the part that has no effect ("dhcp-option WINS").
                 let kind = d.name == "dhcp-option" ? d.args.first.map { " " + OpenVPNDirectives.shown($0.escapingControls(keepLineBreaks: false)) } ?? "" : ""
                 noEffect.append("'\(d.shown)\(kind)' (line \(d.line))")
+                if !noEffectNames.contains(d.name + kind) { noEffectNames.append(d.name + kind) }
             default:
-                unsupported.append("'\(d.shown)' (line \(d.line))")
+                if let why = OpenVPNImport.doneByVpnctl[d.name] {
+                    doneByVpnctl.append("'\(d.shown)' (line \(d.line): \(why))")
+                    if !noEffectNames.contains(d.name) { noEffectNames.append(d.name) }
+                } else if d.name == "static-challenge" {
+                    problems.append(L("\(at): 'static-challenge' asks for a one-time code at every connect, which vpnctl cannot ask for yet; remove the line if the server does not require a code"))
+                } else {
+                    // Never a footnote after a success: what the file asks for
+                    // and vpnctl cannot carry stops the import, by name.
+                    problems.append(L("\(at): '\(d.shown)' is not a directive vpnctl carries, so the tunnel would not do what the file says; remove the line if the tunnel does not need it"))
+                }
             }
         }
 
@@ -274,7 +328,7 @@ public enum OpenVPNImport {
                 else if leftOut.contains("tls-crypt-v2") { config.tlsCryptV2Secret = "tls-crypt-v2"; unset.append("tls-crypt-v2") }
             }
             if !unset.isEmpty {
-                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
+                notes.append(ExportMarker.unsetNote(unset))
             }
         }
 
@@ -385,12 +439,20 @@ public enum OpenVPNImport {
         /// One note for every directive and block left out.
         mutating func noteUnsupported() {
             for tag in blocks.keys.sorted() where !["ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2"].contains(tag) {
-                unsupported.append("<\(tag)> (line \(blocks[tag]!.line))")
+                let line = blocks[tag]!.line
+                problems.append(tag == "connection"
+                    ? L("line \(line): <connection> blocks are not supported; write each server as a 'remote HOST PORT PROTO' line")
+                    : L("line \(line): vpnctl does not carry an inline <\(tag)> block, so the tunnel would not do what the file says; remove it if the tunnel does not need it"))
             }
-            if !unsupported.isEmpty { notes.append("not imported (vpnctl does not support them): \(unsupported.joined(separator: ", "))") }
             if !noEffect.isEmpty { notes.append("no effect on Linux, so not passed to openvpn: \(noEffect.joined(separator: ", "))") }
+            if !doneByVpnctl.isEmpty { notes.append("not passed to openvpn (vpnctl does it itself, or only scripts would use it): \(doneByVpnctl.joined(separator: ", "))") }
+            let compression = config.options.first { $0.hasPrefix("compress") || $0.hasPrefix("comp-lzo") }
+            if let compression, !config.options.contains(where: { $0.hasPrefix("allow-compression") }) {
+                notes.append("'\(compression)': openvpn 2.6's default, allow-compression asym, applies: it decompresses what the server sends but never compresses what it sends (compression with encryption leaks data, VORACLE)")
+            }
             let words = config.options.map { OpenVPNDirectives.tokenize($0) ?? [] }
             if let r = words.compactMap(RedirectGateway.init).last {
+                noEffectNames += r.ignored.map { "redirect-gateway " + ($0.split(separator: " ").first.map(String.init) ?? $0) }
                 notes.append("full tunnel (redirect-gateway): \(r.ipv4 && r.ipv6 ? "IPv4 and IPv6" : r.ipv6 ? "IPv6" : "IPv4") through the tunnel, the server kept outside"
                              + (r.ignored.isEmpty ? "" : "; no effect here: \(r.ignored.joined(separator: ", "))"))
             }
@@ -410,6 +472,7 @@ public enum OpenVPNImport {
             }
             var result = ImportResult(profile: Profile(name: name, protocol: .openvpn(config)), secrets: secrets, notes: notes)
             result.anchors = anchors
+            result.noEffect = noEffectNames
             return result
         }
     }

@@ -136,7 +136,8 @@ public enum WGQuick {
             case "table":
                 let t = value.lowercased()
                 if t == "auto" || t == "off" || UInt32(t) != nil { config.table = t }
-                else { problems.append(L("\(at): Table \(value.quotedForMessage) must be auto, off, or a table number")) }
+                else if t == "main" { config.table = "254" }
+                else { problems.append(L("\(at): Table \(value.quotedForMessage) must be auto, off, main, or a table number")) }
             case "fwmark":
                 let t = value.lowercased()
                 if Fwmark(t) != nil { config.fwmark = t }
@@ -202,10 +203,12 @@ public enum WGQuick {
             }
             let unset = leftOut.filter { secrets[$0] == nil && ([config.privateKeySecret] + config.peers.map(\.presharedKeySecret)).contains($0) }
             if !unset.isEmpty {
-                notes.append(L("secrets the file leaves out (a vpnctl export), unset until 'vpnctl secret set': \(unset.joined(separator: ", "))"))
+                notes.append(ExportMarker.unsetNote(unset))
             }
             let profile = Profile(name: name, protocol: .wireguard(config))
-            return ImportResult(profile: profile, secrets: secrets, notes: notes)
+            var result = ImportResult(profile: profile, secrets: secrets, notes: notes)
+            if seen.contains("interface.saveconfig") { result.noEffect = ["SaveConfig"] }
+            return result
         }
     }
 

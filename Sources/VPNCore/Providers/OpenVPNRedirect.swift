@@ -54,3 +54,36 @@ public struct RedirectGateway: Equatable, Sendable {
         options.compactMap { RedirectGateway($0.split(separator: " ").map(String.init)) }.last
     }
 }
+
+/// The profile's `pull-filter accept|ignore|reject TEXT` lines, as openvpn
+/// applies them to what a server pushes: in order, the first whose TEXT
+/// starts the option (leading spaces skipped) decides; none: accepted.
+/// openvpn filters the options it acts on itself, but the PUSH_REPLY it logs
+/// is the server's, unfiltered, so vpnctl filters it the same way before it
+/// reads a redirect-gateway from it (`pull-filter ignore redirect-gateway`
+/// is how a user keeps a full-tunnel server's client split).
+public struct PullFilter: Equatable, Sendable {
+    public enum Action: String, Sendable { case accept, ignore, reject }
+    public var rules: [(action: Action, text: String)]
+
+    public init(options: [String]) {
+        rules = options.compactMap { option in
+            guard let words = OpenVPNDirectives.tokenize(option), words.count == 3, OpenVPNDirectives.name(words) == "pull-filter",
+                  let action = Action(rawValue: words[1]) else { return nil }
+            return (action, words[2])
+        }
+    }
+
+    /// What openvpn does with one pushed option.
+    public func action(for option: String) -> Action {
+        let line = option.drop(while: { $0 == " " || $0 == "\t" })
+        return rules.first(where: { line.hasPrefix($0.text) })?.action ?? .accept
+    }
+
+    /// The pushed options openvpn keeps (a rejected one makes it restart the session).
+    public func kept(_ options: [String]) -> [String] { options.filter { action(for: $0) == .accept } }
+
+    public static func == (a: PullFilter, b: PullFilter) -> Bool {
+        a.rules.map(\.action) == b.rules.map(\.action) && a.rules.map(\.text) == b.rules.map(\.text)
+    }
+}

@@ -253,7 +253,9 @@ final class OpenVPNTunnel: ProviderTunnel {
         case .password(let text) where text.hasPrefix("Need "):
             context.log("[!] openvpn asks for something vpnctl cannot answer: \(text)")
         case .log(_, let message):
-            if let options = RedirectGateway.pushedOptions(message) { pushedRedirect = RedirectGateway.pushed(options) }
+            if let options = RedirectGateway.pushedOptions(message) {
+                pushedRedirect = RedirectGateway.pushed(PullFilter(options: config.options).kept(options))
+            }
             if message.hasPrefix("Options error"), message.containsUTF8("[PUSH-OPTIONS]") {
                 context.log("[*] the server pushed an option openvpn does not know; openvpn goes on without it: \(message)")
             }

@@ -19,6 +19,14 @@ public struct TunnelNetworkSettings: Equatable, Sendable {
 
     public init() {}
 
+    /// A full tunnel: the routes cover a whole address family (a /0, or the
+    /// two /1 halves that win over the default route without replacing it).
+    public var routesEverything: Bool {
+        let set = Set(routes.compactMap(CIDR.init).map(\.network.description))
+        return set.contains("0.0.0.0/0") || set.contains("::/0")
+            || set.isSuperset(of: ["0.0.0.0/1", "128.0.0.0/1"]) || set.isSuperset(of: ["::/1", "8000::/1"])
+    }
+
     public struct ExcludedRoute: Equatable, Sendable {
         public var prefix: String
         public var ifindex: Int32
@@ -210,7 +218,7 @@ public final class SettingsApplier {
             return
         }
         let had = dns.record != nil
-        if try dns.apply(settings.dns, interface: interface), !had {
+        if try dns.apply(settings.dns, interface: interface, fullTunnel: settings.routesEverything), !had {
             push("restore DNS") { dns.remove() }
         }
         applied.dns = settings.dns

@@ -339,6 +339,8 @@ public final class TunnelDNS {
     /// Told of every change, so the record holds what to undo at once.
     let onChange: (ResolverRecord?) -> Void
     public private(set) var record: ResolverRecord?
+    /// The record was applied for a full tunnel (`~.` on resolved).
+    var routesEveryName = false
     var backend: ResolverBackend?
     /// Why `backend` was chosen (nil when a test set it).
     var reason: String?
@@ -357,16 +359,20 @@ public final class TunnelDNS {
     }
 
     /// Applies the provider's DNS (merged with the profile's) for `interface`.
-    /// Returns false when there was nothing to apply.
+    /// Returns false when there was nothing to apply. A full tunnel without
+    /// match domains sends every name to the tunnel's servers: on
+    /// systemd-resolved that takes the routing domain `~.`, or resolved keeps
+    /// asking the other links' servers too (outside the tunnel).
     @discardableResult
-    public func apply(_ providerDNS: [String], interface: String) throws -> Bool {
+    public func apply(_ providerDNS: [String], interface: String, fullTunnel: Bool = false) throws -> Bool {
         let config = try TunnelDNSConfig.merge(provider: providerDNS, profile: profile)
         guard !config.isEmpty else {
             if record != nil { remove() }
             return false
         }
+        let everyName = fullTunnel && config.matchDomains.isEmpty && !config.servers.isEmpty
         if let record, record.servers == config.servers, record.searchDomains == config.searchDomains,
-           record.matchDomains == config.matchDomains { return true }
+           record.matchDomains == config.matchDomains, everyName == routesEveryName { return true }
         if backend == nil {
             let (chosen, why) = ResolverBackend.detect(searchPath: searchPath)
             backend = chosen
@@ -384,10 +390,11 @@ public final class TunnelDNS {
         case .resolved:
             r.interface = interface
             try resolvectl(["dns", interface] + config.servers)
-            try resolvectl(["domain", interface] + config.searchDomains + config.matchDomains.map { "~" + $0 })
+            try resolvectl(["domain", interface] + config.searchDomains + config.matchDomains.map { "~" + $0 } + (everyName ? ["~."] : []))
             // Split DNS: only the match domains go to this link.
             try resolvectl(["default-route", interface, config.matchDomains.isEmpty ? "yes" : "no"])
-            log("[#] resolvectl dns \(interface) \(config.servers.joined(separator: " "))")
+            if everyName { r.note = "full tunnel: every name goes to the tunnel's servers (routing domain ~.)" } // English: the runtime record's, shown by status
+            log("[#] resolvectl dns \(interface) \(config.servers.joined(separator: " "))" + (everyName ? ", domain ~. (full tunnel)" : ""))
         case .resolvconf:
             let key = "\(interface).vpnctl"
             r.interface = key
@@ -412,6 +419,7 @@ public final class TunnelDNS {
                 + (config.searchDomains.isEmpty ? "" : ", search \(config.searchDomains.joined(separator: " "))"))
         }
         record = r
+        routesEveryName = everyName
         onChange(r)
         return true
     }

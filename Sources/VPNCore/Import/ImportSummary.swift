@@ -1,0 +1,143 @@
+import FoundationEssentials
+
+/// What an imported profile's tunnel will do, read off the profile (not the
+/// file): full or split, which routes, the DNS, what stays outside. `import`
+/// prints it as one line and `import --json` carries it as data, so that a
+/// file's meaning is visible before the first start.
+public struct ImportSummary: Encodable, Equatable, Sendable {
+    /// "full": every address of `families` through the tunnel; "split": only
+    /// `routes`; "server": the server decides at connect time (OpenVPN's
+    /// pushed routes, IKEv2's traffic selectors); "none": no routes (wg-quick
+    /// `Table = off`); "provider": a plugin decides.
+    public var tunnel: String
+    /// "IPv4", "IPv6": the families a full tunnel takes.
+    public var families: [String] = []
+    /// The routes through the tunnel that the profile names itself.
+    public var routes: [String] = []
+    /// The routing table they go in, when not the main one (wg-quick `Table = N`).
+    public var table: String? = nil
+    public var dnsServers: [String] = []
+    public var searchDomains: [String] = []
+    public var matchDomains: [String] = []
+    /// Kept on the underlay: the server(s), and the profile's excluded routes.
+    public var keptOutside: [String] = []
+    /// The kill switch: "includeAllNetworks" (nothing leaves outside the
+    /// tunnel), with ", excludeLocalNetworks", or "enforceRoutes"; nil: none.
+    public var killSwitch: String? = nil
+    /// What the file said that has no effect here (directive or key names).
+    public var noEffect: [String] = []
+
+    public init(tunnel: String) { self.tunnel = tunnel }
+
+    public static func of(_ p: Profile, noEffect: [String] = []) -> ImportSummary {
+        var s: ImportSummary
+        switch p.protocol {
+        case .wireguard(let w): s = wireguard(w)
+        case .openvpn(let o): s = openvpn(o)
+        case .ikev2(let i):
+            s = ImportSummary(tunnel: "server")
+            s.keptOutside = [i.serverAddress]
+        case .provider:
+            s = ImportSummary(tunnel: "provider")
+        }
+        if let d = p.dnsSettings {
+            if !d.servers.isEmpty { s.dnsServers = d.servers }
+            s.searchDomains += d.searchDomains.filter { !s.searchDomains.contains($0) }
+            s.matchDomains += d.matchDomains.filter { !s.matchDomains.contains($0) }
+        }
+        if p.includeAllNetworks {
+            s.killSwitch = "includeAllNetworks" + (p.excludeLocalNetworks ? ", excludeLocalNetworks" : "")
+        } else if p.enforceRoutes {
+            s.killSwitch = "enforceRoutes"
+        }
+        s.noEffect = noEffect
+        return s
+    }
+
+    static func wireguard(_ w: WireGuardConfiguration) -> ImportSummary {
+        var s = ImportSummary(tunnel: "split")
+        var seen = Set<String>()
+        let allowed = w.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
+        s.routes = allowed.map(\.network.description).filter { seen.insert($0).inserted }
+        s.families = families(allowed.filter { $0.prefixLength == 0 })
+        if w.table == "off" {
+            s.tunnel = "none"
+        } else if !s.families.isEmpty {
+            s.tunnel = "full"
+        }
+        if let t = w.table, t != "auto", t != "off", t != "main", t != "254" { s.table = t }
+        s.dnsServers = w.dns.filter { IPAddress($0) != nil }
+        s.searchDomains = w.dns.filter { IPAddress($0) == nil }
+        // An endpoint the allowed IPs would take in keeps the route it had
+        // (a host name: known at start; a full tunnel takes every one).
+        s.keptOutside = w.peers.compactMap { p -> String? in
+            guard let e = p.endpoint, case .success(let ep) = Endpoint.parse(e) else { return nil }
+            if s.tunnel == "full" { return ep.host }
+            guard let ip = IPAddress(ep.host), allowed.contains(where: { $0.contains(ip) }) else { return nil }
+            return ep.host
+        } + w.excludedRoutes
+        return s
+    }
+
+    static func openvpn(_ o: OpenVPNConfiguration) -> ImportSummary {
+        let words = o.options.map { OpenVPNDirectives.tokenize($0) ?? [] }
+        var s = ImportSummary(tunnel: "server")
+        if let r = words.compactMap(RedirectGateway.init).last {
+            s.tunnel = "full"
+            s.families = (r.ipv4 ? ["IPv4"] : []) + (r.ipv6 ? ["IPv6"] : [])
+        }
+        for w in words where w.count >= 2 {
+            switch w[0] {
+            case "route":
+                let mask = w.count > 2 ? PushedSettings.prefixLength(w[2]) ?? 32 : 32
+                s.routes.append(CIDR("\(w[1])/\(mask)")?.network.description ?? w[1])
+            case "route-ipv6": s.routes.append(w[1])
+            case "dhcp-option" where w.count == 3:
+                switch w[1] {
+                case "DNS", "DNS6": s.dnsServers.append(w[2])
+                case "DOMAIN", "ADAPTER_DOMAIN_SUFFIX", "DOMAIN-SEARCH": if !s.searchDomains.contains(w[2]) { s.searchDomains.append(w[2]) }
+                default: break
+                }
+            default: break
+            }
+        }
+        if s.tunnel == "server", words.contains(where: { $0 == ["route-nopull"] }) { s.tunnel = s.routes.isEmpty ? "none" : "split" }
+        s.keptOutside = o.remotes.map(\.host).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+        return s
+    }
+
+    static func families(_ cidrs: [CIDR]) -> [String] {
+        (cidrs.contains { !$0.address.isIPv6 } ? ["IPv4"] : []) + (cidrs.contains { $0.address.isIPv6 } ? ["IPv6"] : [])
+    }
+
+    /// The one line `import` prints: "tunnel: full (IPv4 and IPv6); DNS
+    /// 10.8.0.1; kept outside: vpn.example.net".
+    public var text: String {
+        var parts: [String] = []
+        let both = families.count == 2 ? L("IPv4 and IPv6") : families.first ?? ""
+        let routeList = routes.prefix(6).joined(separator: ", ") + (routes.count > 6 ? L(", and \(routes.count - 6) more") : "")
+        switch tunnel {
+        case "full": parts.append(L("full tunnel (\(both))") + (routes.count > families.count ? L(", also \(routeList)") : ""))
+        case "split": parts.append(L("split tunnel: \(routeList)"))
+        case "none": parts.append(L("no routes (the profile adds none)"))
+        case "provider": parts.append(L("the routes the plugin asks for"))
+        default:
+            parts.append(routes.isEmpty ? L("the routes the server gives (a full tunnel if it redirects the gateway)")
+                                        : L("\(routeList), and the routes the server gives"))
+        }
+        if let table { parts.append(L("routes in table \(table) (no rule sends traffic there; yours decide)")) }
+        if dnsServers.isEmpty && searchDomains.isEmpty && matchDomains.isEmpty {
+            parts.append(tunnel == "server" ? L("DNS as the server gives it") : L("no DNS of its own (the system's resolver)"))
+        } else {
+            var dns = dnsServers.isEmpty ? L("DNS from the server") : L("DNS \(dnsServers.joined(separator: ", "))")
+            if !searchDomains.isEmpty { dns += L(", search \(searchDomains.joined(separator: ", "))") }
+            if !matchDomains.isEmpty { dns += L(", only for \(matchDomains.joined(separator: ", "))") }
+            else if tunnel == "full" { dns += L(", for every name") }
+            parts.append(dns)
+        }
+        if !keptOutside.isEmpty { parts.append(L("kept outside: \(keptOutside.joined(separator: ", "))")) }
+        if let killSwitch { parts.append(L("kill switch: \(killSwitch)")) }
+        if !noEffect.isEmpty { parts.append(L("no effect here: \(noEffect.joined(separator: ", "))")) }
+        return parts.joined(separator: "; ")
+    }
+}
