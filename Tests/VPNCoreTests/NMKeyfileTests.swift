@@ -241,6 +241,9 @@ extension NMKeyfileTests {
         guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
         #expect(o.username == "bob" && o.passwordSecret == "password" && r.secrets["password"] == Array("pw".utf8))
         #expect(o.options == ["pull-filter ignore ifconfig-ipv6", "pull-filter ignore route-ipv6"])
+        let lz4 = text.replacingOccurrences(of: "username=alice\n", with: "username=alice\ncompress=lz4-v2\n")
+        let z = try ImportFormat.importChecked(Array(lz4.utf8), name: "o", source: "o.nmconnection", options: ImportOptions(baseDirectory: Self.directory))
+        #expect(z.notes.contains { $0.hasPrefix("'compress lz4-v2': openvpn 2.6's default, allow-compression asym, applies") })
         let e = #expect(throws: VPNError.self) {
             try ImportFormat.importChecked(try Data(contentsOf: URL(fileURLWithPath: "\(Self.directory)/wg-office.nmconnection")).map { $0 },
                                            name: "w", source: "wg.nmconnection", options: ImportOptions(username: "bob"))

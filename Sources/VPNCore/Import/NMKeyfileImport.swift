@@ -593,6 +593,10 @@ public enum NMKeyfileImport {
             if let z = string(v, "compress"), !z.isEmpty {
                 option(z == "yes" ? ["compress"] : ["compress", z], v, "compress", into: &c)
             }
+            if let z = c.options.first(where: { $0.hasPrefix("compress") || $0.hasPrefix("comp-lzo") }),
+               z != "comp-lzo no", !c.options.contains(where: { $0.hasPrefix("allow-compression") }) {
+                notes.append(L("'\(z)': openvpn 2.6's default, allow-compression asym, applies: it decompresses what the server sends but never compresses what it sends (compression with encryption leaks data, VORACLE)"))
+            }
             // tun-ipv6 is obsolete in openvpn 2.6; max-routes too.
             for key in ["tun-ipv6", "max-routes"] where entry(v, key) != nil {
                 used.insert("vpn.\(key)")
