@@ -4,7 +4,7 @@ import VPNSystem
 
 enum ImportCommand {
     static let spec = CommandSpec(
-        name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn or Apple .mobileconfig file."),
+        name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn, NetworkManager .nmconnection or Apple .mobileconfig file."),
         discussion: L("""
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
@@ -17,11 +17,16 @@ enum ImportCommand {
         profile and every certificate payload as a trust anchor, all or nothing; a
         signed one is checked (--ca FILE also checks its signer's chain), and
         importing one with the same PayloadIdentifier again updates what it made.
+        A NetworkManager keyfile (nmcli connection export, or a file of
+        /etc/NetworkManager/system-connections) imports a wireguard, openvpn or
+        strongswan connection; a secret whose *-flags say NetworkManager keeps it
+        elsewhere stays unset, to set with 'vpnctl secret set'.
         Use '-' to read the file from standard input.
         """),
         examples: [
             "vpnctl import office.conf",
             "vpnctl import client.ovpn --name work",
+            "vpnctl import office.nmconnection",
         ],
         options: [OptionSpec("name", value: "name", help: L("Profile name (default: the file name without its extension).")),
                   OptionSpec("username", value: "user", help: L("The auth-user-pass username of an OpenVPN profile.")),

@@ -41,6 +41,7 @@ public enum ImportFormat: String, Sendable {
     case wgQuick = "wg-quick .conf"
     case openVPN = "OpenVPN .ovpn"
     case mobileconfig = "Apple .mobileconfig"
+    case networkManager = "NetworkManager keyfile"
     case json = "vpnctl JSON profile"
 
     public static let maximumSize = 1 << 20
@@ -48,6 +49,7 @@ public enum ImportFormat: String, Sendable {
     /// Decides by content, not by file extension.
     public static func detect(_ text: String) -> ImportFormat? {
         if text.drop(while: { $0.isWhitespace || $0 == "\u{FEFF}" }).first == "{" { return .json }
+        if NMKeyfileImport.recognizes(text) { return .networkManager }
         var sawOpenVPN = 0
         for raw in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline).prefix(400) {
             let line = raw.drop(while: { $0 == " " || $0 == "\t" || $0 == "\u{FEFF}" })
@@ -97,6 +99,8 @@ public enum ImportFormat: String, Sendable {
             var r = try OpenVPNImport.parse(text, name: name, source: source, options: options)
             r.fileID = ExportMarker.profileID(in: text)
             return r
+        case .networkManager:
+            return try NMKeyfileImport.parse(text, name: name, source: source, options: options)
         case .json:
             return try jsonProfile(Array(text.utf8), name: name, source: source, options: options)
         case .mobileconfig:
@@ -104,7 +108,7 @@ public enum ImportFormat: String, Sendable {
                            hint: L("import it with: vpnctl import FILE"))
         case nil:
             throw VPNError(.configurationInvalid, L("cannot tell what kind of file \(source) is"),
-                           hint: L("vpnctl imports wg-quick .conf files (with an [Interface] section) and OpenVPN .ovpn files"))
+                           hint: L("vpnctl imports wg-quick .conf files (with an [Interface] section), OpenVPN .ovpn files and NetworkManager keyfiles (with a [connection] section)"))
         }
     }
 
