@@ -4,7 +4,7 @@ import VPNSystem
 
 enum ImportCommand {
     static let spec = CommandSpec(
-        name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn, NetworkManager .nmconnection or Apple .mobileconfig file."),
+        name: "import", abstract: L("Import a profile from a wg-quick .conf, OpenVPN .ovpn, NetworkManager .nmconnection, strongSwan .sswan or Apple .mobileconfig file."),
         discussion: L("""
         The format is detected from the content. Keys (PrivateKey, PresharedKey, <key>,
         <tls-crypt>, <tls-auth>, <tls-crypt-v2>) move into secret files; each OpenVPN CA
@@ -20,7 +20,9 @@ enum ImportCommand {
         A NetworkManager keyfile (nmcli connection export, or a file of
         /etc/NetworkManager/system-connections) imports a wireguard, openvpn or
         strongswan connection; a secret whose *-flags say NetworkManager keeps it
-        elsewhere stays unset, to set with 'vpnctl secret set'.
+        elsewhere stays unset, to set with 'vpnctl secret set'. A strongSwan app
+        profile (.sswan) imports as an IKEv2 profile (its PKCS#12's password from
+        --identity-password-stdin).
         Use '-' to read the file from standard input.
         """),
         examples: [
