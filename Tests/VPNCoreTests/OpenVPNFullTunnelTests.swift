@@ -171,6 +171,23 @@ import VPNSystem
         #expect(again.secrets.isEmpty)
     }
 
+    /// With auth-user-pass the export names the username in a comment; the
+    /// import takes it (an --username given wins), so the round trip needs no flag.
+    @Test func anOVPNExportsUsernameComesBack() throws {
+        let file = try Fixtures.text("ovpn/one-ca.ovpn") + "auth-user-pass\n"
+        let (r, again) = try roundTrip(file, name: "ov", format: .ovpn, options: ImportOptions(username: "alice"))
+        #expect(r.profile.openvpnConfiguration?.username == "alice")
+        let plain = try ImportFormat.importChecked(
+            try ProfileExport.export(r.profile, as: .ovpn, secret: { _ in nil },
+                                     anchor: { _ in try Fixtures.text("ovpn/one-ca.ovpn").components(separatedBy: "<ca>\n")[1].components(separatedBy: "</ca>")[0] }).bytes,
+            name: "ov", source: "export")
+        #expect(plain.profile.protocol == r.profile.protocol, "no --username: the export's comment names it")
+        #expect(plain.notes.contains { $0.contains("the username 'alice' is the export's") })
+        #expect(again.profile.openvpnConfiguration?.username == "alice")
+        #expect(ExportMarker.username(in: "# username: a b (import with --username a b)") == nil)
+        #expect(ExportMarker.username(in: "# username: bob (import with --username eve)") == nil)
+    }
+
     @Test func aMarkerOnlyCountsOnTheFirstLine() throws {
         let file = "[Interface]\n# secrets left out (vpnctl export --include-secrets, as root): private-key\nAddress = 10.7.0.2/24\n"
         #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(file.utf8), name: "x", source: "x.conf") }

@@ -74,7 +74,7 @@ public enum ProfileExport {
         for r in o.remotes { lines.append("remote \(r.host) \(r.port) \(r.proto)") }
         if o.username != nil || o.passwordSecret != nil { lines.append("auth-user-pass") }
         lines += o.options
-        if let u = o.username { lines.insert("# username: \(u) (import with --username \(u))", at: 0) }
+        if let u = o.username { lines.insert("\(ExportMarker.usernamePrefix)\(u) (import with --username \(u))", at: 0) }
         func block(_ tag: String, _ body: String?) {
             guard let body else { return }
             lines.append("<\(tag)>\n\(body.hasSuffix("\n") ? body : body + "\n")</\(tag)>")
@@ -277,6 +277,18 @@ public enum ExportMarker {
     public static let prefix = "# secrets left out (vpnctl export --include-secrets, as root): "
     /// The exported profile's id, for `import --keep-id` (one of the first lines).
     public static let idPrefix = "# vpnctl profile id: "
+
+    /// An OpenVPN export's username (auth-user-pass has no place for it in the file).
+    public static let usernamePrefix = "# username: "
+
+    /// The username of an export's "# username: NAME (import with --username NAME)" line, or nil.
+    public static func username(in line: String) -> String? {
+        guard line.hasPrefix(usernamePrefix), let end = line.firstRange(of: " (import with --username ") else { return nil }
+        let name = String(line[line.index(line.startIndex, offsetBy: usernamePrefix.count)..<end.lowerBound])
+        guard !name.isEmpty, line.hasSuffix(" (import with --username \(name))"),
+              name.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else { return nil }
+        return name
+    }
 
     /// The note an import of such an export makes.
     public static func unsetNote(_ names: [String]) -> String {

@@ -82,6 +82,8 @@ public enum OpenVPNImport {
         var noEffectNames: [String] = []
         /// The secrets an export's first line says it left out.
         var leftOut: [String] = []
+        /// The username an export's comment names (used when --username is not given).
+        var exportUsername: String?
         /// The last directive naming each key file, and auth-user-pass.
         var seen: [String: Directive] = [:]
 
@@ -97,6 +99,7 @@ public enum OpenVPNImport {
                 let trimmed = lines[i].trimmingSpaces()
                 i += 1
                 if lineNumber == 1, let names = ExportMarker.secrets(in: Substring(trimmed)) { leftOut = names }
+                if lineNumber <= 3, let u = ExportMarker.username(in: trimmed) { exportUsername = u }
                 if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
                 if trimmed.hasPrefix("<") && trimmed.hasSuffix(">") && !trimmed.hasPrefix("</") {
                     let tag = String(trimmed.dropFirst().dropLast()).lowercased()
@@ -428,9 +431,11 @@ public enum OpenVPNImport {
 
         mutating func noteAuthUserPass() {
             guard seen["auth-user-pass"] != nil else { return }
-            config.username = options.username
+            config.username = options.username ?? exportUsername
             config.passwordSecret = "password"
-            if options.username == nil {
+            if options.username == nil, let u = exportUsername {
+                notes.append(L("auth-user-pass: the username '\(u)' is the export's (its comment line names it)"))
+            } else if options.username == nil {
                 notes.append("auth-user-pass: the file names no username; the profile needs one (protocol.username)")
             }
             notes.append("auth-user-pass: the password is not in the file; it is the secret 'password'")
