@@ -100,6 +100,7 @@ import VPNSystem
         let again = h.run("import", file, "--name", "work", "--replace")
         #expect(again.code == 0, "\(again.stderr)")
         #expect(again.stderr.contains("the secrets the file leaves out keep the values set here: private-key"))
+        #expect(!again.stderr.contains("unset until"), "no contradicting note: \(again.stderr)")
         #expect(again.stdout.contains("next: vpnctl start work\n"))
         #expect(h.run("secret", "list", "work").stdout.contains("private-key          yes"))
 

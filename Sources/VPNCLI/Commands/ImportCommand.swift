@@ -197,7 +197,7 @@ enum ImportCommand {
         let leftOut = result.profile.secretReferences.map(\.name).filter { result.secrets[$0] == nil }
         let kept = leftOut.filter { store.secrets.exists(old.id, name: $0) }
         if !kept.isEmpty {
-            result.notes.removeAll { $0 == ExportMarker.unsetNote(leftOut) }
+            result.notes.removeAll { $0.hasPrefix(ExportMarker.unsetNote([])) }
             result.notes.append(L("the secrets the file leaves out keep the values set here: \(kept.joined(separator: ", "))"))
             keptSecrets = Set(kept)
         }
