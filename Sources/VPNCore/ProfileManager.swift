@@ -80,7 +80,15 @@ public enum Suggest {
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
         let threshold = max(2, word.count / 3)
         return scored.filter { $0.1 <= threshold || $0.0.lowercased().hasPrefix(word.lowercased()) }
-            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+            // Closest first; at the same distance one the word starts, then one of
+            // the word's own length (a transposition: 'stauts' is 'status' before 'stats').
+            .sorted {
+                if $0.1 != $1.1 { return $0.1 < $1.1 }
+                let p0 = $0.0.lowercased().hasPrefix(word.lowercased()), p1 = $1.0.lowercased().hasPrefix(word.lowercased())
+                if p0 != p1 { return p0 }
+                let l0 = abs($0.0.count - word.count), l1 = abs($1.0.count - word.count)
+                return l0 != l1 ? l0 < l1 : $0.0 < $1.0
+            }
             .prefix(limit).map(\.0)
     }
 
@@ -90,11 +98,15 @@ public enum Suggest {
         if b.isEmpty { return a.count }
         var prev = Array(0...b.count)
         var cur = [Int](repeating: 0, count: b.count + 1)
+        var before = prev
         for i in 1...a.count {
             cur[0] = i
             for j in 1...b.count {
                 cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                // Two neighbours swapped is one typo (optimal string alignment).
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { cur[j] = min(cur[j], before[j - 2] + 1) }
             }
+            before = prev
             swap(&prev, &cur)
         }
         return prev[b.count]

@@ -84,4 +84,21 @@ import Testing
         let json = String(decoding: try JSONEncoder().encode(s), as: UTF8.self)
         #expect(json.contains("\"tunnel\":\"full\"") && json.contains("\"keptOutside\":[\"203.0.113.5\"]"))
     }
+
+    @Test func anIKEv2ProfileSaysTheTrafficSelectorsDecide() {
+        let p = Profile(name: "ike", protocol: .ikev2(IKEv2Configuration(serverAddress: "vpn.example.net")))
+        let s = ImportSummary.of(p)
+        #expect(s.tunnel == "server" && s.keptOutside == ["vpn.example.net"])
+        #expect(s.text.hasPrefix("the networks the server's traffic selectors offer (a full tunnel if it offers 0.0.0.0/0 or ::/0)"))
+    }
+}
+
+/// Issue 36 (paper cuts): a transposed letter is one typo, and the closest
+/// suggestion comes first.
+@Suite struct SuggestionOrderTests {
+    @Test func aTranspositionIsOneTypoAndComesFirst() {
+        #expect(Suggest.distance("stauts", "status") == 1)
+        #expect(Suggest.distance("stats", "status") == 1)
+        #expect(Suggest.closest(to: "stauts", among: ["start", "stats", "status", "stop"], limit: 3) == ["status", "stats", "start"])
+    }
 }

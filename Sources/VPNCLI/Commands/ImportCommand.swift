@@ -248,7 +248,7 @@ enum ImportCommand {
                 throw VPNError(.configurationInvalid,
                                L("\(source) is larger than \(FileSystem.sizeText(limit)), the limit for an imported file; that is not a VPN configuration file"))
             }
-            throw VPNError(.failure, L("cannot import \(e.description)"),
+            throw VPNError(.failure, L("cannot import: \(e.description)"),
                            hint: L("import a regular file, or pipe it in with: vpnctl import - < FILE"))
         }
     }

@@ -108,7 +108,7 @@ public enum ImportFormat: String, Sendable {
                            hint: L("import it with: vpnctl import FILE"))
         case nil:
             throw VPNError(.configurationInvalid, L("cannot tell what kind of file \(source) is"),
-                           hint: L("vpnctl imports wg-quick .conf files (with an [Interface] section), OpenVPN .ovpn files and NetworkManager keyfiles (with a [connection] section)"))
+                           hint: L("vpnctl imports wg-quick .conf files (with an [Interface] section), OpenVPN .ovpn files, NetworkManager keyfiles (with a [connection] section), strongSwan .sswan and Apple .mobileconfig files"))
         }
     }
 

@@ -29,6 +29,12 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
     /// OpenVPN: a pull-filter keeps the server's redirect-gateway out, so
     /// the server cannot make it a full tunnel.
     public var redirectFiltered = false
+    /// IKEv2: the server's traffic selectors decide (not a pushed redirect-gateway).
+    var trafficSelectors = false
+
+    enum CodingKeys: String, CodingKey {
+        case tunnel, families, routes, table, dnsServers, searchDomains, matchDomains, keptOutside, killSwitch, noEffect, redirectFiltered
+    }
 
     public init(tunnel: String) { self.tunnel = tunnel }
 
@@ -42,6 +48,7 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
             s = ImportSummary(tunnel: i.remoteTrafficSelectors == nil ? "server" : "split")
             s.routes = i.remoteTrafficSelectors ?? []
             s.keptOutside = [i.serverAddress]
+            s.trafficSelectors = true
         case .provider:
             s = ImportSummary(tunnel: "provider")
         }
@@ -131,6 +138,8 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
             if redirectFiltered {
                 parts.append(routes.isEmpty ? L("the routes the server gives, never a full tunnel (pull-filter keeps its redirect-gateway out)")
                                             : L("\(routeList), and the routes the server gives, never a full tunnel (pull-filter keeps its redirect-gateway out)"))
+            } else if trafficSelectors {
+                parts.append(L("the networks the server's traffic selectors offer (a full tunnel if it offers 0.0.0.0/0 or ::/0)"))
             } else {
                 parts.append(routes.isEmpty ? L("the routes the server gives (a full tunnel if it redirects the gateway)")
                                             : L("\(routeList), and the routes the server gives"))
