@@ -72,6 +72,16 @@ import Testing
         #expect(e?.problems.count == 4, "script-security 2, up, down, route-up: \(e?.problems ?? [])")
     }
 
+    /// PiVPN's client made with a password: its key is encrypted, and openvpn
+    /// would ask for the passphrase at every start.
+    @Test func anEncryptedKeyIsRefusedWithTheStepThatDecryptsIt() throws {
+        let text = try Fixtures.text("generators/pivpn.ovpn")
+            .replacingOccurrences(of: "-----BEGIN PRIVATE KEY-----", with: "-----BEGIN ENCRYPTED PRIVATE KEY-----")
+            .replacingOccurrences(of: "-----END PRIVATE KEY-----", with: "-----END ENCRYPTED PRIVATE KEY-----")
+        let e = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(text.utf8), name: "g", source: "p.ovpn") }
+        #expect(e?.problems.contains { $0.hasPrefix("<key>: the key is encrypted") && $0.contains("openssl pkey") } == true, "\(e?.problems ?? [])")
+    }
+
     @Test func aClientSideFullTunnelWithDNSSaysSo() throws {
         let text = try Fixtures.text("generators/nyr.ovpn") + "redirect-gateway def1 ipv6 bypass-dhcp\ndhcp-option DNS 10.8.0.1\ndhcp-option DOMAIN corp.example\ncomp-lzo\n"
         let r = try ImportFormat.importChecked(Array(text.utf8), name: "g", source: "n.ovpn")

@@ -407,6 +407,13 @@ public enum OpenVPNImport {
                 problems.append(L("<key>: no PEM private key in it"))
                 return false
             }
+            // PiVPN's clients made with a password: openvpn would ask for it at
+            // every start, and vpnctl never gives it one.
+            let text = String(decoding: key, as: UTF8.self)
+            if text.containsUTF8("BEGIN ENCRYPTED PRIVATE KEY") || text.containsUTF8("Proc-Type: 4,ENCRYPTED") {
+                problems.append(L("<key>: the key is encrypted, and vpnctl cannot give openvpn its passphrase: decrypt it (openssl pkey -in KEY -out PLAIN), put the plain key in the file and import again"))
+                return false
+            }
             secrets["key"] = key
             config.keySecret = "key"
             return true
