@@ -18,8 +18,11 @@ struct ExecutablePathTests {
         symlink("\(dir)/a", "\(dir)/link")
         try write("\(dir)/a/plugin", "#!/bin/sh\necho the-checked-program\n")
         try write("\(dir)/b/plugin", "#!/bin/sh\necho the-swapped-program\n")
-        try FileManager.default.copyItem(atPath: "/bin/echo", toPath: "\(dir)/a/binary")
-        try FileManager.default.copyItem(atPath: "/bin/true", toPath: "\(dir)/b/binary")
+        // Hard links where the file system allows (no copy open for writing
+        // that a fork in a parallel test could inherit: ETXTBSY at exec).
+        for (from, to) in [("/bin/echo", "\(dir)/a/binary"), ("/bin/true", "\(dir)/b/binary")] where link(from, to) != 0 {
+            try FileManager.default.copyItem(atPath: from, toPath: to)
+        }
     }
 
     func write(_ path: String, _ text: String) throws {
@@ -36,8 +39,19 @@ struct ExecutablePathTests {
         rename("\(dir)/t", "\(dir)/b")
     }
 
-    /// Runs `exe` as nobody and returns what it printed.
+    /// Runs `exe` as nobody and returns what it printed. An exec that a
+    /// parallel test's fork made fail (ETXTBSY: it inherited a write handle
+    /// of the file we wrote) prints nothing, and is tried again.
     func run(_ exe: CheckedExecutable, _ argv: [String]) throws -> String {
+        for _ in 0..<4 {
+            let out = try runOnce(exe, argv)
+            if !out.isEmpty { return out }
+            usleep(50_000)
+        }
+        return ""
+    }
+
+    func runOnce(_ exe: CheckedExecutable, _ argv: [String]) throws -> String {
         var fds: [Int32] = [-1, -1]
         #expect(pipe(&fds) == 0)
         let pid = try Spawn.tied(exe, argv, environment: ["PATH": "/usr/bin:/bin"], passFDs: [], outputFD: fds[1],

@@ -61,9 +61,14 @@ test_dns_supervisor_killed() {
   kill_supervisor dnsoffice wireguard-go || return 1
   # A SIGKILL undoes nothing: the tunnel's DNS is still there...
   expect_contains "resolv.conf after the kill" "nameserver 198.19.0.53" "$(resolv)" || return 1
+  # ...and status says so, with what restores it (issue 36, item 2).
+  expect_ok "status after the kill" cn "$V" status || return 1
+  expect_contains "status names the stale DNS" "dnsoffice: DNS: the dead tunnel's DNS is still in place (198.19.0.53 (resolv.conf)): names go to its servers; restore it with: vpnctl stop dnsoffice" "$OUT" || return 1
+  expect_eq "status --json staleResolver" "198.19.0.53" "$(field dnsoffice staleResolver.servers | tr -d "[]'")" || return 1
   # ...until the next stop, which restores it from the backup it recorded.
   expect_ok "stop after the kill" cn "$V" stop dnsoffice || return 1
   expect_eq "resolv.conf after stop" "$before" "$(resolv)" || return 1
+  expect_eq "no stale DNS after stop" "" "$(field dnsoffice staleResolver)" || return 1
   # The next start after a kill restores too, then applies again.
   expect_ok "start again" cn "$V" start dnsoffice || return 1
   kill_supervisor dnsoffice wireguard-go || return 1

@@ -68,6 +68,10 @@ enum StatusCommand {
             }
         }
         for d in statuses { if let note = d.resolver?.note { inv.output.line(L("\(d.name): DNS: \(note)")) } }
+        for d in statuses {
+            guard let r = d.staleResolver else { continue }
+            inv.output.line(L("\(d.name): DNS: the dead tunnel's DNS is still in place (\(DerivedStatus.text(of: r))): names go to its servers; restore it with: vpnctl stop \(d.name.shellQuoted)"))
+        }
         bypassLines(inv, statuses)
         onDemandLines(inv, statuses, profiles)
         return .ok

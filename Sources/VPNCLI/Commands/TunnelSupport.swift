@@ -10,7 +10,8 @@ struct StatusJSON: Encodable {
     let status: DerivedStatus
 
     enum Keys: String, CodingKey {
-        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, bypassRoutes, startedBy
+        case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, bypassRoutes, startedBy,
+             staleResolver
     }
 
     func encode(to encoder: Encoder) throws {
@@ -28,6 +29,7 @@ struct StatusJSON: Encodable {
         try c.encodeOrNull(status.killSwitch?.rawValue, forKey: .killSwitch)
         try c.encode(status.bypassRoutes, forKey: .bypassRoutes)
         try c.encodeOrNull(status.record?.startedBy, forKey: .startedBy)
+        try c.encodeOrNull(status.staleResolver.map(ResolverJSON.init), forKey: .staleResolver)
     }
 }
 
@@ -47,6 +49,7 @@ extension StatusJSON {
             "name": .string(status.name),
             "reconnects": .number(String(status.record?.reconnects ?? 0)),
             "resolver": status.resolverJSON,
+            "staleResolver": status.staleResolver.map(DerivedStatus.json(of:)) ?? .null,
             "startedBy": status.record?.startedBy.map {
                 .object(["by": .string($0.by), "reason": .string($0.reason), "rule": .number(String($0.rule))])
             } ?? .null,
@@ -76,9 +79,10 @@ struct ResolverJSON: Encodable {
 
 extension DerivedStatus {
     /// The DNS in effect on the system resolver (null when none).
-    var resolverJSON: JSONValue {
-        guard let r = resolver else { return .null }
-        return .object(["backend": .string(r.backend), "servers": .array(r.servers.map { .string($0) }),
+    var resolverJSON: JSONValue { resolver.map(DerivedStatus.json(of:)) ?? .null }
+
+    static func json(of r: ResolverRecord) -> JSONValue {
+        .object(["backend": .string(r.backend), "servers": .array(r.servers.map { .string($0) }),
                         "searchDomains": .array(r.searchDomains.map { .string($0) }),
                         "matchDomains": .array(r.matchDomains.map { .string($0) }),
                         "interface": .optional(r.interface), "path": .optional(r.path), "note": .optional(r.note),
@@ -89,8 +93,9 @@ extension DerivedStatus {
     var killSwitchJSON: JSONValue { .optional(killSwitch?.rawValue) }
 
     /// One line for people: "198.19.8.1 (resolv.conf)".
-    var resolverText: String? {
-        guard let r = resolver else { return nil }
+    var resolverText: String? { resolver.map(DerivedStatus.text(of:)) }
+
+    static func text(of r: ResolverRecord) -> String {
         var parts = r.servers
         parts += r.searchDomains.map { "search \($0)" }
         parts += r.matchDomains.map { "~\($0)" }

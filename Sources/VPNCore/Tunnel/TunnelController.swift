@@ -25,6 +25,13 @@ public struct DerivedStatus: Equatable, Sendable {
     /// The DNS in effect on the system resolver, and which backend holds it.
     public var resolver: ResolverRecord? { isActive ? record?.resolver : nil }
 
+    /// The DNS a dead supervisor left on the system resolver (names still go
+    /// to the gone tunnel's servers): what `stop` or the next `start` takes back.
+    public var staleResolver: ResolverRecord? {
+        guard !supervisorAlive, let r = record, r.status != .disconnected else { return nil }
+        return r.resolver
+    }
+
     /// The kill switch: nil (none), "on" while the tunnel runs, or blocking
     /// while it is down (fail closed, until `stop`).
     public var killSwitch: KillSwitchState? {
