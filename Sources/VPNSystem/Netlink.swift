@@ -21,6 +21,8 @@ public struct NetlinkError: Error, CustomStringConvertible, Sendable {
     }
 
     public var isPermission: Bool { code == NLE_PERM || code == NLE_NOACCESS }
+    /// The object (or its device) is gone already: nothing left to take back.
+    public var isGone: Bool { code == NLE_NODEV || code == NLE_OBJ_NOTFOUND }
 }
 
 /// An rtnetlink socket. The corresponding libnl calls are nl_socket_alloc()

@@ -342,8 +342,18 @@ final class ContextFixture {
         let (other, session2) = try running(g)
         g.system.deletedLinks = ["utun0"]
         session2.networkChanged()
+        #expect(other.exitCode == nil, "a moment for wireguard-go's exit, which would name the cause")
+        withExtendedLifetime(session2) { g.loop.run() }
         #expect(other.exitCode == 1)
-        #expect(other.record.lastDisconnectError?.message == "interface utun0 was deleted")
+        #expect(other.record.lastDisconnectError?.message == "interface utun0 was deleted (wireguard-go still runs)")
+        // Issue 36 item 4: wireguard-go killed takes its tun with it; the exit names the cause.
+        let h = ContextFixture()
+        let (third, session3) = try running(h)
+        h.system.deletedLinks = ["utun0"]
+        session3.networkChanged()
+        session3.childExited(try #require(session3.tunnel).providerPid, .signalled(9))
+        #expect(third.exitCode == 1)
+        #expect(third.record.lastDisconnectError?.message.hasSuffix("was killed by signal 9") == true, "\(third.record.lastDisconnectError?.message ?? "")")
     }
 
     @Test func aDownLinkToTheEndpointIsNamed() throws {

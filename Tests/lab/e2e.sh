@@ -207,6 +207,9 @@ test_provider_killed() {
   kill -KILL "$wgpid"
   wait_status office disconnected 5 || return 1
   expect_field office stopReason providerFailed && expect_field office lastDisconnectError.name pluginFailed || return 1
+  # Its tun goes with it, but the reason is the kill, not "interface deleted".
+  expect_match "the reason" "^wireguard-go \(pid $wgpid\) was killed by signal 9$" "$(field office lastDisconnectError.message)" || return 1
+  expect_not_contains "no undo noise" "[!] undo" "$(cat "$VPNCTL_RUN_DIR"/logs/*.log)" || return 1
   wait_for "status --watch --count 2 to exit after two transitions" 5 gone $watcher || { cat "$T/watch.err"; return 1; }
   python3 - "$T/watch.json" <<'PY' || return 1
 import json, sys

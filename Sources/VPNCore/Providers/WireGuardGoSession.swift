@@ -18,6 +18,9 @@ final class WireGuardGoSession: ProviderTunnel {
     var pathProblem: String? = nil
     var checkPath = true
     var tick: EventLoop.Token? = nil
+    /// Set once the interface is gone: the end, unless wireguard-go's exit comes first.
+    var goneTick: EventLoop.Token? = nil
+    static let exitGraceMs: Int64 = 300
 
     init(context: TunnelContext, config: WireGuardConfiguration, program: String) {
         self.context = context
@@ -78,7 +81,15 @@ final class WireGuardGoSession: ProviderTunnel {
         guard let tunnel else { return }
         checkPath = true
         if (try? context.system.ifindex(tunnel.interface)) != tunnel.ifindex {
-            return end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted"), reason: .providerFailed)
+            // wireguard-go killed: the kernel removes its tun before the exit is
+            // reaped, so wait a moment for the exit, which names the cause.
+            guard goneTick == nil else { return }
+            goneTick = context.loop.after(Self.exitGraceMs) { [weak self] in
+                guard let self else { return }
+                self.end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted (wireguard-go still runs)"),
+                         reason: .providerFailed)
+            }
+            return
         }
         observe()
     }
@@ -87,6 +98,7 @@ final class WireGuardGoSession: ProviderTunnel {
     func end(error: ConnectionError?, reason: StopReason) {
         guard context.exitCode == nil else { return }  // ended once already
         context.loop.cancel(tick)
+        context.loop.cancel(goneTick)
         if context.status != .disconnecting { context.transition(.disconnecting) }
         tunnel?.stop()
         context.finish(error: error, reason: reason)

@@ -1,3 +1,5 @@
+import VPNSystem
+
 /// Bringing a tunnel up pushes an undo step for every change; a failure or a
 /// stop unwinds them newest first (wg-quick's `trap del_if`).
 public final class UndoStack {
@@ -22,6 +24,9 @@ public final class UndoStack {
         while let step = steps.popLast() {
             do {
                 try step.undo()
+            } catch let e as NetlinkError where e.isGone {
+                // The interface went first (a provider killed): what was on it went too.
+                log("[#] \(step.description): already gone")
             } catch {
                 log("[!] undo '\(step.description)' failed: \(error)")
             }
