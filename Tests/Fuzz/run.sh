@@ -32,7 +32,11 @@ fuzz_one() {
   fi
   if [ "${FUZZ_REPLAY:-}" = 1 ]; then
     local inputs=("$HERE/corpus/$name"/* "$(fixtures_of "$name")"/* "$HERE/regressions/$name"/*)
-    inputs=($(ls -d "${inputs[@]}" 2>/dev/null))
+    # Regular files only: libFuzzer reads every argument as a corpus
+    # directory once one of them is a directory (Tests/fixtures/nm/certs).
+    local f files=()
+    for f in "${inputs[@]}"; do [ -f "$f" ] && files+=("$f"); done
+    inputs=("${files[@]}")
     if [ ${#inputs[@]} = 0 ]; then echo "FAIL - fuzz $name: no committed corpus to replay"; return; fi
     if "$bin" "${inputs[@]}" > "$OUT/$name.replay.log" 2>&1; then
       echo "ok   - fuzz $name: replayed ${#inputs[@]} committed inputs"
