@@ -354,6 +354,13 @@ final class ContextFixture {
         session3.childExited(try #require(session3.tunnel).providerPid, .signalled(9))
         #expect(third.exitCode == 1)
         #expect(third.record.lastDisconnectError?.message.hasSuffix("was killed by signal 9") == true, "\(third.record.lastDisconnectError?.message ?? "")")
+        // The interface deleted by someone: wireguard-go then exits by itself, and the deletion is named.
+        let k = ContextFixture()
+        let (fourth, session4) = try running(k)
+        k.system.deletedLinks = ["utun0"]
+        session4.networkChanged()
+        session4.childExited(try #require(session4.tunnel).providerPid, .exited(0))
+        #expect(fourth.record.lastDisconnectError?.message == "interface utun0 was deleted (wireguard-go then exited with status 0)")
     }
 
     @Test func aDownLinkToTheEndpointIsNamed() throws {

@@ -74,6 +74,11 @@ final class WireGuardGoSession: ProviderTunnel {
     func childExited(_ pid: pid_t, _ status: ExitStatus) {
         guard let tunnel, pid == tunnel.providerPid else { return }
         context.log("[!] wireguard-go \(status)")
+        // Its tun deleted under it, wireguard-go exits by itself: the deletion is the cause.
+        if goneTick != nil, case .exited = status {
+            return end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted (wireguard-go then \(status))"),
+                       reason: .providerFailed)
+        }
         end(error: ConnectionError(.pluginFailed, "wireguard-go (pid \(pid)) \(status)"), reason: .providerFailed)
     }
 
