@@ -34,6 +34,13 @@ public struct ImportOptions: Sendable {
         self.baseDirectory = baseDirectory
         self.identityPassword = identityPassword
     }
+
+    /// A file the imported file names (a key, a CA): a relative path is read
+    /// from `baseDirectory`; at most ImportFormat.maximumSize; nil when absent.
+    func readReferenced(_ path: String) throws -> [UInt8]? {
+        let full = path.hasPrefix("/") ? path : "\(baseDirectory ?? ".")/\(path)"
+        return try FileSystem.readFileIfPresent(full, followSymlinks: true, limit: ImportFormat.maximumSize)
+    }
 }
 
 /// The formats vpnctl recognises, supported or not yet.

@@ -163,9 +163,8 @@ public enum NMKeyfileImport {
             }
             if v.hasPrefix("-----BEGIN ") { return Array(v.utf8) }
             let path = v.hasPrefix("file://") ? String(v.dropFirst(7)) : v
-            let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
             do {
-                guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true, limit: ImportFormat.maximumSize) else {
+                guard let bytes = try options.readReferenced(path) else {
                     problems.append(L("\(at(section, key)): the file \(path.quotedForMessage) does not exist (a relative path is read from the keyfile's directory)"))
                     return nil
                 }

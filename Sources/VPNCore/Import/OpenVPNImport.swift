@@ -339,9 +339,8 @@ public enum OpenVPNImport {
         /// else the `<tag>` block. Nil, with a problem, when the file cannot be read.
         mutating func material(_ tag: String, _ d: Directive?) -> [UInt8]? {
             if let d, let path = d.args.first, path != "[inline]" {
-                let full = path.hasPrefix("/") ? path : "\(options.baseDirectory ?? ".")/\(path)"
                 do {
-                    guard let bytes = try FileSystem.readFileIfPresent(full, followSymlinks: true, limit: ImportFormat.maximumSize) else {
+                    guard let bytes = try options.readReferenced(path) else {
                         problems.append(L("line \(d.line): \(tag) file '\(OpenVPNDirectives.shown(path))' does not exist"))
                         return nil
                     }

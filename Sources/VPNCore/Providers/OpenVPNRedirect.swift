@@ -64,13 +64,17 @@ public struct RedirectGateway: Equatable, Sendable {
 /// is how a user keeps a full-tunnel server's client split).
 public struct PullFilter: Equatable, Sendable {
     public enum Action: String, Sendable { case accept, ignore, reject }
-    public var rules: [(action: Action, text: String)]
+    public struct Rule: Equatable, Sendable {
+        public var action: Action
+        public var text: String
+    }
+    public var rules: [Rule]
 
     public init(options: [String]) {
         rules = options.compactMap { option in
             guard let words = OpenVPNDirectives.tokenize(option), words.count == 3, OpenVPNDirectives.name(words) == "pull-filter",
                   let action = Action(rawValue: words[1]) else { return nil }
-            return (action, words[2])
+            return Rule(action: action, text: words[2])
         }
     }
 
@@ -82,8 +86,4 @@ public struct PullFilter: Equatable, Sendable {
 
     /// The pushed options openvpn keeps (a rejected one makes it restart the session).
     public func kept(_ options: [String]) -> [String] { options.filter { action(for: $0) == .accept } }
-
-    public static func == (a: PullFilter, b: PullFilter) -> Bool {
-        a.rules.map(\.action) == b.rules.map(\.action) && a.rules.map(\.text) == b.rules.map(\.text)
-    }
 }
