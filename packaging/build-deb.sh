@@ -74,6 +74,9 @@ sed -e "s/@VERSION@/$VERSION/" -e "s|@MAINTAINER@|$MAINTAINER|" -e "s/@ARCH@/$AR
   "$HERE/debian/control.in" > "$PKG/DEBIAN/control"
 (cd "$PKG" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$PKG/DEBIAN/md5sums"
 chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"
+# The maintainer scripts: the agent's socket enabled on install, stopped and
+# cleaned on removal (packaging/debian/postinst, prerm, postrm).
+for script in postinst prerm postrm; do install -m 0755 "$HERE/debian/$script" "$PKG/DEBIAN/$script"; done
 find "$PKG" -exec touch -h -d "@$EPOCH" {} +
 
 mkdir -p "$OUT"
