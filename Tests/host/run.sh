@@ -46,6 +46,7 @@ autoconnect=true
 [ipv4]
 method=manual
 address1=198.18.0.2/24
+dns=198.18.0.1
 never-default=true
 
 [ipv6]
@@ -67,22 +68,25 @@ hfield() {
 for k in sys.argv[1].split("."): v = (v or {}).get(k)
 print("" if v is None else v)' "$2"
 }
-# host_policy PROFILE USER: the profile's policy names USER (vpnctl edit, an editor of sed).
-host_policy() {
-  printf '#!/bin/sh\nexec sed -i %q "$1"\n' '/^  "policy" : {/,/^  },\{0,1\}$/c\  "policy" : { "users" : [ "'"$2"'" ] },' \
-    > "$HOST_MERGED/usr/local/bin/lab-editor"
+# host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
+host_edit() {
+  printf '#!/bin/sh\nexec sed -i %q "$1"\n' "$2" > "$HOST_MERGED/usr/local/bin/lab-editor"
   chmod 0755 "$HOST_MERGED/usr/local/bin/lab-editor"
   hx env EDITOR=lab-editor vpnctl edit "$1" > /dev/null
 }
+# host_policy PROFILE USER: the profile's policy names USER.
+host_policy() { host_edit "$1" '/^  "policy" : {/,/^  },\{0,1\}$/c\  "policy" : { "users" : [ "'"$2"'" ] },'; }
 
-# The lab's DNS server on the server's tunnel address 198.19.0.53: names
-# under corp.example are 198.19.0.1, others do not exist.
+# host_dns_up ADDR DEV ANSWER: a DNS server in the server namespace on ADDR
+# (added to DEV): names under corp.example are ANSWER, others do not exist.
+# Each query it gets is logged in $LAB_DIR/dns-ADDR.log.
 host_dns_up() {
-  s ip addr add 198.19.0.53/32 dev "${LAB}w" 2>/dev/null
+  s ip addr add "$1/32" dev "$2" 2>/dev/null
   cat > "$LAB_DIR/dns.py" <<'PY'
-import socket
+import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("198.19.0.53", 53))
+s.bind((sys.argv[1], 53))
+answer = bytes(int(x) for x in sys.argv[2].split("."))
 print("ready", flush=True)
 while True:
     q, peer = s.recvfrom(512)
@@ -91,18 +95,21 @@ while True:
         labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]
     question = q[12:i + 5]
     name = ".".join(labels).lower()
-    print("query", name, flush=True)
+    print("query", name, "from", peer[0], flush=True)
     if name.endswith("corp.example") and q[i + 2] == 1:
-        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + bytes([198, 19, 0, 1])
+        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + answer
         s.sendto(q[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00" + question + a, peer)
     else:
         s.sendto(q[:2] + b"\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
 PY
-  ip netns exec "$NS_S" python3 "$LAB_DIR/dns.py" > "$LAB_DIR/dns.log" 2>&1 &
+  ip netns exec "$NS_S" python3 "$LAB_DIR/dns.py" "$1" "$3" > "$LAB_DIR/dns-$1.log" 2>&1 &
   LAB_PIDS+=($!)
-  wait_for "the lab's DNS server on 198.19.0.53" 5 grep -q ready "$LAB_DIR/dns.log"
+  wait_for "the lab's DNS server on $1" 5 grep -q ready "$LAB_DIR/dns-$1.log"
 }
-host_dns_up || fail "the lab's DNS server did not start"
+# The tunnel's (198.19.0.53, answers 198.19.0.1) and the underlay's, which
+# NetworkManager gives the lab's ethernet (198.18.0.1, answers 198.18.0.99).
+host_dns_up 198.19.0.53 "${LAB}w" 198.19.0.1 && host_dns_up 198.18.0.1 "${LAB}s0" 198.18.0.99 \
+  || fail "the lab's DNS servers did not start"
 
 # ---- 1. socket activation and the agent's sandbox ---------------------------
 test_host_socket_activation() {
@@ -128,6 +135,53 @@ test_host_socket_activation() {
   expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
 }
 check "socket activation: a user's start brings up the agent, a WireGuard tunnel with DNS on resolved; stop undoes it" test_host_socket_activation
+
+# ---- 4. systemd-resolved, for real: a full tunnel takes every query ---------
+# capture_dns NAME: tcpdump on the server's underlay veth, DNS only, in the background.
+capture_dns() {
+  ip netns exec "$NS_S" tcpdump -n -U --immediate-mode -i "${LAB}s0" -w "$LAB_DIR/$1.pcap" 'udp port 53 or tcp port 53' > "$LAB_DIR/$1.tcpdump" 2>&1 &
+  CAP_PID=$!; LAB_PIDS+=($CAP_PID)
+  wait_for "tcpdump on ${LAB}s0" 5 grep -q "listening on" "$LAB_DIR/$1.tcpdump"
+}
+capture_count() {
+  stop_pid "$CAP_PID"
+  tcpdump -n -r "$LAB_DIR/$1.pcap" 2>/dev/null | wc -l
+}
+test_host_resolved_full_tunnel() {
+  sed -e 's|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|' -e 's|^AllowedIPs = .*|AllowedIPs = 0.0.0.0/0|' \
+    "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/full.conf"
+  expect_ok "import" vx import /root/full.conf --name full || return 1
+  defer vx remove full
+  expect_ok "kill switch on" host_edit full '/^  "id" : /a\  "includeAllNetworks" : true,' || return 1
+  # Before: the underlay's DNS answers, and the capture sees it.
+  capture_dns before
+  expect_ok "resolvectl query before the tunnel" hx resolvectl query --cache=no a.corp.example || return 1
+  expect_contains "the underlay's answer" "198.18.0.99" "$OUT" || return 1
+  local n; n=$(capture_count before)
+  [ "$n" -ge 2 ] || { echo "  the capture on ${LAB}s0 saw $n DNS packets before the tunnel: it cannot prove anything"; sed "s/^/  tcpdump | /" "$LAB_DIR/before.tcpdump"; tail -3 "$LAB_DIR/dns-198.18.0.1.log"; return 1; }
+  expect_ok "start" vx start full || return 1
+  local ifn; ifn=$(hfield full interface)
+  expect_ok "resolvectl domain $ifn" hx resolvectl domain "$ifn" || return 1
+  expect_contains "the tunnel's routing domain" "~." "$OUT" || return 1
+  expect_ok "resolvectl default-route $ifn" hx resolvectl default-route "$ifn" || return 1
+  expect_contains "the tunnel is resolved's default route" "yes" "$OUT" || return 1
+  expect_ok "nft list tables" hx nft list tables || return 1
+  expect_contains "the kill switch's table" "inet vpnctl_" "$OUT" || return 1
+  capture_dns during
+  expect_ok "resolvectl query through the full tunnel" hx resolvectl query --cache=no b.corp.example || return 1
+  expect_contains "the tunnel's answer" "198.19.0.1" "$OUT" || return 1
+  expect_run "a name that does not exist" nonzero hx resolvectl query --cache=no nosuch.example.org || return 1
+  n=$(capture_count during)
+  expect_eq "DNS packets on the underlay during the full tunnel" 0 "$n" || return 1
+  echo "  capture on ${LAB}s0: DNS packets before the tunnel $(tcpdump -n -r "$LAB_DIR/before.pcap" 2>/dev/null | wc -l), during 0"
+  expect_ok "stop" vx stop full || return 1
+  expect_run "resolvectl dns $ifn after stop" nonzero hx resolvectl dns "$ifn" || return 1
+  expect_eq "nft tables after stop" "" "$(hx nft list tables | grep vpnctl_ || true)" || return 1
+  expect_ok "resolvectl query after stop" hx resolvectl query --cache=no c.corp.example || return 1
+  expect_contains "the underlay's answer again" "198.18.0.99" "$OUT" || return 1
+  expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
+}
+check "resolved: a full tunnel gets ~. and default-route, no query leaves through the underlay (capture), stop reverts the link" test_host_resolved_full_tunnel
 
 host_down
 t_end=$(date +%s)
