@@ -88,6 +88,8 @@ host_boot() {
       --bind=/dev/net/tun --capability=CAP_NET_ADMIN --resolv-conf=off --timezone=off \
       -D "$HOST_MERGED" -b ) < /dev/null > "$LAB_DIR/host/console.log" 2>&1 &
   HOST_PID=$!
+  # Also in a file: host_down ends it even when this ran in a subshell.
+  echo "$HOST_PID" >> "$LAB_DIR/host/nspawn.pids"
   wait_for "the container's systemd" 20 host_find_leader || return 1
   if ! wait_for "the container to reach multi-user" 60 hx systemctl is-system-running --wait; then
     hx systemctl --failed --no-legend | sed 's/^/  failed unit | /'
@@ -109,25 +111,28 @@ hx() {
 # hu USER CMD...: CMD in the container as USER (a login environment of theirs).
 hu() { local u=$1; shift; hx runuser -u "$u" -- env HOME=/ "$@"; }
 
-# host_reboot: reboots the container and waits for multi-user again. The
-# leader changes (a new systemd); nspawn itself stays.
+# host_reboot: `systemctl reboot` in the container, then boots it again on
+# the same overlay (nspawn ends when its container reboots, as
+# systemd-nspawn@.service's RestartForceExitStatus=133 expects).
 host_reboot() {
-  local old=$HOST_LEADER
   hx systemctl reboot >/dev/null 2>&1
-  wait_for "the container's old systemd ($old) to end" 60 bash -c "! [ -d /proc/$old ] || [ \"\$(cat /proc/$old/comm 2>/dev/null)\" != systemd ]" || return 1
-  wait_for "the container's new systemd" 30 host_find_leader || return 1
-  wait_for "the container to reach multi-user after reboot" 60 hx systemctl is-system-running --wait
+  wait_for "the container to go down for the reboot" 60 gone "$HOST_PID" || return 1
+  wait "$HOST_PID" 2>/dev/null
+  host_boot
 }
 
 host_down() {
-  local cg d
-  if [ -n "$HOST_PID" ]; then
+  local cg pid
+  for pid in $(cat "$LAB_DIR/host/nspawn.pids" 2>/dev/null); do
+    gone "$pid" && continue
+    grep -qF "$LAB_DIR/host/root" "/proc/$pid/cmdline" 2>/dev/null || continue
     # nspawn turns SIGTERM into an orderly poweroff of the container.
-    kill "$HOST_PID" 2>/dev/null
-    wait_for "the container to power off" 30 gone "$HOST_PID" || kill -KILL "$HOST_PID" 2>/dev/null
-    wait "$HOST_PID" 2>/dev/null
-    HOST_PID="" HOST_LEADER=""
-  fi
+    kill "$pid" 2>/dev/null
+    wait_for "the container to power off" 30 gone "$pid" || kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  rm -f "$LAB_DIR/host/nspawn.pids"
+  HOST_PID="" HOST_LEADER=""
   if [ -n "$HOST_MERGED" ]; then
     umount "$HOST_MERGED" 2>/dev/null || umount -l "$HOST_MERGED" 2>/dev/null
     HOST_MERGED=""

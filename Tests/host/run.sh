@@ -68,6 +68,7 @@ hfield() {
 for k in sys.argv[1].split("."): v = (v or {}).get(k)
 print("" if v is None else v)' "$2"
 }
+host_status_is() { [ "$(hfield "$1" status)" = "$2" ]; }
 # host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
 host_edit() {
   printf '#!/bin/sh\nexec sed -i %q "$1"\n' "$2" > "$HOST_MERGED/usr/local/bin/lab-editor"
@@ -182,6 +183,74 @@ test_host_resolved_full_tunnel() {
   expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
 }
 check "resolved: a full tunnel gets ~. and default-route, no query leaves through the underlay (capture), stop reverts the link" test_host_resolved_full_tunnel
+
+# ---- 2. the agent restarted or killed: tunnels and status stay --------------
+test_host_agent_restart() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "policy" host_policy office "$HU" || return 1
+  expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
+  defer vx stop office
+  local sup; sup=$(hfield office supervisorPid)
+  expect_ok "systemctl restart vpnctl-agent" hx systemctl restart vpnctl-agent.service || return 1
+  expect_eq "status after the restart, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
+  expect_ok "a ping after the restart" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
+  local main; main=$(hx systemctl show -P MainPID vpnctl-agent.service)
+  expect_ok "SIGKILL of the agent ($main)" hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
+  wait_for "systemd to restart the agent (Restart=on-failure)" 15 \
+    bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
+  expect_eq "status after SIGKILL of the agent, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
+  expect_eq "the same supervisor" "$sup" "$(hfield office supervisorPid)" || return 1
+  expect_ok "a ping after the agent's SIGKILL" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "stop by $HU through the new agent" hu "$HU" vpnctl stop office
+}
+check "systemctl restart vpnctl-agent and a SIGKILL of it keep the tunnel, its supervisor and its status" test_host_agent_restart
+
+# ---- 3. vpnctl@office.service at boot -----------------------------------------
+test_host_unit_at_boot() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "systemctl enable vpnctl@office" hx systemctl enable vpnctl@office.service || return 1
+  defer hx systemctl disable vpnctl@office.service
+  host_reboot || return 1  # (not in a subshell: it sets HOST_PID and HOST_LEADER)
+  expect_eq "vpnctl@office after boot" active "$(hx systemctl is-active vpnctl@office.service)" || return 1
+  expect_eq "status after boot" connected "$(hfield office status)" || return 1
+  expect_ok "a ping through the tunnel after boot" hx ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "its ordering" hx systemctl show -P After vpnctl@office.service || return 1
+  expect_contains "After=" "network-online.target" "$OUT" || return 1
+  expect_ok "systemctl stop vpnctl@office" hx systemctl stop vpnctl@office.service || return 1
+  expect_eq "status after systemctl stop" disconnected "$(hfield office status)" || return 1
+  expect_run "systemctl start vpnctl@nosuch" nonzero hx systemctl start vpnctl@nosuch.service || return 1
+  expect_eq "vpnctl@nosuch" failed "$(hx systemctl is-active vpnctl@nosuch.service)" || return 1
+  expect_run "systemctl status vpnctl@nosuch" nonzero hx systemctl status --no-pager --lines=5 vpnctl@nosuch.service
+  expect_contains "vpnctl's message in systemctl status" "no profile named 'nosuch'" "$OUT" || return 1
+  hx systemctl reset-failed vpnctl@nosuch.service 2>/dev/null
+  return 0
+}
+check "vpnctl@office.service enabled: the tunnel is up after a reboot, systemctl stop stops it, a failed start fails the unit with vpnctl's message" test_host_unit_at_boot
+
+# ---- 5. NetworkManager on the same host ----------------------------------------
+test_host_networkmanager() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "start" vx start office || return 1
+  defer vx stop office
+  local ifn; ifn=$(hfield office interface)
+  expect_ok "nmcli device" hx nmcli -t -f DEVICE,STATE device || return 1
+  expect_contains "NetworkManager leaves $ifn alone" "$ifn:unmanaged" "$OUT" || return 1
+  expect_contains "NetworkManager manages the lab's ethernet" "${LAB}c0:connected" "$OUT" || return 1
+  # NetworkManager reconnects the ethernet: the tunnel's routes and DNS stay.
+  expect_ok "nmcli connection down lab" hx nmcli connection down lab || return 1
+  expect_ok "nmcli connection up lab" hx nmcli connection up lab || return 1
+  # (Without traffic WireGuard does not handshake again, and status stays
+  # reasserting until something proves the path: a ping does.)
+  wait_for "a ping through the tunnel after NM's reconnect" 10 hx ping -c 1 -W 1 198.19.0.1 || return 1
+  wait_for "the tunnel to be connected again after NM's reconnect" 20 host_status_is office connected \
+    || { vx status office | sed 's/^/  status | /'; hx ip route | sed 's/^/  route | /'; hx wg show | sed 's/^/  wg | /'; return 1; }
+  expect_ok "the tunnel's route" hx ip route show dev "$ifn" || return 1
+  expect_contains "the tunnel's route after NM's reconnect" "198.19.0.0/24" "$OUT"
+}
+check "NetworkManager: vpnctl's utun is unmanaged, an NM reconnect of the ethernet keeps the tunnel's routes" test_host_networkmanager
 
 host_down
 t_end=$(date +%s)
