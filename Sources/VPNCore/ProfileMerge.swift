@@ -113,7 +113,7 @@ extension ProfileMerge.Conflict {
         let here = ours.map { L("the edit sets \(d($0))") } ?? L("the edit removes it")
         let there = theirs.map { L("the stored profile now has \(d($0))") } ?? L("the stored profile no longer has it")
         let before = base.map { L("was \(d($0))") } ?? L("was not set")
-        return "\(field): \(here), \(there) (\(before))"
+        return L("\(field): \(here), \(there) (\(before))")
     }
 }
 

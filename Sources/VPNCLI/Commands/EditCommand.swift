@@ -15,11 +15,8 @@ enum EditCommand {
         meanwhile (otherwise exit 7, configuration stale). If it cannot be
         saved, your edit is kept in a file whose path is printed; on a terminal
         vpnctl offers to reopen it, and 'vpnctl edit PROFILE --from FILE'
-        applies it later. When the profile was saved meanwhile, --rebase
-        applies the kept change on the current revision, field by field, and
-        refuses only the fields changed on both sides. Kept edits older than
-        a day are removed by the next edit. Secrets are not in the JSON; set
-        them with 'vpnctl secret set'.
+        applies it later. Secrets are not in the JSON; set them with
+        'vpnctl secret set'.
         """),
         examples: [
             "vpnctl edit office",
