@@ -120,6 +120,13 @@ import VPNCore
         let notOurs = getuid() == 0 ? try keptDirectory("Not123", age: 2 * 86400, owner: 65534) : nil
         let unrelated = "\(tmp)/vpnctl-edit-notes"
         try fm.createDirectory(atPath: unrelated, withIntermediateDirectories: false)
+        // A symlink with a kept edit's name, to an old directory elsewhere: neither is touched.
+        let elsewhere = h.root + "/elsewhere"
+        try fm.createDirectory(atPath: elsewhere, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        #expect(fm.createFile(atPath: elsewhere + "/office.json", contents: Data("{}".utf8)))
+        try fm.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3 * 86400)], ofItemAtPath: elsewhere + "/office.json")
+        try fm.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3 * 86400)], ofItemAtPath: elsewhere)
+        try fm.createSymbolicLink(atPath: "\(tmp)/vpnctl-edit-Sym123", withDestinationPath: elsewhere)
 
         h.editor = { _ in }
         let r = h.run("edit", "office")
@@ -129,7 +136,8 @@ import VPNCore
         #expect(fm.fileExists(atPath: fresh + "/office.json"))
         if let notOurs { #expect(fm.fileExists(atPath: notOurs + "/office.json"), "another user's directory is left alone") }
         #expect(fm.fileExists(atPath: unrelated))
-        #expect(try fm.contentsOfDirectory(atPath: tmp).filter { $0.hasPrefix("vpnctl-edit-") }.count == (notOurs == nil ? 2 : 3),
+        #expect(fm.fileExists(atPath: elsewhere + "/office.json"), "a symlink is never followed")
+        #expect(try fm.contentsOfDirectory(atPath: tmp).filter { $0.hasPrefix("vpnctl-edit-") }.count == (notOurs == nil ? 3 : 4),
                 "the unchanged edit left nothing behind")
 
         // The directory of a file being applied stays, however old.
