@@ -17,7 +17,7 @@ import Testing
         #expect(e?.message.hasPrefix("strongSwan is not installed for IKEv2: missing charon (/nonexistent/charon), the random plugin") == true)
         #expect(e?.message.contains("the eap-mschapv2 plugin") == true)
         #expect(e?.hint == "install it: apt-get install --no-install-recommends libcharon-extauth-plugins libcharon-extra-plugins "
-                + "libstrongswan libstrongswan-standard-plugins strongswan-charon strongswan-libcharon")
+                + "libstrongswan libstrongswan-standard-plugins strongswan-charon strongswan-libcharon strongswan-swanctl")
     }
 
     /// The private strongswan.conf: explicit plugins, no routes table, its own

@@ -11,6 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=vh$(( $$ % 100000 ))
 source "$HERE/../lib/testlib.sh"
 source "$HERE/../lab/lab.sh"
+source "$HERE/../lab/openvpn.sh"
+source "$HERE/../lab/ikev2.sh"
 source "$HERE/host.sh"
 
 why=$(lab_cannot_run)
@@ -27,6 +29,10 @@ trap host_teardown EXIT
 
 t0=$(date +%s)
 if ! lab_up; then fail "the lab did not come up (see above for the step that broke)"; summary host; exit 1; fi
+if ! ovpn_up; then fail "the OpenVPN lab did not come up"; summary host; exit 1; fi
+ike_why=$(ike_cannot_run)
+if [ -n "$ike_why" ]; then skip "IKEv2 in the host lab: $ike_why"
+elif ! ike_up; then fail "the IKEv2 lab did not come up"; summary host; exit 1; fi
 if ! host_prepare "$DEB"; then fail "the host lab's root file system could not be made"; summary host; exit 1; fi
 t_root=$(date +%s)
 
@@ -54,6 +60,7 @@ method=ignore
 EOF
   chmod 0600 "$HOST_MERGED/etc/NetworkManager/system-connections/lab.nmconnection"
   cp "$LAB_DIR/office.conf" "$HOST_MERGED/root/office.conf"
+  cp "$LAB_DIR/work.ovpn" "$HOST_MERGED/root/work.ovpn"
 }
 if ! host_install; then fail "vpnctl's .deb did not install in the container"; summary host; exit 1; fi
 if ! host_boot; then fail "the container did not boot"; summary host; exit 1; fi
@@ -136,6 +143,42 @@ test_host_socket_activation() {
   expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
 }
 check "socket activation: a user's start brings up the agent, a WireGuard tunnel with DNS on resolved; stop undoes it" test_host_socket_activation
+
+# The same through the agent's sandbox for OpenVPN and IKEv2: a user's start,
+# the pushed route and DNS, stop.
+test_host_agent_providers() {
+  expect_ok "import work.ovpn" vx import /root/work.ovpn --name work --username alice || return 1
+  defer vx remove work
+  printf 's3cret pass\n' | hx vpnctl secret set work password > /dev/null || { echo "  secret set work password failed"; return 1; }
+  expect_ok "policy" host_policy work "$HU" || return 1
+  expect_ok "openvpn: start by $HU" hu "$HU" vpnctl start work --timeout 20 || { hx journalctl -u vpnctl-agent --no-pager -n 20 | sed 's/^/  journal | /'; return 1; }
+  expect_eq "openvpn: status" connected "$(hfield work status)" || return 1
+  expect_ok "openvpn: a ping to the pushed route's resource" hu "$HU" ping -c 1 -W 2 198.19.9.1 || return 1
+  expect_eq "openvpn: the pushed DNS on resolved" systemd-resolved "$(hfield work resolver.backend)" || return 1
+  expect_ok "openvpn: resolvectl dns" hx resolvectl dns "$(hfield work interface)" || return 1
+  expect_contains "openvpn: resolvectl dns" "198.19.8.1" "$OUT" || return 1
+  expect_ok "openvpn: stop by $HU" hu "$HU" vpnctl stop work || return 1
+  wait_for "openvpn to end after stop" 5 host_no_process openvpn || return 1
+  [ -n "$ike_why" ] && { echo "  (IKEv2 not tried: $ike_why)"; return 0; }
+  local charons; charons=$(host_charons)
+  printf '%s' "$IKE_PSK" | hx vpnctl create ike ikev2 --server 198.18.0.1 --remote-id vpn.lab.test --local-id alice@lab.test --auth psk > /dev/null \
+    || { echo "  create ike failed"; return 1; }
+  defer vx remove ike
+  expect_ok "policy" host_policy ike "$HU" || return 1
+  expect_ok "ikev2: start by $HU" hu "$HU" vpnctl start ike --timeout 20 || { hx journalctl -u vpnctl-agent --no-pager -n 20 | sed 's/^/  journal | /'; return 1; }
+  expect_eq "ikev2: status" connected "$(hfield ike status)" || return 1
+  expect_ne "vpnctl's own charon beside the system's ($charons)" "$charons" "$(host_charons)" || return 1
+  expect_ok "ikev2: a ping through the tunnel" hu "$HU" ping -c 1 -W 2 198.19.21.1 || return 1
+  expect_ok "ikev2: stop by $HU" hu "$HU" vpnctl stop ike || return 1
+  # The system's own charon (strongswan-starter's ipsec.service runs at boot)
+  # stays; vpnctl's private one goes.
+  wait_for "vpnctl's charon to end after stop" 5 host_same_charons "$charons" \
+    || { hx ps -eo pid,ppid,etime,args | grep '[c]haron' | sed 's/^/  ps | /'; return 1; }
+}
+host_charons() { hx ps -eo pid=,comm= | awk '$2 == "charon" { print $1 }' | sort | tr '\n' ' '; }
+host_same_charons() { [ "$(host_charons)" = "$1" ]; }
+host_no_process() { ! hx ps -eo comm= | grep -qx "$1"; }
+check "socket activation: OpenVPN and IKEv2 tunnels started by a user through the sandboxed agent, DNS on resolved, stop" test_host_agent_providers
 
 # ---- 4. systemd-resolved, for real: a full tunnel takes every query ---------
 # capture_dns NAME: tcpdump on the server's underlay veth, DNS only, in the background.
@@ -251,6 +294,42 @@ test_host_networkmanager() {
   expect_contains "the tunnel's route after NM's reconnect" "198.19.0.0/24" "$OUT"
 }
 check "NetworkManager: vpnctl's utun is unmanaged, an NM reconnect of the ethernet keeps the tunnel's routes" test_host_networkmanager
+
+# ---- 6. logs: the journal, with priorities, reasons, and no secret ------------
+# journal_has PRIORITY TEXT: an entry of vpnctl-agent.service at PRIORITY holds TEXT.
+journal_has() {
+  hx journalctl -u vpnctl-agent.service --no-pager -o export | python3 -c '
+import sys
+want_p, want_t = sys.argv[1], sys.argv[2]
+entry = {}
+for raw in sys.stdin.buffer.read().split(b"\n"):
+    if not raw:
+        if entry.get("PRIORITY") == want_p and want_t in entry.get("MESSAGE", ""): sys.exit(0)
+        entry = {}; continue
+    k, _, v = raw.decode("utf-8", "replace").partition("=")
+    entry[k] = v
+sys.exit(1)' "$1" "$2"
+}
+test_host_journal() {
+  expect_ok "import work.ovpn" vx import /root/work.ovpn --name work --username alice || return 1
+  defer vx remove work
+  expect_ok "policy" host_policy work "$HU" || return 1
+  printf 'a wrong password\n' | hx vpnctl secret set work password > /dev/null || return 1
+  hx useradd --no-create-home --shell /bin/sh "${HU}x" || return 1
+  defer hx userdel "${HU}x"
+  expect_run "start by ${HU}x, named in no policy" 9 hu "${HU}x" vpnctl start work || return 1
+  expect_run "start with a wrong password, by $HU" 4 hu "$HU" vpnctl start work --timeout 20 || return 1
+  sleep 1  # (journald takes what the processes wrote)
+  journal_has 6 "may start 'work': user '$HU' is named in its policy" || { echo "  no decision at priority 6 (info) in journalctl -u vpnctl-agent"; return 1; }
+  journal_has 4 "start 'work': refused (exit 9)" || { echo "  no refusal at priority 4 (warning)"; hx journalctl -u vpnctl-agent --no-pager -n 10 | sed 's/^/  journal | /'; return 1; }
+  journal_has 3 "authenticationFailed" || { echo "  the failed start's reason is not in the journal as an error"; hx journalctl -u vpnctl-agent --no-pager -n 15 | sed 's/^/  journal | /'; return 1; }
+  journal_has 3 "exit 4" || { echo "  the worker's failure (exit 4) is not in the journal as an error"; return 1; }
+  local all; all=$(hx journalctl --no-pager -o cat)
+  expect_not_contains "the journal" "a wrong password" "$all" || return 1
+  expect_not_contains "the journal" "$(sed -n 's/^PrivateKey = //p' "$LAB_DIR/office.conf")" "$all" || return 1
+  expect_not_contains "the journal" "s3cret pass" "$all"
+}
+check "journal: the agent's decisions at info, refusals at warning, a failed start's reason (supervisor and worker) as an error, no secret" test_host_journal
 
 host_down
 t_end=$(date +%s)

@@ -56,7 +56,12 @@ enum AgentCommand {
                                      adminGroup: adminGroup)
         let environment = inv.context.environment
         let stderr = inv.context.stderr
-        let log: (String) -> Void = { stderr.write("vpnctl agent: \($0.escapingControls(keepLineBreaks: false))\n") }
+        // Under systemd each line carries its priority for the journal
+        // (denials notice, refusals warning, failures error).
+        let journal = Journal.stderrIsJournal(environment)
+        let log: (String) -> Void = {
+            stderr.write(Journal.render($0.escapingControls(keepLineBreaks: false), prefix: "vpnctl agent: ", journal: journal) + "\n")
+        }
 
         // The run dir holds records that make vpnctl signal processes: it
         // must be root's and writable by nobody else (no symlink either).
@@ -83,6 +88,7 @@ enum AgentCommand {
             log("listening on \(settings.socketPath) (admin group '\(adminGroup)')")
         }
         let server = AgentServer(settings: settings, limits: limits, listener: listener, path: environment["PATH"], log: log)
+        if journal { server.journalStream = environment["JOURNAL_STREAM"] }
         Systemd.notify("READY=1\nSTATUS=serving \(settings.socketPath)", environment: environment)
         server.run(signals: signals)
         Systemd.notify("STOPPING=1", environment: environment)
@@ -133,10 +139,22 @@ enum AgentCommand {
             return true
         }
         let out = FrameSink(stream: { AgentFrame.stdout(Array($0.utf8)) }, socket: socket, send: send)
-        let err = FrameSink(stream: { AgentFrame.stderr(Array($0.utf8)) }, socket: socket, send: send)
-        let code = AgentExecution.run(request, caller: Caller.fromSystem(uid: uid, gid: gid), settings: settings,
+        // What the client is told of a failure also reaches the agent's log
+        // (the journal, as an error): a user's failed start is an
+        // administrator's business too.
+        final class Told { var text = "" }
+        let told = Told()
+        let err = FrameSink(stream: { told.text += $0; return AgentFrame.stderr(Array($0.utf8)) }, socket: socket, send: send)
+        let caller = Caller.fromSystem(uid: uid, gid: gid)
+        let code = AgentExecution.run(request, caller: caller, settings: settings,
                                       path: inv.context.environment["PATH"], stdout: out, stderr: err)
         _ = send(AgentFrame.exit(code).encoded)
+        if code != 0, !told.text.isEmpty {
+            let first = told.text.split(separator: "\n").prefix(2).joined(separator: " / ")
+            let line = "uid=\(uid)(\(caller.userName ?? "?")) \(request.verb.rawValue)\(request.profile.map { " '\($0)'" } ?? ""): exit \(code): \(first)"
+            inv.context.stderr.write(Journal.render(Journal.tagged(.error, line.escapingControls(keepLineBreaks: false)), prefix: "vpnctl agent: ",
+                                                    journal: Journal.stderrIsJournal(inv.context.environment)) + "\n")
+        }
         return ExitCode(rawValue: code) ?? .failure
     }
 

@@ -61,6 +61,9 @@ final class AgentServer {
     let requestLog: LogRateLimiter
     var flushTimer: EventLoop.Token?
     let path: String?
+    /// The journal's stream (JOURNAL_STREAM) when the agent's stderr is it:
+    /// workers write to the same stderr, with the same priorities.
+    var journalStream: String?
     let executable: String
     var clients: [Int32: Client] = [:]
     var clientsByUID: [uid_t: Int] = [:]
@@ -123,13 +126,13 @@ final class AgentServer {
         for _ in 0..<limits.acceptsPerTurn {
             let fd: Int32?
             do { fd = try UnixSocket.accept(listener) } catch {
-                note("accept", "accept failed: \(error)")
+                note("accept", Journal.tagged(.error, "accept failed: \(error)"))
                 return
             }
             guard let fd else { return }
             let credentials: PeerCredentials
             do { credentials = try PeerCredentials.of(fd) } catch {
-                note("peercred", "a connection without credentials, closed: \(error)")
+                note("peercred", Journal.tagged(.warning, "a connection without credentials, closed: \(error)"))
                 close(fd)
                 continue
             }
@@ -166,18 +169,18 @@ final class AgentServer {
     func admit(_ c: PeerCredentials) -> Bool {
         let mine = clientsByUID[c.uid] ?? 0
         if c.uid != 0 && mine >= limits.maximumClientsPerUser {
-            note("uid=\(c.uid) busy", "refused uid=\(c.uid) pid=\(c.pid): \(mine) requests of this uid are being read already")
+            note("uid=\(c.uid) busy", Journal.tagged(.warning, "refused uid=\(c.uid) pid=\(c.pid): \(mine) requests of this uid are being read already"))
             return false
         }
         guard clients.count >= limits.maximumClients else { return true }
         let heaviest = clientsByUID.filter { $0.key != 0 && $0.key != c.uid }.max { $0.value < $1.value }
         guard let (uid, count) = heaviest, c.uid == 0 || count > mine + 1,
               let victim = clients.values.filter({ $0.credentials.uid == uid }).min(by: { $0.serial < $1.serial }) else {
-            note("uid=\(c.uid) busy", "refused uid=\(c.uid) pid=\(c.pid): \(clients.count) requests are being read already")
+            note("uid=\(c.uid) busy", Journal.tagged(.warning, "refused uid=\(c.uid) pid=\(c.pid): \(clients.count) requests are being read already"))
             return false
         }
         forget(victim)
-        note("uid=\(uid) evicted", "evicted uid=\(uid) pid=\(victim.credentials.pid) for uid=\(c.uid): the table is full and uid \(uid) holds \(count) of it")
+        note("uid=\(uid) evicted", Journal.tagged(.warning, "evicted uid=\(uid) pid=\(victim.credentials.pid) for uid=\(c.uid): the table is full and uid \(uid) holds \(count) of it"))
         reply(victim.fd, busyReply.code, frames: busyReply.frames)
         return true
     }
@@ -221,7 +224,7 @@ final class AgentServer {
     func refuse(_ client: Client, _ reason: String) {
         forget(client)
         let c = client.credentials
-        note("uid=\(c.uid) malformed", "uid=\(c.uid) pid=\(c.pid) malformed: \(reason)")
+        note("uid=\(c.uid) malformed", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) malformed: \(reason)"))
         let reply = ReplyBuffer()
         let code = AgentExecution.render(VPNError(.usage, "the vpnctl agent refused the request: \(reason)"), nil, // English: an undecoded request has no language
                                          stdout: reply.stdout, stderr: reply.stderr)
@@ -250,7 +253,7 @@ final class AgentServer {
                 let code = AgentExecution.render(VPNError(.failure, L("too many requests from you: at most \(limits.requestsPerSecondPerUser) a second"),
                                                           hint: L("try again in a moment")),
                                                  request, stdout: buffer.stdout, stderr: buffer.stderr)
-                note("uid=\(c.uid) rate", "uid=\(c.uid) pid=\(c.pid) \(request.verb.rawValue): refused: over \(limits.requestsPerSecondPerUser) requests a second")
+                note("uid=\(c.uid) rate", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) \(request.verb.rawValue): refused: over \(limits.requestsPerSecondPerUser) requests a second"))
                 reply(client.fd, code, frames: buffer.bytes)
                 return
             }
@@ -267,9 +270,9 @@ final class AgentServer {
         } catch {
             let code = AgentExecution.render(error, request, stdout: buffer.stdout, stderr: buffer.stderr)
             if let denial = error as? AgentExecution.Denial {
-                note("\(kind) denied", "\(summary): denied (exit \(code)): \(denial.decision.englishReason)")
+                note("\(kind) denied", Journal.tagged(.notice, "\(summary): denied (exit \(code)): \(denial.decision.englishReason)"))
             } else {
-                note("\(kind) refused", "\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)")
+                note("\(kind) refused", Journal.tagged(.warning, "\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)"))
             }
             reply(client.fd, code, frames: buffer.bytes)
             return
@@ -277,7 +280,7 @@ final class AgentServer {
         if let d = decision { summary += " (\(d.englishReason))" }
         if AgentExecution.runsInline(authorized) {
             let code = AgentExecution.run(authorized, caller: caller, settings: settings, path: path, stdout: buffer.stdout, stderr: buffer.stderr)
-            note(kind, "\(summary): exit \(code)")
+            note(kind, Journal.tagged(code == 0 ? .info : .warning, "\(summary): exit \(code)"))
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
@@ -285,7 +288,7 @@ final class AgentServer {
             let code = AgentExecution.render(VPNError(.failure, L("\(limits.maximumWorkersPerUser) requests of yours are running already"),
                                                       hint: L("wait for one to end (a status --watch ends when you end it)")),
                                              request, stdout: buffer.stdout, stderr: buffer.stderr)
-            note("\(kind) workers", "\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run")
+            note("\(kind) workers", Journal.tagged(.warning, "\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run"))
             reply(client.fd, code, frames: buffer.bytes)
             return
         }
@@ -297,7 +300,7 @@ final class AgentServer {
         } catch {
             let code = AgentExecution.render(VPNError(.failure, L("the vpnctl agent cannot run the request: \(error)")), request,
                                              stdout: buffer.stdout, stderr: buffer.stderr)
-            note("\(kind) failed", "\(summary): failed: \(error)")
+            note("\(kind) failed", Journal.tagged(.error, "\(summary): failed: \(error)"))
             reply(client.fd, code, frames: buffer.bytes)
         }
     }
@@ -329,7 +332,8 @@ final class AgentServer {
         close(pair[0])
         return try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
                                                 "--run-dir", settings.runDirectory, "--admin-group", settings.adminGroup],
-                                   environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"],
+                                   environment: ["PATH": path ?? "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"]
+                                       .merging(journalStream.map { ["JOURNAL_STREAM": $0] } ?? [:]) { a, _ in a },
                                    passFDs: [client, pair[1]], outputFD: 2, newSession: false)
     }
 
@@ -357,7 +361,8 @@ final class AgentServer {
     func reapWorkers() {
         for (pid, status) in ChildReaper.reapAll() {
             guard let w = workers.removeValue(forKey: pid) else { continue }
-            note("uid=\(w.caller.uid) \(w.request.verb.rawValue) ended", "\(w.summary): worker \(pid) \(status.description), exit \(status.code)")
+            note("uid=\(w.caller.uid) \(w.request.verb.rawValue) ended",
+                 Journal.tagged(status.code == 0 ? .info : .warning, "\(w.summary): worker \(pid) \(status.description), exit \(status.code)"))
         }
     }
 }

@@ -1,3 +1,4 @@
+import VPNSystem
 /// A token bucket: up to `capacity` at once, refilled at `perSecond`.
 /// Times are monotonic milliseconds, passed in (a test's clock).
 public struct TokenBucket: Equatable, Sendable {
@@ -107,7 +108,8 @@ public final class LogRateLimiter {
         let seconds = max(1, (now - k.heldSinceMs + 999) / 1000)
         let rate = perSecond == perSecond.rounded() ? String(Int(perSecond)) : String(perSecond)
         // English: the agent's log is English
-        write("rate-limited: \(k.held) more line\(k.held == 1 ? "" : "s") like this in \(seconds) s not written (at most \(burst) at once, then \(rate) a second); the last: \(k.last)")
+        let last = Journal.untag(k.last)
+        write(Journal.tagged(last.priority, "rate-limited: \(k.held) more line\(k.held == 1 ? "" : "s") like this in \(seconds) s not written (at most \(burst) at once, then \(rate) a second); the last: \(last.text)"))
         k.held = 0
     }
 }

@@ -39,7 +39,7 @@ public struct CharonProvider: TunnelProvider {
             ("pem", "libstrongswan"), ("pkcs1", "libstrongswan"), ("pkcs8", "libstrongswan"), ("x509", "libstrongswan"),
             ("revocation", "libstrongswan"), ("constraints", "libstrongswan"), ("pubkey", "libstrongswan"),
             ("kdf", "libstrongswan"), ("kernel-libipsec", "libcharon-extra-plugins"), ("kernel-netlink", "strongswan-libcharon"),
-            ("socket-default", "strongswan-libcharon"), ("vici", "strongswan-libcharon"),
+            ("socket-default", "strongswan-libcharon"), ("vici", "strongswan-swanctl"),
         ]
         if !resolvconf { p.append(("resolve", "libstrongswan")) }
         if c.username != nil {

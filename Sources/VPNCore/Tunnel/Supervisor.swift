@@ -66,8 +66,19 @@ public final class Supervisor {
         makeFirewall = firewall
     }
 
+    /// The profile's name once it is read (for the journal's lines).
+    var profileName: String?
+
+    /// A line of the tunnel's log (the run dir's logs/ID.log). What an
+    /// administrator must see also goes to syslog, which is the journal
+    /// under systemd (attributed to the unit that started the supervisor):
+    /// each transition, and each failure as an error.
     func log(_ line: String) {
         logFile.write(line)
+        let failed = line.hasPrefix("[!]") || (line.hasPrefix("[*] ") && line.contains(" -> disconnected: "))
+        guard failed || (line.hasPrefix("[*] ") && line.contains(" -> ")) else { return }
+        let who = profileName.map { "'\($0.escapingControls(keepLineBreaks: false))'" } ?? id.lowercasedString
+        Journal.syslog(failed ? .error : .info, "tunnel \(who): \(line.escapingControls(keepLineBreaks: false))")
     }
 
     /// Runs until the tunnel is down. Returns the process exit status.
@@ -104,6 +115,7 @@ public final class Supervisor {
             return refuse(record, ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
         }
         record.name = profile.name
+        profileName = profile.name
         let context = TunnelContext(profile: profile, store: store, runtime: runtime, system: system, loop: loop, record: record,
                                     startTimeoutMs: options.startTimeout * 1000, searchPath: options.path,
                                     outputFD: output?.writeFD ?? logFD, doorbell: options.notifyFD, log: log)
