@@ -47,6 +47,10 @@ public enum OpenVPNImport {
         var wrapped = ""
         /// The directive as the file wrote it, for messages.
         var shown: String { OpenVPNDirectives.shown(wrapped + name) }
+        /// Where it came from, for messages: "line N", or the option of
+        /// `vpnctl create` that gave it.
+        var label: String? = nil
+        var at: String { label ?? L("line \(line)") }
     }
 
     public static func parse(_ text: String, name: String, source: String, options: ImportOptions) throws -> ImportResult {
@@ -179,7 +183,7 @@ public enum OpenVPNImport {
         }
 
         mutating func apply(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "script-security" {
                 checkScriptSecurity(d)
                 return
@@ -216,7 +220,7 @@ public enum OpenVPNImport {
 
         /// 'dev' and 'dev-type': vpnctl makes tun devices only.
         mutating func checkDevice(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "dev" {
                 let dev = d.args.first ?? ""
                 if dev.hasPrefix("tap") { problems.append(L("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'")) }
@@ -227,7 +231,7 @@ public enum OpenVPNImport {
 
         /// 'proto', 'port' and 'rport': what a remote without its own uses.
         mutating func setDefaultTransport(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "proto" {
                 if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
                     defaultProto = p
@@ -252,7 +256,7 @@ public enum OpenVPNImport {
 
         /// Any other directive: passed on if the allow-list has it, else listed as not imported.
         mutating func passOn(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             let words = [d.name] + d.args
             switch OpenVPNDirectives.verdict(words) {
             case .allowed:
