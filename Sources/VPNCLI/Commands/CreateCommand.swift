@@ -27,8 +27,8 @@ enum CreateCommand {
         from --private-key-file FILE ('-': standard input) or --generate-key, the
         preshared key from --preshared-key-file; both become secrets, as import makes
         them. Needs --address, --peer-public-key, --allowed-ips and --endpoint.
-        openvpn: the fields of a .ovpn client file. Needs --remote HOST[:PORT] (again
-        for more servers; --port and --proto are the defaults, 1194 and udp) and --ca;
+        openvpn: the fields of a .ovpn client file. Needs --remote HOST[:PORT[:PROTO]]
+        (again for more servers; --port and --proto are the defaults, 1194 and udp) and --ca;
         then --cert and --key, or --username (the password from --secret-file or
         standard input), or both. --tls-crypt and --tls-auth take static key files;
         --option 'DIRECTIVE ARGS' passes a directive that an imported file could carry.
@@ -71,7 +71,7 @@ enum CreateCommand {
     ]
 
     static let openVPNOptions: [OptionSpec] = [
-        OptionSpec("remote", value: "host[:port]", repeatable: true, help: L("openvpn: a server (again for more; tried in order).")),
+        OptionSpec("remote", value: "host[:port[:proto]]", repeatable: true, help: L("openvpn: a server (again for more; tried in order).")),
         OptionSpec("port", value: "port", help: L("openvpn: the port of a --remote that names none (default 1194).")),
         OptionSpec("proto", value: "proto", kind: .choice(OpenVPNImport.transports), help: L("openvpn: udp or tcp (tcp-client), udp4, tcp6...; default udp.")),
         OptionSpec("dev-type", value: "type", kind: .choice(["tun"]), help: L("openvpn: the device type; only tun is supported.")),
@@ -271,7 +271,7 @@ enum CreateCommand {
     static func openVPN(_ inv: Invocation, name: String) throws -> ImportResult {
         let a = inv.args
         var missing: [String] = []
-        if a.all("remote").isEmpty { missing.append("--remote <host[:port]>") }
+        if a.all("remote").isEmpty { missing.append("--remote <host[:port[:proto]]>") }
         if a.value("ca") == nil { missing.append("--ca <file> (the server's certificate is checked against it)") }
         switch (a.value("cert"), a.value("key"), a.value("username")) {
         case (nil, nil, nil): missing.append("--cert <file> and --key <file>, or --username <user>")
@@ -304,16 +304,22 @@ enum CreateCommand {
         return result
     }
 
-    /// `--remote HOST`, `HOST:PORT` or `[IPv6]:PORT` (a bare IPv6 address
-    /// has no port).
+    /// `--remote HOST`, `HOST:PORT` or `[IPv6]:PORT`, each optionally with
+    /// `:PROTO` after it, as nmcli writes remotes (a bare IPv6 address has
+    /// neither).
     static func remote(_ text: String, option: String) throws -> OpenVPNFields.Remote {
-        if IPAddress(text) != nil || !text.contains(":") { return .init(host: text) }
+        var text = text, proto: String?
+        if let colon = text.lastIndex(of: ":"), OpenVPNImport.transports.contains(String(text[text.index(after: colon)...])) {
+            proto = String(text[text.index(after: colon)...])
+            text = String(text[..<colon])
+        }
+        if IPAddress(text) != nil || !text.contains(":") { return .init(host: text, proto: proto) }
         switch Endpoint.parse(text) {
-        case .success(let e): return .init(host: e.host, port: e.port)
+        case .success(let e): return .init(host: e.host, port: e.port, proto: proto)
         case .failure(.badPort):
             throw VPNError(.configurationInvalid, L("\(option) \(text.abbreviated(100).quotedForMessage): the port must be 1–65535"))
         case .failure:
-            throw VPNError(.configurationInvalid, L("\(option) \(text.abbreviated(100).quotedForMessage) is not HOST, HOST:PORT or [IPv6]:PORT"))
+            throw VPNError(.configurationInvalid, L("\(option) \(text.abbreviated(100).quotedForMessage) is not HOST, HOST:PORT or [IPv6]:PORT (then optionally :udp or :tcp)"))
         }
     }
 
