@@ -172,3 +172,34 @@ import Testing
         #expect(h.run("pubkey").stderr.hasPrefix("vpnctl: no private key on standard input\n"))
     }
 }
+
+/// Issue 36 item 8: `vpnctl logs`.
+@Suite struct LogsCommandTests {
+    @Test func item8_logsOfAnUnknownProfileExit9() {
+        let h = Harness()
+        let r = h.run("logs", "nope")
+        #expect(r.code == 9 && r.stderr.hasPrefix("vpnctl: no profile named 'nope'"))
+    }
+
+    @Test func item8_logsPrintsTheRotatedPartFirstAndFilters() throws {
+        let h = Harness()
+        h.stdin = Array("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n".utf8)
+        #expect(h.run("import", h.fixture("wg/office.conf"), "--name", "office").code == 0)
+        let id = try #require(try PreferencesStore(directory: h.configDir).load().first?.id)
+        let runtime = RuntimeStore(directory: h.runDir)
+        try runtime.prepare()
+        let old = Timestamp.iso8601(Date().addingTimeInterval(-7200)), recent = Timestamp.iso8601(Date().addingTimeInterval(-60))
+        FileManager.default.createFile(atPath: runtime.logPath(id) + ".1", contents: Data("\(old) [#] first\n".utf8))
+        FileManager.default.createFile(atPath: runtime.logPath(id), contents: Data("\(old) [#] second\n\(recent) [*] third \u{1B}[2J\n".utf8))
+        let all = h.run("logs", "office")
+        #expect(all.code == 0)
+        #expect(all.stdout == "\(old) [#] first\n\(old) [#] second\n\(recent) [*] third \\u{1B}[2J\n", "escaped, in order")
+        #expect(h.run("logs", "office", "--since", "1h").stdout == "\(recent) [*] third \\u{1B}[2J\n")
+        let json = jsonObject(h.run("logs", "office", "--since", "1h", "--json").stdout)
+        #expect((json["lines"] as? [[String: Any]])?.first?["message"] as? String == "[*] third \u{1B}[2J")
+        let bad = h.run("logs", "office", "--since", "yesterday")
+        #expect(bad.code == 2 && bad.stderr.contains("'--since <time>'"))
+        #expect(h.run("remove", "office").code == 0)
+        #expect(!FileManager.default.fileExists(atPath: runtime.logPath(id)) && !FileManager.default.fileExists(atPath: runtime.logPath(id) + ".1"))
+    }
+}

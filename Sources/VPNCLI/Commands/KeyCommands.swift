@@ -13,7 +13,7 @@ enum KeyCommands {
         Its public key, for the server's peer entry: vpnctl pubkey < KEY.
         """),
         examples: [
-            "(umask 077; vpnctl genkey > office.key)",
+            "vpnctl genkey > office.key",
             "vpnctl genkey | tee office.key | vpnctl pubkey",
         ],
         run: genkey)
