@@ -101,6 +101,10 @@ extension OpenVPNImport {
                 continue
             }
             let d = directive(words, "--option '\(OpenVPNDirectives.shown(option))'")
+            if d.name == "script-security" {
+                im.problems.append(L("--option '\(OpenVPNDirectives.shown(option))': vpnctl runs no scripts, so there is nothing for script-security to allow"))
+                continue
+            }
             // The fields have options of their own; a second way to say them would disagree.
             if OpenVPNImport.consumed.contains(d.name) && d.name != "client" {
                 im.problems.append(L("--option '\(OpenVPNDirectives.shown(option))': '\(d.shown)' is given with its own option of 'vpnctl create' (see 'vpnctl help create')"))

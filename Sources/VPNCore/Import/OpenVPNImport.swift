@@ -51,6 +51,8 @@ public enum OpenVPNImport {
         /// `vpnctl create` that gave it.
         var label: String? = nil
         var at: String { label ?? L("line \(line)") }
+        /// The same, for the notes (English, as the notes are).
+        var place: String { label ?? "line \(line)" }
     }
 
     public static func parse(_ text: String, name: String, source: String, options: ImportOptions) throws -> ImportResult {
@@ -168,7 +170,7 @@ public enum OpenVPNImport {
                 && directives.allSatisfy { OpenVPNDirectives.runsProgram.contains($0.name) && $0.name != "script-security" ? Importer.isDNSScript($0) : true }
             for d in directives { apply(d) }
             if dnsScriptsOnly {
-                let lines = dnsScripts.map { "'\($0.shown) \(OpenVPNDirectives.shown($0.args.joined(separator: " ")))' (line \($0.line))" }
+                let lines = dnsScripts.map { "'\($0.shown) \(OpenVPNDirectives.shown($0.args.joined(separator: " ")))' (\($0.place))" }
                 notes.append(L("vpnctl applies the server's DNS itself, so these scripts are not imported and never run: \(lines.joined(separator: ", "))"))
             }
         }
@@ -271,11 +273,11 @@ public enum OpenVPNImport {
             case .noEffectOnLinux:
                 // dhcp-option's kind is the part that has no effect ("dhcp-option WINS").
                 let kind = d.name == "dhcp-option" ? d.args.first.map { " " + OpenVPNDirectives.shown($0.escapingControls(keepLineBreaks: false)) } ?? "" : ""
-                noEffect.append("'\(d.shown)\(kind)' (line \(d.line))")
+                noEffect.append("'\(d.shown)\(kind)' (\(d.place))")
                 if !noEffectNames.contains(d.name + kind) { noEffectNames.append(d.name + kind) }
             default:
                 if let why = OpenVPNImport.doneByVpnctl[d.name] {
-                    doneByVpnctl.append("'\(d.shown)' (line \(d.line): \(why))")
+                    doneByVpnctl.append("'\(d.shown)' (\(d.place): \(why))")
                     if !noEffectNames.contains(d.name) { noEffectNames.append(d.name) }
                 } else if d.name == "static-challenge" {
                     problems.append(L("\(at): 'static-challenge' asks for a one-time code at every connect, which vpnctl cannot ask for yet; remove the line if the server does not require a code"))
