@@ -9,6 +9,8 @@ SWIFT   ?= swift
 # what is missing, so it is fast when everything is present.
 BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libssl-dev gettext
 TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl nftables tcpdump
+# The host lab: a Debian root file system booted with systemd-nspawn.
+HOST_PACKAGES  := mmdebstrap systemd-container dpkg-dev binutils
 # IKEv2: charon, kernel-libipsec (extra), EAP-MSCHAPv2 (extauth), openssl and gcrypt, swanctl and pki for the lab.
 IKEV2_PACKAGES := strongswan-charon libcharon-extra-plugins libcharon-extauth-plugins libstrongswan-standard-plugins libstrongswan-extra-plugins strongswan-swanctl strongswan-pki
 DEMO_PACKAGES  :=
@@ -19,13 +21,13 @@ EXTRA_PACKAGES ?=
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -static-executable
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build locale test test-unit test-cli test-i18n test-lab test-security test-fuzz fuzz demo bench soak coverage install uninstall clean
+.PHONY: all deps build locale test test-unit test-cli test-i18n test-lab test-host test-security test-fuzz fuzz demo bench soak coverage install uninstall clean
 
 all: build
 
 deps:
 	@missing=""; \
-	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(IKEV2_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
+	for p in $(BUILD_PACKAGES) $(TEST_PACKAGES) $(HOST_PACKAGES) $(IKEV2_PACKAGES) $(DEMO_PACKAGES) $(EXTRA_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -53,7 +55,7 @@ locale:
 	done
 
 # Every stage runs, even after one fails; the summary names each stage's result.
-TEST_STAGES := unit i18n cli lab security fuzz packaging
+TEST_STAGES := unit i18n cli lab host security fuzz packaging
 test: build
 	@results=""; failed=0; \
 	for stage in $(TEST_STAGES); do \
@@ -97,6 +99,12 @@ test-cli: build
 # namespaces or tun devices are not available).
 test-lab: build
 	bash Tests/lab/e2e.sh build/vpnctl
+
+# vpnctl's .deb on a booted Debian with systemd, systemd-resolved, D-Bus and
+# NetworkManager (systemd-nspawn in a lab namespace; the root file system is
+# cached under .build/host). See Tests/host/run.sh.
+test-host: deb
+	bash Tests/host/run.sh build/vpnctl_$$(build/vpnctl --version | sed -n 's/^vpnctl //p')_$$(dpkg --print-architecture).deb
 
 # Hostile input end to end, as root and as a user the suite creates and removes.
 test-security: build

@@ -44,6 +44,10 @@ for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
   sed 's|@BINDIR@|/usr/bin|g' "$HERE/systemd/$unit" > "$PKG/usr/lib/systemd/system/$unit"
   chmod 0644 "$PKG/usr/lib/systemd/system/$unit"
 done
+# NetworkManager leaves vpnctl's utunN alone: a conf.d drop-in (read by
+# NetworkManager whether or not udev runs) and a udev property.
+install -D -m 0644 "$HERE/networkmanager/90-vpnctl.conf" "$PKG/usr/lib/NetworkManager/conf.d/90-vpnctl.conf"
+install -D -m 0644 "$HERE/udev/85-vpnctl.rules" "$PKG/usr/lib/udev/rules.d/85-vpnctl.rules"
 install -d "$PKG/usr/share/man/man7"
 gzip -9n < "$ROOT/man/vpnctl-provider.7" > "$PKG/usr/share/man/man7/vpnctl-provider.7.gz"
 install -m 0644 "$COMPLETIONS/vpnctl.bash" "$PKG/usr/share/bash-completion/completions/vpnctl"
@@ -74,6 +78,9 @@ sed -e "s/@VERSION@/$VERSION/" -e "s|@MAINTAINER@|$MAINTAINER|" -e "s/@ARCH@/$AR
   "$HERE/debian/control.in" > "$PKG/DEBIAN/control"
 (cd "$PKG" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$PKG/DEBIAN/md5sums"
 chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"
+# The maintainer scripts: the agent's socket enabled on install, stopped and
+# cleaned on removal (packaging/debian/postinst, prerm, postrm).
+for script in postinst prerm postrm; do install -m 0755 "$HERE/debian/$script" "$PKG/DEBIAN/$script"; done
 find "$PKG" -exec touch -h -d "@$EPOCH" {} +
 
 mkdir -p "$OUT"

@@ -63,14 +63,20 @@ public enum NetworkNamespace {
     /// The pids of the processes running the program `name`, with the
     /// executable each runs. The kernel keeps only the first 15 bytes of a
     /// name in /proc/PID/comm (`systemd-resolved` reads `systemd-resolve`),
-    /// so comm only preselects; the executable's file name decides.
+    /// so comm only preselects; the executable's file name decides (where
+    /// it can be read: otherwise the executable is "").
     public static func processes(named name: String) -> [(pid: String, executable: String)] {
         guard let entries = try? FileSystem.list("/proc") else { return [] }
         return entries.filter { $0.allSatisfy(\.isNumber) }.compactMap { pid in
-            guard let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/comm", followSymlinks: true, limit: 64),
-                  let exe = readLink("/proc/\(pid)/exe"),
-                  isProgram(name, comm: String(decoding: bytes, as: UTF8.self).trimmingSuffix("\n"), executable: exe) else { return nil }
-            return (pid, exe)
+            guard let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/comm", followSymlinks: true, limit: 64) else { return nil }
+            let comm = String(decoding: bytes, as: UTF8.self).trimmingSuffix("\n")
+            // Another user's /proc/PID/exe needs CAP_SYS_PTRACE, which a
+            // sandboxed service lacks (vpnctl-agent.service): then only the
+            // comm is known, and the executable reads "".
+            guard let exe = readLink("/proc/\(pid)/exe") else {
+                return comm == String(decoding: name.utf8.prefix(15), as: UTF8.self) ? (pid, "") : nil
+            }
+            return isProgram(name, comm: comm, executable: exe) ? (pid, exe) : nil
         }
     }
 

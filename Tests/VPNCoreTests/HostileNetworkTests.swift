@@ -130,6 +130,7 @@ import VPNSystem
 
     typealias F = ResolverBackend.Facts
     static let here = F.Resolved(pid: "412", executable: "/usr/lib/systemd/systemd-resolved", netns: "net:[1]")
+    static let sandboxed = F.Resolved(pid: "77", executable: "", netns: nil)
 
     @Test(arguments: [
         (F(ownNetns: "net:[1]", resolved: [here], resolvedDirectory: true, resolvectl: true, resolvconf: true,
@@ -142,6 +143,16 @@ import VPNSystem
            resolvConfIsMount: true), .file, "own file"),
         (F(ownNetns: "net:[1]", resolvconf: true, resolvConfTarget: "/run/resolvconf/resolv.conf"), .resolvconf, "resolvconf's file"),
         (F(ownNetns: "net:[1]", resolvconf: true), .file, "no systemd-resolved runs"),
+        // Issue 31: in the agent's sandbox resolved's namespace cannot be read;
+        // the stub symlink decides, never a bind-mounted file.
+        (F(ownNetns: "net:[1]", resolved: [sandboxed], resolvedDirectory: true, resolvectl: true,
+           resolvConfTarget: "../run/systemd/resolve/stub-resolv.conf"), .resolved, "cannot be read from here"),
+        (F(ownNetns: "net:[1]", resolved: [sandboxed], resolvedDirectory: true, resolvectl: true,
+           resolvConfTarget: "/run/systemd/resolve/stub-resolv.conf", resolvConfIsMount: true), .file, "own file"),
+        (F(ownNetns: "net:[1]", resolved: [sandboxed], resolvedDirectory: true, resolvectl: true,
+           resolvConfTarget: "/run/resolvconf/resolv.conf"), .file, "is not its file"),
+        (F(ownNetns: "net:[2]", resolved: [sandboxed, here], resolvedDirectory: true, resolvectl: true,
+           resolvConfTarget: "/run/systemd/resolve/stub-resolv.conf"), .file, "another network namespace"),
     ] as [(F, ResolverBackend, String)])
     func theBackendServesThisNamespaceAndSaysWhy(_ c: (F, ResolverBackend, String)) {
         let (backend, reason) = ResolverBackend.choose(c.0)

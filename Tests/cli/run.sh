@@ -169,6 +169,37 @@ test_item8_logs_unknown_profile() {
 }
 check "logs: an unknown profile is exit 9, a bad --since exit 2, no log yet says so" test_item8_logs_unknown_profile
 
+# --- Issue 36 item 5: the stale-edit loop, across processes -----------------
+# The editor (a script) sets the MTU while another vpnctl process saves the
+# profile (disable): the edit fails stale and is kept; --from alone fails the
+# same way (the loop), and --from --rebase applies it on the current revision.
+test_item5_stale_edit_rebase() {
+  fresh_store rebase
+  "$BIN" import "$WORK/p.conf" --name office >/dev/null || return 1
+  local tmp="$WORK/rebase/tmp" editor="$WORK/rebase/editor" out rc kept
+  mkdir -p "$tmp"
+  printf '%s\n' '#!/bin/sh' \
+    "python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); p[\"protocol\"][\"mtu\"] = 1400; json.dump(p, open(sys.argv[1], \"w\"), indent=2)' \"\$1\"" \
+    "\"$BIN\" disable office >/dev/null" > "$editor"
+  chmod +x "$editor"
+  out=$(TMPDIR="$tmp" EDITOR="$editor" "$BIN" edit office 2>&1); rc=$?
+  expect_exit "edit while another process saves" 7 $rc "$out" || return 1
+  kept=$(grep -o "$tmp/vpnctl-edit-[A-Za-z0-9]*/office.json" <<<"$out" | head -1)
+  [ -n "$kept" ] && [ -f "$kept" ] && [ -f "$kept.base" ] || { echo "  no kept file and base in: $out"; return 1; }
+  expect_contains "the stale hint" "--from $kept --rebase" "$out" || return 1
+  out=$(TMPDIR="$tmp" "$BIN" edit office --from "$kept" 2>&1); rc=$?
+  expect_exit "--from alone: still stale" 7 $rc "$out" || return 1
+  expect_contains "--from alone names --rebase" "--from $kept --rebase" "$out" || return 1
+  out=$(TMPDIR="$tmp" "$BIN" edit office --from "$kept" --rebase 2>&1); rc=$?
+  expect_exit "--from --rebase" 0 $rc "$out" || return 1
+  expect_contains "--from --rebase" "saved 'office' (revision 3)" "$out" || return 1
+  "$BIN" show office --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["profile"]
+sys.exit(0 if p["enabled"] is False and p["protocol"].get("mtu") == 1400 else "  merged profile: %r" % p)' || return 1
+}
+check "item 5: an edit made stale by another process is kept and applied with --from --rebase" test_item5_stale_edit_rebase
+
 # --- Refuse a config dir others can write -----------------------------------
 test_untrusted_dir() {
   local dir="$WORK/open"; mkdir "$dir"; chmod 777 "$dir"

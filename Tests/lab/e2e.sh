@@ -766,6 +766,44 @@ PY
 }
 lab_check "stats --profile: this session's inner bytes, exactly; profile label in --prometheus" test_stats_profile_session
 
+# Issue 36 item 6: status --json carries the newest handshake and the tunnel
+# interface's counters (the numbers stats prints), and a pipe gets ACTIVITY.
+test_item6_status_activity() {
+  use office && expect_ok "start" cn "$V" start office || return 1
+  expect_ok "ping through the tunnel" c ping -q -c 5 -i 0.05 -W 1 198.19.0.1 || return 1
+  local before st after rc=0
+  expect_ok "stats before" cn "$V" stats --profile office --json || return 1
+  before=$OUT
+  expect_ok "status --json" cn "$V" status office --json || return 1
+  st=$OUT
+  expect_ok "stats after" cn "$V" stats --profile office --json || return 1
+  after=$OUT
+  python3 - "$st" "$before" "$after" <<'PY' || rc=1
+import json, sys, time
+from datetime import datetime
+p = json.loads(sys.argv[1])["profiles"][0]
+counts = [(json.loads(a)["interfaces"][0]["rxBytes"], json.loads(a)["interfaces"][0]["txBytes"]) for a in sys.argv[2:]]
+h = p.get("latestHandshake")
+if not h:
+    print("  no latestHandshake in", p); sys.exit(1)
+age = time.time() - datetime.strptime(h, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+if not -2 <= age <= 60:
+    print("  latestHandshake", h, "is", age, "s old, not within the last minute"); sys.exit(1)
+# The tunnel is quiet after the pings: status reads what stats reads.
+if (p.get("rxBytes"), p.get("txBytes")) not in counts or p["rxBytes"] < 5 * 84 or p["txBytes"] < 5 * 84:
+    print("  status rx/tx", (p.get("rxBytes"), p.get("txBytes")), "stats before/after", counts); sys.exit(1)
+PY
+  # A pipe: the same activity, with an ISO 8601 handshake time.
+  expect_ok "status in a pipe" cn "$V" status office || rc=1
+  expect_match "status in a pipe: ACTIVITY" "^NAME +STATUS +INTERFACE +SINCE +(DNS +)?ACTIVITY +LAST ERROR" "$OUT" || rc=1
+  expect_match "status in a pipe: the activity cell" "handshake 20[0-9-]+T[0-9:.]+Z, rx [0-9.]+ [KMG]?i?B, tx [0-9.]+ [KMG]?i?B" "$OUT" || rc=1
+  expect_ok "stop" cn "$V" stop office || rc=1
+  # Stopped: null, never a stale number.
+  expect_eq "rxBytes after stop" "" "$(field office rxBytes)" || rc=1
+  return $rc
+}
+lab_check "item 6: status --json has a handshake within the last minute and the rx/tx bytes stats prints; pipes get ACTIVITY" test_item6_status_activity
+
 # ---- OpenVPN ---------------------------------------------------------------------
 
 # Not installed is a skip (a failure under CI); installed but broken is a failure.

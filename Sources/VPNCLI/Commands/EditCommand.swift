@@ -22,8 +22,10 @@ enum EditCommand {
             "vpnctl edit office",
             "EDITOR=nano vpnctl edit office",
             "vpnctl edit office --from /tmp/vpnctl-edit-Ab12Cd/office.json",
+            "vpnctl edit office --from /tmp/vpnctl-edit-Ab12Cd/office.json --rebase",
         ],
-        options: [OptionSpec("from", value: "file", help: L("Apply this profile JSON instead of opening an editor (its revision is checked)."))],
+        options: [OptionSpec("from", value: "file", help: L("Apply this profile JSON instead of opening an editor (its revision is checked).")),
+                  OptionSpec("rebase", help: L("With --from: apply a kept edit on the current revision (a merge; refused where both changed a field)."))],
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
@@ -36,28 +38,46 @@ enum EditCommand {
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
-        if let from = inv.args.value("from") { return try apply(from, inv) }
         let env = inv.context.environment
+        let temporary = env["TMPDIR"] ?? "/tmp"
+        if inv.args.flag("rebase") && inv.args.value("from") == nil {
+            throw VPNError.usage(L("'--rebase' needs '--from <file>'"), hint: L("See 'vpnctl help edit'."))
+        }
+        let from = inv.args.value("from")
+        let cleanUp = KeptEdits.removeOld(in: temporary, except: from.map(FileSystem.parentDirectory(of:)))
+        for line in KeptEdits.report(cleanUp, base: temporary) { inv.output.note(line) }
+        if let from { return try apply(from, rebase: inv.args.flag("rebase"), inv) }
         let editor = try chooseEditor(env)
         if let note = editor.note { inv.output.note(note) }
         let manager = try inv.loadedManager()
         let original = try manager.profile(named: inv.args.positionals[0])
         let before = try json(original)
 
-        let dir = try makePrivateTempDirectory(env["TMPDIR"] ?? "/tmp")
+        let dir = try makePrivateTempDirectory(temporary)
         let file = "\(dir)/\(safeFileName(original.name)).json"
         var keep = false
         defer {
             if !keep {
                 try? FileSystem.remove(file)
+                try? FileSystem.remove(KeptEdits.basePath(of: file))
                 try? FileSystem.removeDirectory(dir)
             }
         }
-        do { try AtomicFile.write(before, to: file, mode: 0o600) } catch { throw VPNError.from(error) }
+        do {
+            try AtomicFile.write(before, to: file, mode: 0o600)
+            // The revision the edit is made from, for a later --rebase.
+            try AtomicFile.write(before, to: KeptEdits.basePath(of: file), mode: 0o600)
+        } catch { throw VPNError.from(error) }
 
         func failKeeping(_ e: VPNError) -> VPNError {
             keep = true
-            let hint = L("your edit is kept in \(file); apply it with: \("vpnctl edit \(original.name.shellQuoted) --from \(file)")")
+            let command = "vpnctl edit \(original.name.shellQuoted) --from \(file)"
+            if e.code == .configurationStale {
+                // Its revision is no longer the stored one: --from alone would fail the same way.
+                return VPNError(e.code, e.message, hint: L("your edit is kept in \(file); apply it on the current revision with: \(command + " --rebase")"),
+                                problems: e.problems)
+            }
+            let hint = L("your edit is kept in \(file); apply it with: \(command)")
                 + (Hints.text(for: e).map { "; \($0)" } ?? "")
             return VPNError(e.code, e.message, hint: hint, problems: e.problems)
         }
@@ -89,26 +109,86 @@ enum EditCommand {
 
     /// `edit PROFILE --from FILE`: the file is checked as an edit would be;
     /// its revision (when it has one) must still be the stored one, so a
-    /// kept edit cannot overwrite a later save.
-    static func apply(_ file: String, _ inv: Invocation) throws -> ExitCode {
+    /// kept edit cannot overwrite a later save. With `rebase`, the change
+    /// the file makes to the revision it was made from (FILE.base) is
+    /// applied on the stored profile instead.
+    static func apply(_ file: String, rebase: Bool, _ inv: Invocation) throws -> ExitCode {
         let manager = try inv.loadedManager()
         let original = try manager.profile(named: inv.args.positionals[0])
-        let bytes: [UInt8]
-        do {
-            guard let read = try FileSystem.readFileIfPresent(file, limit: maximumSize) else {
-                throw VPNError(.failure, L("cannot read \(file): no such file"), hint: L("give the path of a profile JSON file"))
-            }
-            bytes = read
-        } catch let e as FileSystem.FileProblem {
-            throw VPNError(.failure, L("cannot read \(file): \(e)"), hint: L("give the path of a regular file"))
-        }
+        let bytes = try readProfileFile(file, hint: L("give the path of a profile JSON file"))
+        let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(original.id, name: $0) })
+        if rebase { return try applyRebased(bytes, file: file, on: original, manager: manager, validator: validator, inv) }
         if bytes == (try json(original)) {
             reportUnchanged(original, emptyFile: false, inv)
             return .ok
         }
-        let validator = ProfileValidator(secretExists: { manager.store.secrets.exists(original.id, name: $0) })
         let edited = try checkedEdit(bytes, of: original, file: file, validator: validator, keepRevision: true)
-        reportSaved(try manager.save(edited), validator: validator, inv)
+        do {
+            reportSaved(try manager.save(edited), validator: validator, inv)
+        } catch let e as VPNError where e.code == .configurationStale && FileSystem.exists(KeptEdits.basePath(of: file)) {
+            throw VPNError(e.code, e.message, hint: L("apply it on the current revision with: \("vpnctl edit \(original.name.shellQuoted) --from \(file) --rebase")"),
+                           problems: e.problems)
+        }
+        return .ok
+    }
+
+    /// A profile JSON file, read as --from reads it (a regular file, 1 MiB at most).
+    static func readProfileFile(_ file: String, hint: String) throws -> [UInt8] {
+        do {
+            guard let read = try FileSystem.readFileIfPresent(file, limit: maximumSize) else {
+                throw VPNError(.failure, L("cannot read \(file): no such file"), hint: hint)
+            }
+            return read
+        } catch let e as FileSystem.FileProblem {
+            throw VPNError(.failure, L("cannot read \(file): \(e)"), hint: L("give the path of a regular file"))
+        }
+    }
+
+    /// `--from FILE --rebase`: a three-way merge of the profile's fields, with
+    /// FILE.base as the base, the stored profile as theirs and FILE as ours;
+    /// refused (exit 7) naming every field both changed.
+    static func applyRebased(_ bytes: [UInt8], file: String, on current: Profile, manager: ProfileManager,
+                             validator: ProfileValidator, _ inv: Invocation) throws -> ExitCode {
+        let basePath = KeptEdits.basePath(of: file)
+        let again = "vpnctl edit \(current.name.shellQuoted)"
+        let baseBytes = try readProfileFile(basePath, hint: L("--rebase needs the revision the edit was made from, which vpnctl keeps beside a kept edit; redo the change with: \(again)"))
+        let base: Profile
+        do {
+            base = try Profile.parseStrictly(baseBytes).profile
+        } catch {
+            throw VPNError(.failure, L("\(basePath) is not the profile a kept edit was made from: \(error)"), hint: L("redo the change with: \(again)"))
+        }
+        guard base.id == current.id else {
+            throw VPNError(.failure, L("\(file) was kept from another profile (id \(base.id.lowercasedString)), not '\(current.name)'"),
+                           hint: L("name that profile, or redo the change with: \(again)"))
+        }
+        // The kept file itself, checked as any --from file is (its own line numbers).
+        _ = try checkedEdit(bytes, of: current, file: file, validator: validator, keepRevision: false)
+        let theirs = try json(current)
+        let parsed: (base: JSONValue, ours: JSONValue, theirs: JSONValue)
+        do {
+            parsed = (try JSONSyntax.parse(baseBytes), try JSONSyntax.parse(bytes), try JSONSyntax.parse(theirs))
+        } catch {
+            throw VPNError.from(error)
+        }
+        let result = ProfileMerge.merge(base: parsed.base, ours: parsed.ours, theirs: parsed.theirs)
+        if !result.conflicts.isEmpty {
+            let what = result.conflicts.count == 1
+                ? L("cannot rebase \(file) on revision \(current.revision) of '\(current.name)': 1 field was changed both there and meanwhile")
+                : L("cannot rebase \(file) on revision \(current.revision) of '\(current.name)': \(result.conflicts.count) fields were changed both there and meanwhile")
+            throw VPNError(.configurationStale, what,
+                           hint: L("redo the change to \(result.conflicts.map(\.field).joined(separator: ", ")) with: \(again) (\(file) stays as it is)"),
+                           problems: result.conflicts.map(\.text))
+        }
+        if result.fromOurs.isEmpty {
+            reportUnchanged(current, emptyFile: false, inv)
+            return .ok
+        }
+        let merged = try checkedEdit(Array(result.merged.serialized.utf8), of: current, file: file, validator: validator, keepRevision: false)
+        if base.revision != current.revision {
+            inv.output.note(L("rebased on revision \(current.revision) (the edit was made on revision \(base.revision)): the edit changes \(result.fromOurs.joined(separator: ", "))"))
+        }
+        reportSaved(try manager.save(merged), validator: validator, inv)
         return .ok
     }
 

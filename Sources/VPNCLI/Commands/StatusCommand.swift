@@ -50,12 +50,8 @@ enum StatusCommand {
             onDemandLines(inv, statuses, profiles)
             return .ok
         }
-        let showDNS = DerivedStatus.showsDNS(statuses)
-        inv.output.table([L("NAME"), L("STATUS"), L("INTERFACE"), L("SINCE")] + (showDNS ? ["DNS"] : []) + [L("LAST ERROR")], statuses.map { d in
-            [d.name, d.status.displayName, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
-                + (showDNS ? [d.dnsCell] : [])
-                + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
-        })
+        let table = pipeTable(statuses)
+        inv.output.table(table.header, table.rows)
         // The kill switch, said in words where it matters.
         for d in statuses {
             guard let k = d.killSwitch else { continue }
@@ -129,18 +125,39 @@ enum StatusCommand {
         }
     }
 
+    /// The table for pipes: ISO 8601 times, every error in full, and the
+    /// DNS and ACTIVITY columns when a tunnel has something to say there.
+    static func pipeTable(_ statuses: [DerivedStatus]) -> (header: [String], rows: [[String]]) {
+        let showDNS = DerivedStatus.showsDNS(statuses)
+        let showActivity = statuses.contains { $0.activity != nil }
+        let header = [L("NAME"), L("STATUS"), L("INTERFACE"), L("SINCE")] + (showDNS ? ["DNS"] : []) + (showActivity ? [L("ACTIVITY")] : [])
+            + [L("LAST ERROR")]
+        return (header, statuses.map { d in
+            [d.name, d.status.displayName, d.interface ?? "-", d.connectedSince.map(Timestamp.iso8601) ?? "-"]
+                + (showDNS ? [d.dnsCell] : [])
+                + (showActivity ? [activityCell(d.activity) { Timestamp.iso8601($0) }] : [])
+                + [d.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "-"]
+        })
+    }
+
+    /// The ACTIVITY cell: "handshake 12 s ago, rx 1.2 KiB, tx 3.4 KiB" (the
+    /// handshake only from a provider that reports them), "-" without a tunnel.
+    static func activityCell(_ a: TunnelActivity?, handshakeTime: (Date) -> String) -> String {
+        guard let a else { return "-" }
+        let transfer = "rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
+        guard a.reportsHandshakes else { return transfer }
+        return (a.latestHandshake.map { L("handshake \(handshakeTime($0))") } ?? L("no handshake yet")) + ", " + transfer
+    }
+
     /// At a terminal: times relative to now (local time with --verbose), a
-    /// WireGuard tunnel's newest handshake and transfer, the status word
-    /// coloured, and the last error shortened to fit the width (in full in
-    /// `show`, in pipes and in --json).
+    /// tunnel's newest handshake and transfer, the status word coloured, and
+    /// the last error shortened to fit the width (in full in `show`, in
+    /// pipes and in --json).
     static func printForPeople(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
         let now = Date()
         var activity: [UUID: String] = [:]
-        for d in statuses where d.isActive {
-            guard let i = d.interface, profiles.first(where: { $0.id == d.id })?.protocol.kind == .wireguard,
-                  let a = WireGuardActivity.read(interface: i) else { continue }
-            let handshake = a.latestHandshake.map { L("handshake \(Timestamp.ago($0, now: now))") } ?? L("no handshake yet")
-            activity[d.id] = "\(handshake), rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
+        for d in statuses where d.activity != nil {
+            activity[d.id] = activityCell(d.activity) { Timestamp.ago($0, now: now) }
         }
         // Columns with nothing to say are left out at a terminal.
         let showDNS = DerivedStatus.showsDNS(statuses)

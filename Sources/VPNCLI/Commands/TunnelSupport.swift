@@ -12,6 +12,7 @@ struct StatusJSON: Encodable {
     enum Keys: String, CodingKey {
         case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, bypassRoutes, startedBy,
              staleResolver
+        case latestHandshake, rxBytes, txBytes
     }
 
     func encode(to encoder: Encoder) throws {
@@ -30,6 +31,9 @@ struct StatusJSON: Encodable {
         try c.encode(status.bypassRoutes, forKey: .bypassRoutes)
         try c.encodeOrNull(status.record?.startedBy, forKey: .startedBy)
         try c.encodeOrNull(status.staleResolver.map(ResolverJSON.init), forKey: .staleResolver)
+        try c.encodeOrNull(status.activity?.latestHandshake.map(Timestamp.iso8601), forKey: .latestHandshake)
+        try c.encodeOrNull(status.activity?.rxBytes, forKey: .rxBytes)
+        try c.encodeOrNull(status.activity?.txBytes, forKey: .txBytes)
     }
 }
 
@@ -46,15 +50,18 @@ extension StatusJSON {
             "interface": .optional(status.interface),
             "killSwitch": status.killSwitchJSON,
             "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
+            "latestHandshake": .optional(status.activity?.latestHandshake.map(Timestamp.iso8601)),
             "name": .string(status.name),
             "reconnects": .number(String(status.record?.reconnects ?? 0)),
             "resolver": status.resolverJSON,
+            "rxBytes": status.activity.map { .number(String($0.rxBytes)) } ?? .null,
             "staleResolver": status.staleResolver.map(DerivedStatus.json(of:)) ?? .null,
             "startedBy": status.record?.startedBy.map {
                 .object(["by": .string($0.by), "reason": .string($0.reason), "rule": .number(String($0.rule))])
             } ?? .null,
             "status": .string(status.status.name),
             "stopReason": .optional(status.stopReason?.rawValue),
+            "txBytes": status.activity.map { .number(String($0.txBytes)) } ?? .null,
         ])
     }
 }

@@ -83,6 +83,12 @@ public protocol TunnelProvider {
     /// Removes what a dead supervisor of this provider left that is the
     /// provider's own (sockets, run files), for the record's interface and id.
     static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String]
+
+    /// The newest handshake of this provider's running tunnel on `interface`,
+    /// for `status`; nil when the provider knows of none (never invented).
+    func latestHandshake(interface: String) -> Date?
+    /// Whether `latestHandshake` can say anything (nil then means "none yet").
+    var reportsHandshakes: Bool { get }
 }
 
 extension TunnelProvider {
@@ -90,6 +96,8 @@ extension TunnelProvider {
     public func checkSecret(name: String, value: [UInt8]) throws {}
     public func advice(for error: ConnectionError.Kind) -> String? { nil }
     public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] { [] }
+    public func latestHandshake(interface: String) -> Date? { nil }
+    public var reportsHandshakes: Bool { false }
 }
 
 /// The providers this vpnctl has, keyed by protocol and implementation.

@@ -4,17 +4,19 @@ import Glibc
 import FoundationEssentials
 import VPNSystem
 
-/// What `status` shows of a WireGuard tunnel at a terminal: the newest
-/// handshake and the transfer, read from wireguard-go's UAPI socket as
-/// `wg show` reads them (the reply's private key is never kept or shown).
+/// A WireGuard tunnel's peers as wireguard-go's UAPI socket reports them
+/// (`wg show` reads the same): the newest handshake, which `status` shows,
+/// and the peers' transfer (the reply's private key is never kept or shown).
 public struct WireGuardActivity: Equatable, Sendable {
     public var latestHandshake: Date?
     public var rxBytes: UInt64
     public var txBytes: UInt64
 
     public init(peers: [WireGuardUAPI.PeerStatus]) {
-        let newest = peers.map { $0.lastHandshakeSec }.max() ?? 0
-        latestHandshake = newest > 0 ? Date(timeIntervalSince1970: TimeInterval(newest)) : nil
+        // last_handshake_time_sec/nsec; 0 is "never".
+        let newest = peers.filter { $0.lastHandshakeSec > 0 }
+            .map { TimeInterval($0.lastHandshakeSec) + TimeInterval($0.lastHandshakeNsec) / 1e9 }.max()
+        latestHandshake = newest.map { Date(timeIntervalSince1970: $0) }
         rxBytes = peers.reduce(0) { $0 &+ $1.rxBytes }
         txBytes = peers.reduce(0) { $0 &+ $1.txBytes }
     }
@@ -28,4 +30,13 @@ public struct WireGuardActivity: Equatable, Sendable {
               let peers = try? WireGuardUAPI.parseGet(reply) else { return nil }
         return WireGuardActivity(peers: peers)
     }
+}
+
+extension WireGuardGoProvider {
+    /// The newest handshake of any peer, from wireguard-go's UAPI socket.
+    public func latestHandshake(interface: String) -> Date? {
+        WireGuardActivity.read(interface: interface)?.latestHandshake
+    }
+
+    public var reportsHandshakes: Bool { true }
 }

@@ -49,6 +49,10 @@ public struct DerivedStatus: Equatable, Sendable {
     /// a leak without one. `status` looks; empty otherwise.
     public var bypassRoutes: [String] = []
 
+    /// A running tunnel's newest handshake and its interface's counters.
+    /// `status` looks; nil otherwise.
+    public var activity: TunnelActivity? = nil
+
     public enum KillSwitchState: String, Sendable {
         case on, blocking, missing
         public var text: String {

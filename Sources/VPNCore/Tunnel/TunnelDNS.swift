@@ -94,6 +94,16 @@ public enum ResolverBackend: String, Sendable {
         if let r = here, f.resolvedDirectory, f.resolvectl {
             return (.resolved, "systemd-resolved (pid \(r.pid), \(r.executable)) serves this network namespace")
         }
+        // A sandboxed service (vpnctl-agent.service, without CAP_SYS_PTRACE)
+        // cannot read another user's /proc/PID/ns/net: there, resolved serves
+        // this namespace when /etc/resolv.conf is its own file, reached by a
+        // symlink (not a namespace's bind mount), and no resolved is known
+        // to serve only another namespace.
+        if here == nil, f.resolvedDirectory, f.resolvectl, !f.resolvConfIsMount,
+           let t = f.resolvConfTarget, ResolvConf.normalized(t.hasPrefix("/") ? t : "/etc/" + t).hasPrefix(ResolvConf.resolvedDirectory + "/"),
+           let r = f.resolved.first(where: { $0.netns == nil }), !f.resolved.contains(where: { $0.netns != nil }) {
+            return (.resolved, "/etc/resolv.conf is systemd-resolved's (\(t)) and systemd-resolved (pid \(r.pid)) runs; its network namespace cannot be read from here")
+        }
         if f.resolvconf, !f.resolvConfIsMount, let t = f.resolvConfTarget,
            t.hasPrefix("/run/resolvconf/") || t.hasPrefix("/etc/resolvconf/run/") || t.hasPrefix("../run/resolvconf/") {
             return (.resolvconf, "/etc/resolv.conf is resolvconf's file (\(t))")
@@ -102,6 +112,8 @@ public enum ResolverBackend: String, Sendable {
         if let r = here {
             why = f.resolvectl ? "systemd-resolved (pid \(r.pid)) runs here but /run/systemd/resolve/ is missing"
                                : "systemd-resolved (pid \(r.pid)) runs here but resolvectl is not installed"
+        } else if let r = f.resolved.first, !f.resolved.contains(where: { $0.netns != nil }) {
+            why = "systemd-resolved (pid \(r.pid)) runs, in a network namespace that cannot be read from here, and /etc/resolv.conf is not its file"
         } else if !f.resolved.isEmpty {
             why = "systemd-resolved runs only in another network namespace"
         } else {

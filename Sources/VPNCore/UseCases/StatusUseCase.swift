@@ -13,7 +13,9 @@ public struct StatusUseCase {
         self.controller = controller
     }
 
-    public func statuses(of profiles: [Profile]) throws -> [DerivedStatus] {
+    /// With `readActivity`, each running tunnel's newest handshake and
+    /// counters (one netlink request, and a provider's answer, each).
+    public func statuses(of profiles: [Profile], readActivity: Bool = true) throws -> [DerivedStatus] {
         let recorded = profiles.count > 8 ? controller.runtime.recordFileNames() : nil
         // The route files and addresses are read once for every tunnel, and only when one is up.
         var system: (routes: [KernelRoute], addresses: [InterfaceAddress])?
@@ -32,6 +34,7 @@ public struct StatusUseCase {
                 d.bypassRoutes = TunnelBypass.routes(s.routes, interface: i, tunnelRoutes: routes, addresses: s.addresses,
                                                      servers: p.protocol.model.serverHosts)
             }
+            if readActivity { d.activity = TunnelActivity.read(d, profile: p) }
             return d
         }
     }

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# The host lab (`make test-host`): vpnctl installed from its .deb on a booted
+# Debian 12 with systemd, systemd-resolved, D-Bus and NetworkManager
+# (Tests/host/host.sh), tunnels to the lab's real servers (Tests/lab/lab.sh).
+# Usage: run.sh path/to/vpnctl.deb
+# TEST_ONLY="word ..." runs only the tests whose function name or title
+# contains one of the words (the container is still booted in full).
+set -uo pipefail
+DEB=$(realpath "${1:?usage: run.sh path/to/vpnctl.deb}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+LAB=vh$(( $$ % 100000 ))
+source "$HERE/../lib/testlib.sh"
+source "$HERE/../lab/lab.sh"
+source "$HERE/host.sh"
+
+why=$(lab_cannot_run)
+[ -z "$why" ] && why=$(host_cannot_run)
+if [ -n "$why" ]; then
+  skip "every host lab test: $why"
+  summary host
+  exit $?
+fi
+
+HU=${LAB}u   # the user in the profiles' policies, made inside the container
+host_teardown() { host_down; lab_down; }
+trap host_teardown EXIT
+
+t0=$(date +%s)
+if ! lab_up; then fail "the lab did not come up (see above for the step that broke)"; summary host; exit 1; fi
+if ! host_prepare "$DEB"; then fail "the host lab's root file system could not be made"; summary host; exit 1; fi
+t_root=$(date +%s)
+
+# Installed as an administrator would: dpkg -i of the .deb; a user of the
+# machine; NetworkManager managing the lab's ethernet with its static address.
+host_install() {
+  host_offline dpkg -i /var/tmp/vpnctl.deb > "$LAB_DIR/host/dpkg.log" || { tail -5 "$LAB_DIR/host/dpkg.log" | sed 's/^/  dpkg | /'; return 1; }
+  host_offline useradd --create-home --shell /bin/sh "$HU" > /dev/null || return 1
+  install -d -m 0700 "$HOST_MERGED/etc/NetworkManager/system-connections"
+  cat > "$HOST_MERGED/etc/NetworkManager/system-connections/lab.nmconnection" <<EOF
+[connection]
+id=lab
+type=ethernet
+interface-name=${LAB}c0
+autoconnect=true
+
+[ipv4]
+method=manual
+address1=198.18.0.2/24
+dns=198.18.0.1
+never-default=true
+
+[ipv6]
+method=ignore
+EOF
+  chmod 0600 "$HOST_MERGED/etc/NetworkManager/system-connections/lab.nmconnection"
+  cp "$LAB_DIR/office.conf" "$HOST_MERGED/root/office.conf"
+}
+if ! host_install; then fail "vpnctl's .deb did not install in the container"; summary host; exit 1; fi
+if ! host_boot; then fail "the container did not boot"; summary host; exit 1; fi
+t_boot=$(date +%s)
+echo "  host lab up: root file system $((t_root - t0)) s, install and boot $((t_boot - t_root)) s"
+
+# vx ARGS...: vpnctl in the container, as root.
+vx() { hx vpnctl "$@"; }
+# hfield PROFILE KEY: one field of `vpnctl status PROFILE --json`, as root in the container.
+hfield() {
+  vx status "$1" --json | python3 -c 'import json,sys; v=json.load(sys.stdin)["profiles"][0]
+for k in sys.argv[1].split("."): v = (v or {}).get(k)
+print("" if v is None else v)' "$2"
+}
+host_status_is() { [ "$(hfield "$1" status)" = "$2" ]; }
+# host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
+host_edit() {
+  printf '#!/bin/sh\nexec sed -i %q "$1"\n' "$2" > "$HOST_MERGED/usr/local/bin/lab-editor"
+  chmod 0755 "$HOST_MERGED/usr/local/bin/lab-editor"
+  hx env EDITOR=lab-editor vpnctl edit "$1" > /dev/null
+}
+# host_policy PROFILE USER: the profile's policy names USER.
+host_policy() { host_edit "$1" '/^  "policy" : {/,/^  },\{0,1\}$/c\  "policy" : { "users" : [ "'"$2"'" ] },'; }
+
+# host_dns_up ADDR DEV ANSWER: a DNS server in the server namespace on ADDR
+# (added to DEV): names under corp.example are ANSWER, others do not exist.
+# Each query it gets is logged in $LAB_DIR/dns-ADDR.log.
+host_dns_up() {
+  s ip addr add "$1/32" dev "$2" 2>/dev/null
+  cat > "$LAB_DIR/dns.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 53))
+answer = bytes(int(x) for x in sys.argv[2].split("."))
+print("ready", flush=True)
+while True:
+    q, peer = s.recvfrom(512)
+    i, labels = 12, []
+    while q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]
+    question = q[12:i + 5]
+    name = ".".join(labels).lower()
+    print("query", name, "from", peer[0], flush=True)
+    if name.endswith("corp.example") and q[i + 2] == 1:
+        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + answer
+        s.sendto(q[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00" + question + a, peer)
+    else:
+        s.sendto(q[:2] + b"\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
+PY
+  ip netns exec "$NS_S" python3 "$LAB_DIR/dns.py" "$1" "$3" > "$LAB_DIR/dns-$1.log" 2>&1 &
+  LAB_PIDS+=($!)
+  wait_for "the lab's DNS server on $1" 5 grep -q ready "$LAB_DIR/dns-$1.log"
+}
+# The tunnel's (198.19.0.53, answers 198.19.0.1) and the underlay's, which
+# NetworkManager gives the lab's ethernet (198.18.0.1, answers 198.18.0.99).
+host_dns_up 198.19.0.53 "${LAB}w" 198.19.0.1 && host_dns_up 198.18.0.1 "${LAB}s0" 198.18.0.99 \
+  || fail "the lab's DNS servers did not start"
+
+# ---- 1. socket activation and the agent's sandbox ---------------------------
+test_host_socket_activation() {
+  sed 's|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|' "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/dnsoffice.conf"
+  expect_ok "import" vx import /root/dnsoffice.conf --name office || return 1
+  defer vx remove office
+  expect_ok "policy" host_policy office "$HU" || return 1
+  expect_eq "vpnctl-agent.socket after install and boot" active "$(hx systemctl is-active vpnctl-agent.socket)" || return 1
+  expect_eq "vpnctl-agent.service before the first request" inactive "$(hx systemctl is-active vpnctl-agent.service)" || return 1
+  expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
+  expect_eq "vpnctl-agent.service after the request" active "$(hx systemctl is-active vpnctl-agent.service)" || return 1
+  expect_eq "status" connected "$(hfield office status)" || return 1
+  local ifn; ifn=$(hfield office interface)
+  expect_ok "a ping through the tunnel, by $HU" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_eq "the resolver backend" systemd-resolved "$(hfield office resolver.backend)" || return 1
+  expect_ok "resolvectl dns $ifn" hx resolvectl dns "$ifn" || return 1
+  expect_contains "resolvectl dns $ifn" "198.19.0.53" "$OUT" || return 1
+  expect_ok "resolvectl query of a tunnel-only name" hx resolvectl query --cache=no intranet.corp.example || return 1
+  expect_contains "resolvectl query" "198.19.0.1" "$OUT" || return 1
+  expect_ok "stop by $HU" hu "$HU" vpnctl stop office || return 1
+  expect_eq "status after stop" disconnected "$(hfield office status)" || return 1
+  expect_eq "links named utun after stop" "" "$(hx ip -o link show | grep -o 'utun[0-9]*' || true)" || return 1
+  expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
+}
+check "socket activation: a user's start brings up the agent, a WireGuard tunnel with DNS on resolved; stop undoes it" test_host_socket_activation
+
+# ---- 4. systemd-resolved, for real: a full tunnel takes every query ---------
+# capture_dns NAME: tcpdump on the server's underlay veth, DNS only, in the background.
+capture_dns() {
+  ip netns exec "$NS_S" tcpdump -n -U --immediate-mode -i "${LAB}s0" -w "$LAB_DIR/$1.pcap" 'udp port 53 or tcp port 53' > "$LAB_DIR/$1.tcpdump" 2>&1 &
+  CAP_PID=$!; LAB_PIDS+=($CAP_PID)
+  wait_for "tcpdump on ${LAB}s0" 5 grep -q "listening on" "$LAB_DIR/$1.tcpdump"
+}
+capture_count() {
+  stop_pid "$CAP_PID"
+  tcpdump -n -r "$LAB_DIR/$1.pcap" 2>/dev/null | wc -l
+}
+test_host_resolved_full_tunnel() {
+  sed -e 's|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|' -e 's|^AllowedIPs = .*|AllowedIPs = 0.0.0.0/0|' \
+    "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/full.conf"
+  expect_ok "import" vx import /root/full.conf --name full || return 1
+  defer vx remove full
+  expect_ok "kill switch on" host_edit full '/^  "id" : /a\  "includeAllNetworks" : true,' || return 1
+  # Before: the underlay's DNS answers, and the capture sees it.
+  capture_dns before
+  expect_ok "resolvectl query before the tunnel" hx resolvectl query --cache=no a.corp.example || return 1
+  expect_contains "the underlay's answer" "198.18.0.99" "$OUT" || return 1
+  local n; n=$(capture_count before)
+  [ "$n" -ge 2 ] || { echo "  the capture on ${LAB}s0 saw $n DNS packets before the tunnel: it cannot prove anything"; sed "s/^/  tcpdump | /" "$LAB_DIR/before.tcpdump"; tail -3 "$LAB_DIR/dns-198.18.0.1.log"; return 1; }
+  expect_ok "start" vx start full || return 1
+  local ifn; ifn=$(hfield full interface)
+  expect_ok "resolvectl domain $ifn" hx resolvectl domain "$ifn" || return 1
+  expect_contains "the tunnel's routing domain" "~." "$OUT" || return 1
+  expect_ok "resolvectl default-route $ifn" hx resolvectl default-route "$ifn" || return 1
+  expect_contains "the tunnel is resolved's default route" "yes" "$OUT" || return 1
+  expect_ok "nft list tables" hx nft list tables || return 1
+  expect_contains "the kill switch's table" "inet vpnctl_" "$OUT" || return 1
+  capture_dns during
+  expect_ok "resolvectl query through the full tunnel" hx resolvectl query --cache=no b.corp.example || return 1
+  expect_contains "the tunnel's answer" "198.19.0.1" "$OUT" || return 1
+  expect_run "a name that does not exist" nonzero hx resolvectl query --cache=no nosuch.example.org || return 1
+  n=$(capture_count during)
+  expect_eq "DNS packets on the underlay during the full tunnel" 0 "$n" || return 1
+  echo "  capture on ${LAB}s0: DNS packets before the tunnel $(tcpdump -n -r "$LAB_DIR/before.pcap" 2>/dev/null | wc -l), during 0"
+  expect_ok "stop" vx stop full || return 1
+  expect_run "resolvectl dns $ifn after stop" nonzero hx resolvectl dns "$ifn" || return 1
+  expect_eq "nft tables after stop" "" "$(hx nft list tables | grep vpnctl_ || true)" || return 1
+  expect_ok "resolvectl query after stop" hx resolvectl query --cache=no c.corp.example || return 1
+  expect_contains "the underlay's answer again" "198.18.0.99" "$OUT" || return 1
+  expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
+}
+check "resolved: a full tunnel gets ~. and default-route, no query leaves through the underlay (capture), stop reverts the link" test_host_resolved_full_tunnel
+
+# ---- 2. the agent restarted or killed: tunnels and status stay --------------
+test_host_agent_restart() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "policy" host_policy office "$HU" || return 1
+  expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
+  defer vx stop office
+  local sup; sup=$(hfield office supervisorPid)
+  expect_ok "systemctl restart vpnctl-agent" hx systemctl restart vpnctl-agent.service || return 1
+  expect_eq "status after the restart, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
+  expect_ok "a ping after the restart" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
+  local main; main=$(hx systemctl show -P MainPID vpnctl-agent.service)
+  expect_ok "SIGKILL of the agent ($main)" hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
+  wait_for "systemd to restart the agent (Restart=on-failure)" 15 \
+    bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
+  expect_eq "status after SIGKILL of the agent, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
+  expect_eq "the same supervisor" "$sup" "$(hfield office supervisorPid)" || return 1
+  expect_ok "a ping after the agent's SIGKILL" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "stop by $HU through the new agent" hu "$HU" vpnctl stop office
+}
+check "systemctl restart vpnctl-agent and a SIGKILL of it keep the tunnel, its supervisor and its status" test_host_agent_restart
+
+# ---- 3. vpnctl@office.service at boot -----------------------------------------
+test_host_unit_at_boot() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "systemctl enable vpnctl@office" hx systemctl enable vpnctl@office.service || return 1
+  defer hx systemctl disable vpnctl@office.service
+  host_reboot || return 1  # (not in a subshell: it sets HOST_PID and HOST_LEADER)
+  expect_eq "vpnctl@office after boot" active "$(hx systemctl is-active vpnctl@office.service)" || return 1
+  expect_eq "status after boot" connected "$(hfield office status)" || return 1
+  expect_ok "a ping through the tunnel after boot" hx ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "its ordering" hx systemctl show -P After vpnctl@office.service || return 1
+  expect_contains "After=" "network-online.target" "$OUT" || return 1
+  expect_ok "systemctl stop vpnctl@office" hx systemctl stop vpnctl@office.service || return 1
+  expect_eq "status after systemctl stop" disconnected "$(hfield office status)" || return 1
+  expect_run "systemctl start vpnctl@nosuch" nonzero hx systemctl start vpnctl@nosuch.service || return 1
+  expect_eq "vpnctl@nosuch" failed "$(hx systemctl is-active vpnctl@nosuch.service)" || return 1
+  expect_run "systemctl status vpnctl@nosuch" nonzero hx systemctl status --no-pager --lines=5 vpnctl@nosuch.service
+  expect_contains "vpnctl's message in systemctl status" "no profile named 'nosuch'" "$OUT" || return 1
+  hx systemctl reset-failed vpnctl@nosuch.service 2>/dev/null
+  return 0
+}
+check "vpnctl@office.service enabled: the tunnel is up after a reboot, systemctl stop stops it, a failed start fails the unit with vpnctl's message" test_host_unit_at_boot
+
+# ---- 5. NetworkManager on the same host ----------------------------------------
+test_host_networkmanager() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "start" vx start office || return 1
+  defer vx stop office
+  local ifn; ifn=$(hfield office interface)
+  expect_ok "nmcli device" hx nmcli -t -f DEVICE,STATE device || return 1
+  expect_contains "NetworkManager leaves $ifn alone" "$ifn:unmanaged" "$OUT" || return 1
+  expect_contains "NetworkManager manages the lab's ethernet" "${LAB}c0:connected" "$OUT" || return 1
+  # NetworkManager reconnects the ethernet: the tunnel's routes and DNS stay.
+  expect_ok "nmcli connection down lab" hx nmcli connection down lab || return 1
+  expect_ok "nmcli connection up lab" hx nmcli connection up lab || return 1
+  # (Without traffic WireGuard does not handshake again, and status stays
+  # reasserting until something proves the path: a ping does.)
+  wait_for "a ping through the tunnel after NM's reconnect" 10 hx ping -c 1 -W 1 198.19.0.1 || return 1
+  wait_for "the tunnel to be connected again after NM's reconnect" 20 host_status_is office connected \
+    || { vx status office | sed 's/^/  status | /'; hx ip route | sed 's/^/  route | /'; hx wg show | sed 's/^/  wg | /'; return 1; }
+  expect_ok "the tunnel's route" hx ip route show dev "$ifn" || return 1
+  expect_contains "the tunnel's route after NM's reconnect" "198.19.0.0/24" "$OUT"
+}
+check "NetworkManager: vpnctl's utun is unmanaged, an NM reconnect of the ethernet keeps the tunnel's routes" test_host_networkmanager
+
+host_down
+t_end=$(date +%s)
+echo "  host lab: $((t_end - t0)) s in all"
+summary host
