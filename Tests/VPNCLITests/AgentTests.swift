@@ -259,6 +259,25 @@ import Testing
         #expect(!ask(1001).contains("too many"), "another uid has its own share")
         #expect(!ask(0).contains("too many"), "root is not limited")
     }
+
+    /// Issue 36 item 8: `logs` goes through the agent for a user whose
+    /// profile's policy grants status, and reads as absent otherwise.
+    @Test func item8_logsThroughTheAgentNeedStatus() throws {
+        let id = try #require(try PreferencesStore(directory: h.configDir).load().first { $0.name == "lab" }?.id)
+        let runtime = RuntimeStore(directory: h.runDir)
+        try runtime.prepare()
+        let line = "\(Timestamp.iso8601(Date())) [#] link utun0 up\n"
+        FileManager.default.createFile(atPath: runtime.logPath(id), contents: Data(line.utf8))
+        let mine = agent(AgentRequest(verb: .logs, profile: "lab", values: ["since": "1h"]), as: bob)
+        #expect(mine.code == 0 && mine.stdout == line, "\(mine.stderr)")
+        #expect(mine.stdout == h.run("logs", "lab", "--since", "1h").stdout)
+        #expect(agent(AgentRequest(verb: .logs, profile: "lab"), as: mallory).code == 9)
+        #expect(agent(AgentRequest(verb: .logs, profile: "private"), as: alice).code == 9)
+        #expect(AgentRequest.Verb.logs.action == .status && AgentRequest.Verb.logs.flags == ["follow"])
+        #expect(!AgentExecution.runsInline(AgentRequest(verb: .logs, profile: "lab", flags: ["follow"])))
+        let parsed = try AgentRequest.parse(Array(AgentRequest(verb: .logs, profile: "lab", flags: ["follow"], values: ["since": "10m"]).serialized.utf8))
+        #expect(parsed.verb == .logs && parsed.flag("follow") && parsed.values["since"] == "10m")
+    }
 }
 
 /// Issue 29, item 6, the same leak elsewhere: an error made while running a

@@ -132,6 +132,43 @@ test_exit_codes() {
 }
 check "exit codes and streams of the real binary" test_exit_codes
 
+# --- Issue 36 items 7 and 8: genkey/pubkey against wg, logs of an unknown profile
+test_item7_pubkey_equals_wg_pubkey() {
+  local i key ours theirs
+  for i in 1 2 3 4 5 6 7 8; do
+    key=$("$BIN" genkey) || { echo "  genkey failed"; return 1; }
+    ours=$(printf '%s\n' "$key" | "$BIN" pubkey) || { echo "  pubkey failed for $key"; return 1; }
+    theirs=$(printf '%s\n' "$key" | wg pubkey) || { echo "  wg pubkey refused vpnctl's key $key"; return 1; }
+    [ "$ours" = "$theirs" ] || { echo "  vpnctl pubkey $ours, wg pubkey $theirs"; return 1; }
+    key=$(wg genkey)
+    [ "$(printf '%s\n' "$key" | "$BIN" pubkey)" = "$(printf '%s\n' "$key" | wg pubkey)" ] || { echo "  differs for wg's key"; return 1; }
+  done
+  local rc out
+  out=$(echo "not a key" | "$BIN" pubkey 2>/dev/null); rc=$?
+  expect_exit "pubkey of a non-key" 5 $rc || return 1
+  [ -z "$out" ] || { echo "  pubkey printed '$out' for a non-key"; return 1; }
+}
+if command -v wg >/dev/null; then
+  check "vpnctl pubkey equals wg pubkey for vpnctl genkey's and wg genkey's keys" test_item7_pubkey_equals_wg_pubkey
+else
+  skip "pubkey vs wg pubkey: wg (wireguard-tools) is not installed"
+fi
+
+test_item8_logs_unknown_profile() {
+  fresh_store logs
+  local rc err
+  err=$("$BIN" logs nope 2>&1 >/dev/null); rc=$?
+  expect_exit "logs of an unknown profile" 9 $rc "$err" || return 1
+  expect_contains "logs of an unknown profile" "vpnctl: no profile named 'nope'" "$err" || return 1
+  "$BIN" import "$WORK/p.conf" --name office >/dev/null || return 1
+  err=$("$BIN" logs office --since yesterday 2>&1 >/dev/null); rc=$?
+  expect_exit "logs --since yesterday" 2 $rc "$err" || return 1
+  err=$("$BIN" logs office 2>&1); rc=$?
+  expect_exit "logs of a profile that never ran" 0 $rc "$err" || return 1
+  expect_contains "logs of a profile that never ran" "'office' has no log yet" "$err" || return 1
+}
+check "logs: an unknown profile is exit 9, a bad --since exit 2, no log yet says so" test_item8_logs_unknown_profile
+
 # --- Issue 36 item 5: the stale-edit loop, across processes -----------------
 # The editor (a script) sets the MTU while another vpnctl process saves the
 # profile (disable): the edit fails stale and is kept; --from alone fails the

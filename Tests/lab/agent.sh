@@ -129,7 +129,38 @@ test_agent_killed_during_wait() {
   nothing_left
 }
 
+# Issue 36 item 8: a user reads a profile's log through the agent (its
+# policy's status), the same lines root reads; --follow streams the stop's
+# lines; a user the policy does not name gets "no profile named" (9).
+test_item8_agent_logs() {
+  use office || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 u2=${LAB}u2
+  expect_ok "start by $u1" as "$u1" start office || return 1
+  local iface; iface=$(field office interface)
+  expect_ok "logs by $u1" as "$u1" logs office --since 10m || return 1
+  expect_contains "logs by $u1" "[#] link $iface up" "$OUT" || return 1
+  expect_eq "logs as $u1 and as root" "$(cn "$V" logs office --since 10m)" "$OUT" || return 1
+  expect_run "logs by $u2" 9 as "$u2" logs office || return 1
+  expect_contains "the answer to $u2" "no profile named 'office'" "$OUT" || return 1
+  runuser -u "$u1" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" timeout 20 "$AGL_V" logs office --follow > "$T/follow.out" 2>&1 &
+  local follower=$!
+  wait_for "logs --follow by $u1 to print the log so far" 5 grep -qF "[#] link $iface up" "$T/follow.out" || { kill "$follower"; return 1; }
+  pgrep -P "$AGL_PID" >/dev/null || { kill "$follower"; echo "  no worker of the agent streams the log"; return 1; }
+  expect_ok "stop by $u1" as "$u1" stop office || { kill "$follower"; return 1; }
+  wait_for "logs --follow by $u1 to print the stop" 5 grep -qF "[*] signal 15: stopping" "$T/follow.out" \
+    || { kill "$follower"; echo "  it printed: $(cat "$T/follow.out")"; return 1; }
+  kill "$follower"; wait "$follower" 2>/dev/null
+  # The worker that streamed it ends with its client.
+  wait_for "the agent's worker for --follow to end with its client" 5 bash -c "! pgrep -P $AGL_PID >/dev/null" \
+    || { echo "  still running: $(pgrep -a -P "$AGL_PID")"; return 1; }
+  nothing_left
+}
+
 agent_lab_checks() {
+  lab_check "agent: a user reads a profile's log (and follows it) through the agent; a user not named gets exit 9" test_item8_agent_logs
   lab_check "agent: a user starts, verifies and toggles a real tunnel with root's output; others refused; nothing left" test_agent_user_tunnel
   lab_check "agent: killed (and its worker) during a user's start --wait: a clear error, the tunnel goes on, a new agent reports it" \
     test_agent_killed_during_wait

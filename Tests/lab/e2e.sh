@@ -391,6 +391,44 @@ test_remove_running() {
 }
 lab_check "remove of a running profile stops it first and leaves nothing behind" test_remove_running
 
+# Issue 36 items 7 and 8: a profile made by `create wireguard` (no file)
+# starts; `logs` shows its start lines without the user knowing the path;
+# `remove` takes its log and its events with it.
+test_item8_created_profile_logs_and_remove() {
+  expect_ok "create wireguard" cn "$V" create made wireguard --private-key-file "$LAB_DIR/client.key" --address 198.19.0.2/32 \
+    --peer-public-key "$(cat "$LAB_DIR/${LAB}w.pub")" --allowed-ips 198.19.0.0/24 --endpoint 198.18.0.1:51820 || return 1
+  expect_contains "create's public key line" "public key: $(cat "$LAB_DIR/client.pub")" "$OUT" || return 1
+  expect_ok "start" cn "$V" start made || return 1
+  local id iface; id=$(field made id); iface=$(field made interface)
+  expect_ok "verify" cn "$V" verify made --probe http://198.19.0.1:8080/ || return 1
+  expect_ok "logs" cn "$V" logs made || return 1
+  expect_contains "logs: the address" "[#] address 198.19.0.2/32 dev $iface" "$OUT" || return 1
+  expect_contains "logs: the link" "[#] link $iface up" "$OUT" || return 1
+  expect_match "logs: each line's time" "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z " "$(head -1 <<<"$OUT")" || return 1
+  expect_ok "logs --since 5m" cn "$V" logs made --since 5m || return 1
+  expect_contains "logs --since 5m" "[#] link $iface up" "$OUT" || return 1
+  expect_ok "logs --since a later time" cn "$V" logs made --since "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" || return 1
+  expect_eq "logs --since a later time" "" "$OUT" || return 1
+  # --follow prints what is written after it started: the stop's lines.
+  ip netns exec "$NS_C" timeout 20 "$V" logs made --follow > "$T/follow.out" 2>&1 &
+  local follower=$! reader=""
+  wait_for "logs --follow to start" 5 pgrep -P "$follower" || { kill "$follower"; return 1; }
+  reader=$(pgrep -P "$follower")
+  wait_for "logs --follow to wait in poll" 5 in_poll "$reader" || { kill "$follower"; return 1; }
+  local before; before=$(wc -l < "$T/follow.out")
+  expect_ok "stop" cn "$V" stop made || { kill "$follower"; return 1; }
+  wait_for "logs --follow to print the stop" 5 grep -qF "[*] signal 15: stopping" "$T/follow.out" \
+    || { kill "$follower"; echo "  logs --follow printed: $(cat "$T/follow.out")"; return 1; }
+  kill "$follower"; wait "$follower" 2>/dev/null
+  expect_contains "logs --follow: the stop's undo" "[#] address 198.19.0.2/32 deleted" "$(tail -n +$((before + 1)) "$T/follow.out")" || return 1
+  expect_ok "remove" cn "$V" remove made || return 1
+  local left; left=$(ls "$VPNCTL_RUN_DIR" "$VPNCTL_RUN_DIR/logs" 2>/dev/null | grep -F "$id")
+  expect_eq "files of the removed profile in the run dir" "" "$left" || return 1
+  expect_run "logs after remove" 9 cn "$V" logs made || return 1
+  nothing_left
+}
+lab_check "create wireguard, start, logs (--since, --follow) show its lines; remove leaves no log or events" test_item8_created_profile_logs_and_remove
+
 # mobileconfig IN OUT NAME KIND: wraps a lab file as a configuration profile's VPN
 # payload, as WireGuard's export (wg) or OpenVPN Connect's directive map (ovpn:
 # a key per directive, NOARGS, remote.N, inline files with literal \n) write it.

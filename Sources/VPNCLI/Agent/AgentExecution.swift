@@ -126,7 +126,7 @@ enum AgentExecution {
                 ? { policy.decide(caller, .stop, profile: $0).allowed }
                 : { policy.canSee(caller, $0) }
         }
-        if !caller.isRoot, let action = request.verb.action, request.flag("watch") {
+        if !caller.isRoot, let action = request.verb.action, request.flag("watch") || request.flag("follow") {
             // Decided again before each report: an administrator too may stop being one.
             let recheck = AccessRecheck(caller: caller, settings: settings, action: action,
                                         profileID: request.profile.flatMap { UUID(uuidString: $0) })

@@ -5,11 +5,13 @@ import FoundationEssentials
 import VPNCore
 import VPNSystem
 
-/// `vpnctl create NAME ikev2 ...`: a profile without a file. Secret values
-/// come from standard input or a file, never from the command line.
+/// `vpnctl create NAME wireguard|openvpn|ikev2 ...`: a profile without a
+/// file. Secret values come from standard input or a file, never from the
+/// command line. WireGuard and OpenVPN profiles are made by the importers'
+/// own readers (`WGQuick.profile`, `OpenVPNImport.profile`).
 enum CreateCommand {
     static let spec = CommandSpec(
-        name: "create", abstract: L("Create a profile from options (IKEv2), without a file."),
+        name: "create", abstract: L("Create a WireGuard, OpenVPN or IKEv2 profile from options, without a file."),
         discussion: L("""
         vpnctl create office ikev2 --server vpn.example.com --remote-id vpn.example.com \\
           --auth psk --local-id me@example.com < psk.txt
@@ -20,34 +22,93 @@ enum CreateCommand {
         the CA certificate as a trust anchor (the config dir's trust/, named by its SHA-256):
         the server's certificate must chain to it and carry the remote identifier.
         Then 'vpnctl start NAME'; 'vpnctl edit NAME' changes proposals, DPD, MOBIKE, MTU.
+        """) + "\n" + L("""
+        wireguard: the fields of a wg-quick file with one peer. The private key comes
+        from --private-key-file FILE ('-': standard input) or --generate-key, the
+        preshared key from --preshared-key-file; both become secrets, as import makes
+        them. Needs --address, --peer-public-key, --allowed-ips and --endpoint.
+        openvpn: the fields of a .ovpn client file. Needs --remote HOST[:PORT[:PROTO]]
+        (again for more servers; --port and --proto are the defaults, 1194 and udp) and --ca;
+        then --cert and --key, or --username (the password from --secret-file or
+        standard input), or both. --tls-crypt and --tls-auth take static key files;
+        --option 'DIRECTIVE ARGS' passes a directive that an imported file could carry.
+        The profile is the one importing the equivalent file makes.
         """),
         examples: [
             "vpnctl create office ikev2 --server vpn.example.com --remote-id vpn.example.com --auth psk < psk.txt",
             "vpnctl create road ikev2 --server 198.18.0.1 --remote-id vpn.lab.test --auth eap --username bob --ca ca.crt",
+            "vpnctl genkey | vpnctl create home wireguard --private-key-file - --address 10.0.0.2/32 --peer-public-key KEY --allowed-ips 0.0.0.0/0 --endpoint vpn.example.com:51820",
+            "vpnctl create work openvpn --remote vpn.example.com:1194 --ca ca.crt --cert me.crt --key me.key",
         ],
         options: [OptionSpec("server", value: "host", help: L("The server's name or address.")),
                   OptionSpec("remote-id", value: "id", help: L("The server's IKE identity (its certificate's name).")),
                   OptionSpec("local-id", value: "id", help: L("This client's IKE identity.")),
-                  OptionSpec("auth", value: "method", help: L("psk, eap (EAP-MSCHAPv2) or certificate.")),
-                  OptionSpec("username", value: "user", help: L("The EAP username.")),
+                  OptionSpec("auth", value: "method", kind: .choice(["psk", "eap", "certificate"]), help: L("psk, eap (EAP-MSCHAPv2) or certificate.")),
+                  OptionSpec("username", value: "user", help: L("The EAP username (ikev2), or the auth-user-pass username (openvpn).")),
                   OptionSpec("ca", value: "file", kind: .file, help: L("The CA certificate (PEM) the server's certificate must chain to.")),
                   OptionSpec("cert", value: "file", kind: .file, help: L("The client certificate (PEM), with --auth certificate.")),
                   OptionSpec("key", value: "file", kind: .file, help: L("The client's private key (PEM), with --auth certificate.")),
                   OptionSpec("identity", value: "file", kind: .file, help: L("The client certificate and key as PKCS#12 (.p12, or a .mobileconfig's identity payload; its password from --secret-file or stdin).")),
                   OptionSpec("identity-payload", value: "name", help: L("Which identity payload of a .mobileconfig --identity (PayloadDisplayName, PayloadIdentifier or PayloadUUID).")),
-                  OptionSpec("secret-file", value: "file", kind: .file, help: L("Read the shared secret or password from this file ('-': standard input)."))],
+                  OptionSpec("secret-file", value: "file", kind: .file, help: L("Read the shared secret or password from this file ('-': standard input)."))]
+            + wireGuardOptions + openVPNOptions,
         positionals: [PositionalSpec("name", help: L("The new profile's name.")),
-                      PositionalSpec("protocol", help: L("The protocol: ikev2."))],
+                      PositionalSpec("protocol", kind: .choice(["wireguard", "openvpn", "ikev2"]), help: L("The protocol: wireguard, openvpn or ikev2."))],
         run: run)
+
+    static let wireGuardOptions: [OptionSpec] = [
+        OptionSpec("private-key-file", value: "file", kind: .file, help: L("wireguard: read the interface's private key (base64) from this file ('-': standard input).")),
+        OptionSpec("generate-key", help: L("wireguard: make a new private key (as 'vpnctl genkey'); its public key is printed.")),
+        OptionSpec("address", value: "prefix", repeatable: true, help: L("wireguard: the interface's address with its prefix (again, or comma-separated, for more).")),
+        OptionSpec("dns", value: "server", repeatable: true, help: L("wireguard: a DNS server or search domain (again, or comma-separated, for more).")),
+        OptionSpec("mtu", value: "bytes", help: L("wireguard: the interface's MTU (576–65535).")),
+        OptionSpec("listen-port", value: "port", help: L("wireguard: the UDP port to listen on (default: any).")),
+        OptionSpec("peer-public-key", value: "key", help: L("wireguard: the server's public key (base64).")),
+        OptionSpec("preshared-key-file", value: "file", kind: .file, help: L("wireguard: read the peer's preshared key (base64) from this file ('-': standard input).")),
+        OptionSpec("allowed-ips", value: "prefixes", repeatable: true, help: L("wireguard: what goes through the tunnel (0.0.0.0/0, ::/0 for everything; again, or comma-separated).")),
+        OptionSpec("endpoint", value: "host:port", help: L("wireguard: the server's address and port.")),
+        OptionSpec("persistent-keepalive", value: "seconds", help: L("wireguard: send a keepalive this often (off, or 1–65535 seconds).")),
+    ]
+
+    static let openVPNOptions: [OptionSpec] = [
+        OptionSpec("remote", value: "host[:port[:proto]]", repeatable: true, help: L("openvpn: a server (again for more; tried in order).")),
+        OptionSpec("port", value: "port", help: L("openvpn: the port of a --remote that names none (default 1194).")),
+        OptionSpec("proto", value: "proto", kind: .choice(OpenVPNImport.transports), help: L("openvpn: udp or tcp (tcp-client), udp4, tcp6...; default udp.")),
+        OptionSpec("dev-type", value: "type", kind: .choice(["tun"]), help: L("openvpn: the device type; only tun is supported.")),
+        OptionSpec("tls-crypt", value: "file", kind: .file, help: L("openvpn: the tls-crypt static key file.")),
+        OptionSpec("tls-auth", value: "file", kind: .file, help: L("openvpn: the tls-auth static key file (its direction with --option 'key-direction 1').")),
+        OptionSpec("option", value: "directive", repeatable: true, help: L("openvpn: one more client directive, as a .ovpn line ('cipher AES-256-GCM'); checked as an import checks it.")),
+    ]
+
+    /// The options each protocol takes; the others are refused by name.
+    static let optionsOf: [String: Set<String>] = [
+        "ikev2": ["server", "remote-id", "local-id", "auth", "username", "ca", "cert", "key", "identity", "identity-payload", "secret-file"],
+        "wireguard": Set(wireGuardOptions.map(\.name)),
+        "openvpn": Set(openVPNOptions.map(\.name)).union(["ca", "cert", "key", "username", "secret-file"]),
+    ]
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let name = inv.args.positionals[0], proto = inv.args.positionals[1]
         if let problem = ProfileName.problems(name).first {
             throw VPNError(.usage, L("invalid profile name \(name.quotedForMessage): \(problem)"))
         }
-        guard proto == "ikev2" else {
-            throw VPNError(.usage, L("create makes ikev2 profiles; \(proto.quotedForMessage) is not one"),
-                           hint: L("WireGuard and OpenVPN profiles come from their files: vpnctl import FILE"))
+        guard let allowed = optionsOf[proto] else {
+            throw VPNError(.usage, L("create makes wireguard, openvpn and ikev2 profiles; \(proto.quotedForMessage) is none of them"),
+                           hint: L("a profile of another kind comes from its file: vpnctl import FILE"))
+        }
+        let own = Set(spec.options.map(\.name))
+        let foreign = inv.args.values.keys.filter { own.contains($0) && !allowed.contains($0) }
+            + inv.args.flags.filter { own.contains($0) && !allowed.contains($0) }
+        if !foreign.isEmpty {
+            let list = foreign.sorted().map { "--" + $0 }.joined(separator: ", ")
+            let owners = foreign.sorted().compactMap { o in ["wireguard", "openvpn", "ikev2"].first { optionsOf[$0]!.contains(o) }.map { "--\(o): \($0)" } }
+            throw VPNError(.usage, L("create \(name) \(proto) takes no \(list)"),
+                           hint: owners.isEmpty ? L("see 'vpnctl help create'") : L("those are for other protocols (\(owners.joined(separator: ", "))); see 'vpnctl help create'"))
+        }
+        switch proto {
+        case "wireguard": return try commit(inv, try wireGuard(inv, name: name))
+        case "openvpn": return try commit(inv, try openVPN(inv, name: name))
+        default: break
         }
         var missing: [String] = []
         let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
@@ -112,7 +173,14 @@ enum CreateCommand {
             c.caFingerprint = fp
             anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
         }
-        let profile = Profile(name: name, protocol: .ikev2(c))
+        return try commit(inv, ImportResult(created: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, anchors: anchors))
+    }
+
+    /// Saves a new profile as import does: its secrets (0600 files, keyed by
+    /// its id) and trust anchors first, then the profile; a failure removes
+    /// the secrets again. The output is import's, `--json` included.
+    static func commit(_ inv: Invocation, _ made: ImportResult) throws -> ExitCode {
+        let profile = made.profile, name = profile.name, secrets = made.secrets, anchors = made.anchors
         let provider = try ProviderRegistry.provider(for: profile)
         for (n, v) in secrets { try provider.checkSecret(name: n, value: v) }
         let validator = ProfileValidator(secretExists: { secrets[$0] != nil })
@@ -129,24 +197,152 @@ enum CreateCommand {
         do {
             for (n, v) in secrets.sorted(by: { $0.key < $1.key }) { try store.secrets.set(profile.id, name: n, value: v) }
             let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fp, pem) in anchors { try trust.install(pem, fingerprint: fp) }
+            for (fp, pem) in anchors.sorted(by: { $0.key < $1.key }) { try trust.install(pem, fingerprint: fp) }
             saved = try store.save(profile)
         } catch {
             try? store.secrets.removeAll(profile.id)
             throw error
         }
+        let kind = saved.protocol.kind.rawValue
+        let publicKey = saved.protocol.model.publicKey(readingSecret: { n in
+            guard let value = secrets[n] else { throw VPNError(.failure, L("no secret \(n)")) }
+            return value
+        })
+        for note in made.notes { inv.output.note(L("note: \(note)")) }
         if inv.options.json {
             // The same document as `import --json`'s: a script reads both alike.
-            inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: "ikev2", revision: saved.revision,
-                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: [], publicKey: nil,
-                                                 summary: ImportSummary.of(saved)))
+            inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: kind, revision: saved.revision,
+                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: made.notes,
+                                                 publicKey: publicKey, summary: ImportSummary.of(saved, noEffect: made.noEffect)))
         } else {
-            inv.output.line(L("created '\(saved.name)' (ikev2, id \(saved.id.lowercasedString))"))
-            inv.output.line(L("tunnel: \(ImportSummary.of(saved).text)"))
+            inv.output.line(L("created '\(saved.name)' (\(kind), id \(saved.id.lowercasedString))"))
+            inv.output.line(L("tunnel: \(ImportSummary.of(saved, noEffect: made.noEffect).text)"))
             if !secrets.isEmpty { inv.output.line(L("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))")) }
             for fp in anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
+            if saved.protocol.kind != .ikev2 {
+                for step in ImportCommand.nextSteps(saved, publicKey: publicKey, stored: Set(secrets.keys)) { inv.output.line(step) }
+            }
         }
         return .ok
+    }
+
+    /// `create NAME wireguard`: the fields of a one-peer wg-quick file.
+    static func wireGuard(_ inv: Invocation, name: String) throws -> ImportResult {
+        let a = inv.args
+        var missing: [String] = []
+        if a.value("private-key-file") == nil && !a.flag("generate-key") {
+            missing.append("--private-key-file <file> ('-': standard input) or --generate-key")
+        }
+        if a.all("address").isEmpty { missing.append("--address <prefix>") }
+        if a.value("peer-public-key") == nil { missing.append("--peer-public-key <key>") }
+        if a.all("allowed-ips").isEmpty { missing.append("--allowed-ips <prefixes>") }
+        if a.value("endpoint") == nil { missing.append("--endpoint <host:port>") }
+        if !missing.isEmpty {
+            throw VPNError(.usage, L("create \(name) wireguard needs \(missing.joined(separator: ", "))"), hint: L("see 'vpnctl help create'"))
+        }
+        if a.value("private-key-file") != nil && a.flag("generate-key") {
+            throw VPNError.usage(L("--private-key-file and --generate-key both give the private key; choose one"))
+        }
+        if a.value("private-key-file") == "-" && a.value("preshared-key-file") == "-" {
+            throw VPNError.usage(L("--private-key-file and --preshared-key-file cannot both read standard input"),
+                                 hint: L("name a file for one of them"))
+        }
+        let privateKey: [UInt8]
+        if let file = a.value("private-key-file") {
+            privateKey = try readKey(inv, file, what: "the private key")
+        } else {
+            do { privateKey = Array(Data(try X25519.generatePrivateKey()).base64EncodedString().utf8) } catch let p as Crypto.Problem {
+                throw VPNError(.failure, L("cannot make a key: \(p.message)"))
+            }
+        }
+        var f = WireGuardFields(privateKey: privateKey, peerPublicKey: a.value("peer-public-key")!)
+        f.addresses = a.all("address")
+        f.dns = a.all("dns")
+        f.mtu = a.value("mtu")
+        f.listenPort = a.value("listen-port")
+        f.allowedIPs = a.all("allowed-ips")
+        f.endpoint = a.value("endpoint")
+        f.persistentKeepalive = a.value("persistent-keepalive")
+        if let file = a.value("preshared-key-file") { f.presharedKey = try readKey(inv, file, what: "the preshared key") }
+        return try WGQuick.profile(f, name: name)
+    }
+
+    /// `create NAME openvpn`: the fields of a .ovpn client file.
+    static func openVPN(_ inv: Invocation, name: String) throws -> ImportResult {
+        let a = inv.args
+        var missing: [String] = []
+        if a.all("remote").isEmpty { missing.append("--remote <host[:port[:proto]]>") }
+        if a.value("ca") == nil { missing.append("--ca <file> (the server's certificate is checked against it)") }
+        switch (a.value("cert"), a.value("key"), a.value("username")) {
+        case (nil, nil, nil): missing.append("--cert <file> and --key <file>, or --username <user>")
+        case (nil, .some, _): missing.append("--cert <file> (with --key)")
+        case (.some, nil, _): missing.append("--key <file> (with --cert)")
+        default: break
+        }
+        if !missing.isEmpty {
+            throw VPNError(.usage, L("create \(name) openvpn needs \(missing.joined(separator: ", "))"), hint: L("see 'vpnctl help create'"))
+        }
+        if a.value("username") == nil, a.value("secret-file") != nil {
+            throw VPNError.usage(L("--secret-file gives the password of --username, and there is no --username"))
+        }
+        var f = OpenVPNFields(ca: try readFile(a.value("ca")!, "the CA certificate"))
+        for (i, text) in a.all("remote").enumerated() {
+            let option = a.all("remote").count == 1 ? "--remote" : "--remote (\(i + 1))"
+            f.remotes.append(try remote(text, option: option))
+        }
+        f.proto = a.value("proto")
+        f.port = a.value("port")
+        f.devType = a.value("dev-type")
+        if let c = a.value("cert") { f.certificate = try readFile(c, "the client certificate") }
+        if let k = a.value("key") { f.key = try readFile(k, "the private key") }
+        if let t = a.value("tls-crypt") { f.tlsCrypt = try readFile(t, "the tls-crypt key") }
+        if let t = a.value("tls-auth") { f.tlsAuth = try readFile(t, "the tls-auth key") }
+        f.options = a.all("option")
+        f.username = a.value("username")
+        var result = try OpenVPNImport.profile(f, name: name)
+        if let user = f.username { result.secrets["password"] = try readSecret(inv, what: "the password of \(user.abbreviated(100))") }
+        return result
+    }
+
+    /// `--remote HOST`, `HOST:PORT` or `[IPv6]:PORT`, each optionally with
+    /// `:PROTO` after it, as nmcli writes remotes (a bare IPv6 address has
+    /// neither).
+    static func remote(_ text: String, option: String) throws -> OpenVPNFields.Remote {
+        var text = text, proto: String?
+        if let colon = text.lastIndex(of: ":"), OpenVPNImport.transports.contains(String(text[text.index(after: colon)...])) {
+            proto = String(text[text.index(after: colon)...])
+            text = String(text[..<colon])
+        }
+        if IPAddress(text) != nil || !text.contains(":") { return .init(host: text, proto: proto) }
+        switch Endpoint.parse(text) {
+        case .success(let e): return .init(host: e.host, port: e.port, proto: proto)
+        case .failure(.badPort):
+            throw VPNError(.configurationInvalid, L("\(option) \(text.abbreviated(100).quotedForMessage): the port must be 1–65535"))
+        case .failure:
+            throw VPNError(.configurationInvalid, L("\(option) \(text.abbreviated(100).quotedForMessage) is not HOST, HOST:PORT or [IPv6]:PORT (then optionally :udp or :tcp)"))
+        }
+    }
+
+    /// A key file ('-': standard input; on a terminal, asked without echo),
+    /// surrounding spaces and line breaks removed.
+    static func readKey(_ inv: Invocation, _ file: String, what: String) throws -> [UInt8] {
+        var bytes: [UInt8]
+        if file == "-" && inv.context.stdinIsTerminal {
+            bytes = inv.context.readSecretFromTerminal("\(what): ")
+        } else if file == "-" {
+            do { bytes = try inv.context.readStdin(4096) } catch {
+                throw VPNError(.usage, L("cannot read \(what) from standard input: \(error)"))
+            }
+        } else {
+            bytes = try readFile(file, what)
+        }
+        while let l = bytes.last, l == 0x0A || l == 0x0D || l == 0x20 || l == 0x09 { bytes.removeLast() }
+        while let f = bytes.first, f == 0x0A || f == 0x0D || f == 0x20 || f == 0x09 { bytes.removeFirst() }
+        if bytes.isEmpty {
+            throw VPNError(.usage, L("no value for \(what) on \(file == "-" ? "standard input" : file.abbreviated(200))"),
+                           hint: L("make one with 'vpnctl genkey', or pipe it in: vpnctl genkey | vpnctl create ... --private-key-file -"))
+        }
+        return bytes
     }
 
     /// `--identity FILE.mobileconfig`: its PKCS#12 payload (the one `--identity-payload`

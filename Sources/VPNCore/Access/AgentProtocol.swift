@@ -10,7 +10,7 @@ public struct AgentRequest: Equatable, Sendable {
     public static let maximumValueLength = 256
 
     public enum Verb: String, CaseIterable, Sendable {
-        case start, stop, toggle, status, isConnected = "is-connected", verify, stats, list, can
+        case start, stop, toggle, status, isConnected = "is-connected", verify, stats, list, can, logs
 
         /// The policy action the verb takes on its profile; nil for list
         /// and can (which decide nothing on the caller's behalf).
@@ -19,7 +19,7 @@ public struct AgentRequest: Equatable, Sendable {
             case .start: return .start
             case .stop: return .stop
             case .toggle: return .toggle
-            case .status, .isConnected: return .status
+            case .status, .isConnected, .logs: return .status
             case .verify: return .verify
             case .stats: return .stats
             case .list, .can: return nil
@@ -34,6 +34,7 @@ public struct AgentRequest: Equatable, Sendable {
             case .stop: return ["all", "no-wait"]
             case .status: return ["watch"]
             case .stats: return ["prometheus", "watch"]
+            case .logs: return ["follow"]
             case .toggle, .isConnected, .verify, .list, .can: return []
             }
         }
@@ -44,6 +45,7 @@ public struct AgentRequest: Equatable, Sendable {
             case .status: return ["count"]
             case .verify: return ["probe", "timeout"]
             case .stats: return ["interval"]
+            case .logs: return ["since"]
             case .isConnected, .list, .can: return []
             }
         }
@@ -51,7 +53,7 @@ public struct AgentRequest: Equatable, Sendable {
         /// Whether the request must name a profile.
         public var needsProfile: Bool {
             switch self {
-            case .start, .toggle, .isConnected, .verify, .stats, .can: return true
+            case .start, .toggle, .isConnected, .verify, .stats, .can, .logs: return true
             case .stop, .status, .list: return false
             }
         }

@@ -47,6 +47,12 @@ public enum OpenVPNImport {
         var wrapped = ""
         /// The directive as the file wrote it, for messages.
         var shown: String { OpenVPNDirectives.shown(wrapped + name) }
+        /// Where it came from, for messages: "line N", or the option of
+        /// `vpnctl create` that gave it.
+        var label: String? = nil
+        var at: String { label ?? L("line \(line)") }
+        /// The same, for the notes (English, as the notes are).
+        var place: String { label ?? "line \(line)" }
     }
 
     public static func parse(_ text: String, name: String, source: String, options: ImportOptions) throws -> ImportResult {
@@ -164,7 +170,7 @@ public enum OpenVPNImport {
                 && directives.allSatisfy { OpenVPNDirectives.runsProgram.contains($0.name) && $0.name != "script-security" ? Importer.isDNSScript($0) : true }
             for d in directives { apply(d) }
             if dnsScriptsOnly {
-                let lines = dnsScripts.map { "'\($0.shown) \(OpenVPNDirectives.shown($0.args.joined(separator: " ")))' (line \($0.line))" }
+                let lines = dnsScripts.map { "'\($0.shown) \(OpenVPNDirectives.shown($0.args.joined(separator: " ")))' (\($0.place))" }
                 notes.append(L("vpnctl applies the server's DNS itself, so these scripts are not imported and never run: \(lines.joined(separator: ", "))"))
             }
         }
@@ -179,7 +185,7 @@ public enum OpenVPNImport {
         }
 
         mutating func apply(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "script-security" {
                 checkScriptSecurity(d)
                 return
@@ -216,7 +222,7 @@ public enum OpenVPNImport {
 
         /// 'dev' and 'dev-type': vpnctl makes tun devices only.
         mutating func checkDevice(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "dev" {
                 let dev = d.args.first ?? ""
                 if dev.hasPrefix("tap") { problems.append(L("\(at): 'dev \(OpenVPNDirectives.shown(dev))': tap (layer 2) tunnels are not supported; vpnctl needs 'dev tun'")) }
@@ -227,7 +233,7 @@ public enum OpenVPNImport {
 
         /// 'proto', 'port' and 'rport': what a remote without its own uses.
         mutating func setDefaultTransport(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             if d.name == "proto" {
                 if let p = d.args.first, OpenVPNImport.protocols.contains(p) {
                     defaultProto = p
@@ -252,7 +258,7 @@ public enum OpenVPNImport {
 
         /// Any other directive: passed on if the allow-list has it, else listed as not imported.
         mutating func passOn(_ d: Directive) {
-            let at = L("line \(d.line)")
+            let at = d.at
             let words = [d.name] + d.args
             switch OpenVPNDirectives.verdict(words) {
             case .allowed:
@@ -267,11 +273,11 @@ public enum OpenVPNImport {
             case .noEffectOnLinux:
                 // dhcp-option's kind is the part that has no effect ("dhcp-option WINS").
                 let kind = d.name == "dhcp-option" ? d.args.first.map { " " + OpenVPNDirectives.shown($0.escapingControls(keepLineBreaks: false)) } ?? "" : ""
-                noEffect.append("'\(d.shown)\(kind)' (line \(d.line))")
+                noEffect.append("'\(d.shown)\(kind)' (\(d.place))")
                 if !noEffectNames.contains(d.name + kind) { noEffectNames.append(d.name + kind) }
             default:
                 if let why = OpenVPNImport.doneByVpnctl[d.name] {
-                    doneByVpnctl.append("'\(d.shown)' (line \(d.line): \(why))")
+                    doneByVpnctl.append("'\(d.shown)' (\(d.place): \(why))")
                     if !noEffectNames.contains(d.name) { noEffectNames.append(d.name) }
                 } else if d.name == "static-challenge" {
                     problems.append(L("\(at): 'static-challenge' asks for a one-time code at every connect, which vpnctl cannot ask for yet; remove the line if the server does not require a code"))

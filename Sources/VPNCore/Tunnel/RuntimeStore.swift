@@ -136,11 +136,13 @@ public struct RuntimeStore: Sendable {
         return fd
     }
 
-    /// Forgets a removed profile: its record, events and lock files (the log stays).
+    /// Forgets a removed profile: its record, events, log and lock files.
     public func remove(_ id: UUID) throws {
         let base = "\(directory)/\(id.lowercasedString)"
+        let log = logPath(id)
         do {
-            for path in [recordPath(id), eventsPath(id), eventsPath(id) + ".1", startLockPath(id), base + ".lock"] { try FileSystem.remove(path) }
+            for path in [recordPath(id), eventsPath(id), eventsPath(id) + ".1", startLockPath(id), base + ".lock",
+                         log, log + ".1", log + ".new"] { try FileSystem.remove(path) }
         } catch {
             throw storeError(error)
         }
