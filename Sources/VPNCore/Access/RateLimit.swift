@@ -108,8 +108,10 @@ public final class LogRateLimiter {
         let seconds = max(1, (now - k.heldSinceMs + 999) / 1000)
         let rate = perSecond == perSecond.rounded() ? String(Int(perSecond)) : String(perSecond)
         // English: the agent's log is English
+        // (with the priority of the lines it stands for, when they carry one)
         let last = Journal.untag(k.last)
-        write(Journal.tagged(last.priority, "rate-limited: \(k.held) more line\(k.held == 1 ? "" : "s") like this in \(seconds) s not written (at most \(burst) at once, then \(rate) a second); the last: \(last.text)"))
+        let line = "rate-limited: \(k.held) more line\(k.held == 1 ? "" : "s") like this in \(seconds) s not written (at most \(burst) at once, then \(rate) a second); the last: \(last.text)"
+        write(last.text == k.last ? line : Journal.tagged(last.priority, line))
         k.held = 0
     }
 }
