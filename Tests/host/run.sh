@@ -129,6 +129,7 @@ test_host_socket_activation() {
   expect_eq "vpnctl-agent.service before the first request" inactive "$(hx systemctl is-active vpnctl-agent.service)" || return 1
   expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
   expect_eq "vpnctl-agent.service after the request" active "$(hx systemctl is-active vpnctl-agent.service)" || return 1
+  echo "  systemd-analyze security vpnctl-agent.service: $(hx systemd-analyze security --no-pager vpnctl-agent.service 2>/dev/null | tail -n 1 | sed 's/^.*Overall exposure level for [^:]*: //')"
   expect_eq "status" connected "$(hfield office status)" || return 1
   local ifn; ifn=$(hfield office interface)
   expect_ok "a ping through the tunnel, by $HU" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1

@@ -84,6 +84,20 @@ cat "$LAB_DIR/watch.out"
 run vpnctl status
 
 echo
+echo "== no file at hand: a WireGuard profile from options, keys as wg makes them, the tunnel's own log"
+step "vpnctl genkey | tee new.key | vpnctl pubkey   # the same as wg genkey | wg pubkey"
+c "$V" genkey > "$LAB_DIR/new.key" && c "$V" pubkey < "$LAB_DIR/new.key" || { echo "demo: genkey | pubkey failed"; exit 1; }
+rm -f "$LAB_DIR/new.key"
+cp "$LAB_DIR/client.key" "$LAB_DIR/road.key"
+must vpnctl create road wireguard --private-key-file road.key --address 198.19.0.2/32 \
+  --peer-public-key "$(cat "$LAB_DIR/${LAB}w.pub")" --allowed-ips 198.19.0.0/24 --endpoint 198.18.0.1:51820
+must vpnctl start road --wait
+must vpnctl verify road --probe http://198.19.0.1:8080/
+must vpnctl logs road --since 1m
+must vpnctl stop road
+must vpnctl remove road
+
+echo
 echo "== a failure, the way a user meets it: a server that does not answer"
 sed 's/51820/51999/' "$LAB_DIR/office.conf" > "$LAB_DIR/lab-test.conf"
 run vpnctl import lab-test.conf
