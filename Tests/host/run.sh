@@ -75,6 +75,10 @@ hfield() {
 for k in sys.argv[1].split("."): v = (v or {}).get(k)
 print("" if v is None else v)' "$2"
 }
+# hrecord PROFILE KEY: one field of the profile's runtime record (the pids vpnctl keeps there).
+hrecord() {
+  hx cat "/run/vpnctl/$(hfield "$1" id).json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"
+}
 host_status_is() { [ "$(hfield "$1" status)" = "$2" ]; }
 # host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
 host_edit() {
@@ -235,7 +239,8 @@ test_host_agent_restart() {
   expect_ok "policy" host_policy office "$HU" || return 1
   expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
   defer vx stop office
-  local sup; sup=$(hfield office supervisorPid)
+  local sup; sup=$(hrecord office supervisorPid)
+  expect_nonempty "the supervisor's pid" "$sup" || return 1
   expect_ok "systemctl restart vpnctl-agent" hx systemctl restart vpnctl-agent.service || return 1
   expect_eq "status after the restart, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
   expect_ok "a ping after the restart" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
@@ -244,7 +249,7 @@ test_host_agent_restart() {
   wait_for "systemd to restart the agent (Restart=on-failure)" 15 \
     bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
   expect_eq "status after SIGKILL of the agent, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
-  expect_eq "the same supervisor" "$sup" "$(hfield office supervisorPid)" || return 1
+  expect_eq "the same supervisor" "$sup" "$(hrecord office supervisorPid)" || return 1
   expect_ok "a ping after the agent's SIGKILL" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
   expect_ok "stop by $HU through the new agent" hu "$HU" vpnctl stop office
 }
@@ -275,7 +280,8 @@ check "vpnctl@office.service enabled: the tunnel is up after a reboot, systemctl
 
 # ---- 5. NetworkManager on the same host ----------------------------------------
 test_host_networkmanager() {
-  expect_ok "import" vx import /root/office.conf --name office || return 1
+  sed 's|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|' "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/dnsoffice.conf"
+  expect_ok "import" vx import /root/dnsoffice.conf --name office || return 1
   defer vx remove office
   expect_ok "start" vx start office || return 1
   defer vx stop office
@@ -292,9 +298,45 @@ test_host_networkmanager() {
   wait_for "the tunnel to be connected again after NM's reconnect" 20 host_status_is office connected \
     || { vx status office | sed 's/^/  status | /'; hx ip route | sed 's/^/  route | /'; hx wg show | sed 's/^/  wg | /'; return 1; }
   expect_ok "the tunnel's route" hx ip route show dev "$ifn" || return 1
-  expect_contains "the tunnel's route after NM's reconnect" "198.19.0.0/24" "$OUT"
+  expect_contains "the tunnel's route after NM's reconnect" "198.19.0.0/24" "$OUT" || return 1
+  # Each link's DNS through resolved: the tunnel's from vpnctl, the ethernet's from NetworkManager.
+  expect_ok "resolvectl dns $ifn after NM's reconnect" hx resolvectl dns "$ifn" || return 1
+  expect_contains "the tunnel's DNS after NM's reconnect" "198.19.0.53" "$OUT" || return 1
+  expect_ok "resolvectl dns ${LAB}c0" hx resolvectl dns "${LAB}c0" || return 1
+  expect_contains "NetworkManager's DNS on its ethernet" "198.18.0.1" "$OUT" || return 1
+  expect_ok "resolvectl query of a tunnel name beside NM's DNS" hx resolvectl query --cache=no d.corp.example || return 1
+  expect_contains "the tunnel's answer" "198.19.0.1" "$OUT"
 }
 check "NetworkManager: vpnctl's utun is unmanaged, an NM reconnect of the ethernet keeps the tunnel's routes" test_host_networkmanager
+
+# ---- 4. the tunnel's DNS on resolved after its provider or supervisor dies ------
+# host_dns_gone IFNAME: no link of resolved's has the tunnel's server.
+host_dns_gone() { ! hx resolvectl dns | grep -q '198.19.0.53'; }
+test_host_resolved_after_death() {
+  sed 's|^Address = \(.*\)$|Address = \1\nDNS = 198.19.0.53, corp.example|' "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/dnsoffice.conf"
+  expect_ok "import" vx import /root/dnsoffice.conf --name office || return 1
+  defer vx remove office
+  local pid
+  expect_ok "start" vx start office || return 1
+  pid=$(hrecord office providerPid)
+  expect_nonempty "wireguard-go's pid" "$pid" || return 1
+  hx kill -KILL "$pid"
+  wait_for "status to leave connected after wireguard-go's SIGKILL" 10 host_status_not office connected || return 1
+  wait_for "resolved to lose the tunnel's DNS after the provider died" 10 host_dns_gone || { hx resolvectl dns | sed 's/^/  resolvectl | /'; return 1; }
+  expect_eq "/etc/resolv.conf after the provider died" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)" || return 1
+  expect_ok "stop after the provider died" vx stop office || return 1
+  expect_ok "start again" vx start office || return 1
+  pid=$(hrecord office supervisorPid)
+  expect_nonempty "the supervisor's pid" "$pid" || return 1
+  hx kill -KILL "$pid"
+  wait_for "status to leave connected after the supervisor's SIGKILL" 10 host_status_not office connected || return 1
+  expect_ok "stop after the supervisor's SIGKILL" vx stop office || return 1
+  wait_for "resolved to lose the tunnel's DNS after stop" 10 host_dns_gone || { hx resolvectl dns | sed 's/^/  resolvectl | /'; return 1; }
+  expect_eq "links named utun after stop" "" "$(hx ip -o link show | grep -o 'utun[0-9]*' || true)" || return 1
+  expect_eq "/etc/resolv.conf after the supervisor's SIGKILL and stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
+}
+host_status_not() { local st; st=$(hfield "$1" status); [ -n "$st" ] && [ "$st" != "$2" ]; }
+check "resolved: wireguard-go's SIGKILL and the supervisor's SIGKILL (then stop) leave no tunnel DNS on resolved and /etc/resolv.conf unchanged" test_host_resolved_after_death
 
 # ---- 6. logs: the journal, with priorities, reasons, and no secret ------------
 # journal_has PRIORITY TEXT: an entry of vpnctl-agent.service at PRIORITY holds TEXT.
@@ -331,6 +373,24 @@ test_host_journal() {
   expect_not_contains "the journal" "s3cret pass" "$all"
 }
 check "journal: the agent's decisions at info, refusals at warning, a failed start's reason (supervisor and worker) as an error, no secret" test_host_journal
+
+# ---- 7. the .deb removed and installed again -------------------------------------
+test_host_package_removal() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  expect_ok "start" vx start office || return 1
+  expect_ok "a request through the socket (the agent runs)" hx runuser -u "$HU" -- vpnctl list || return 1
+  expect_ok "dpkg -r vpnctl" hx dpkg -r vpnctl || return 1
+  expect_eq "vpnctl-agent.socket after dpkg -r" inactive "$(hx systemctl is-active vpnctl-agent.socket)" || return 1
+  expect_eq "vpnctl-agent.service after dpkg -r" inactive "$(hx systemctl is-active vpnctl-agent.service)" || return 1
+  expect_ok "a ping: the tunnel outlives the package" hx ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "dpkg -i again" hx dpkg -i /var/tmp/vpnctl.deb || return 1
+  expect_eq "vpnctl-agent.socket after dpkg -i" active "$(hx systemctl is-active vpnctl-agent.socket)" || { echo "  is-enabled: $(hx systemctl is-enabled vpnctl-agent.socket)"; hx sh -x /var/lib/dpkg/info/vpnctl.postinst configure 2>&1 | sed "s/^/  postinst | /"; return 1; }
+  expect_eq "vpnctl-agent.socket enabled" enabled "$(hx systemctl is-enabled vpnctl-agent.socket)" || return 1
+  expect_eq "status after reinstalling" connected "$(hfield office status)" || return 1
+  expect_ok "stop" vx stop office || return 1
+  expect_ok "remove" vx remove office
+}
+check "the .deb: dpkg -r stops the agent and its socket, the tunnel stays up; dpkg -i enables and starts the socket again" test_host_package_removal
 
 host_down
 t_end=$(date +%s)
