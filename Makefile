@@ -156,7 +156,7 @@ FISHCOMPDIR := $(PREFIX)/share/fish/vendor_completions.d
 # The agent's man page and systemd units (ExecStart names $(BINDIR)).
 MAN8DIR     := $(PREFIX)/share/man/man8
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
-UNITS       := vpnctl-agent.socket vpnctl-agent.service vpnctl@.service
+UNITS       := vpnctl-agent.socket vpnctl-agent.service vpnctl@.service vpnctl-block@.service
 
 install: build completions
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)" "$(DESTDIR)$(MAN5DIR)" \

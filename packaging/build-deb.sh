@@ -40,7 +40,7 @@ chmod 0755 "$PKG/usr/bin/vpnctl"
 gzip -9n < "$ROOT/man/vpnctl.1" > "$PKG/usr/share/man/man1/vpnctl.1.gz"
 gzip -9n < "$ROOT/man/vpnctl-profile.5" > "$PKG/usr/share/man/man5/vpnctl-profile.5.gz"
 gzip -9n < "$ROOT/man/vpnctl-agent.8" > "$PKG/usr/share/man/man8/vpnctl-agent.8.gz"
-for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
+for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service vpnctl-block@.service; do
   sed 's|@BINDIR@|/usr/bin|g' "$HERE/systemd/$unit" > "$PKG/usr/lib/systemd/system/$unit"
   chmod 0644 "$PKG/usr/lib/systemd/system/$unit"
 done

@@ -21,7 +21,7 @@ public enum VPNCLI {
         ("list", { ListCommand.spec }), ("show", { ShowCommand.spec }), ("import", { ImportCommand.spec }),
         ("create", { CreateCommand.spec }), ("edit", { EditCommand.spec }), ("remove", { RemoveCommand.spec }),
         ("enable", { EnableCommand.enableSpec }), ("disable", { EnableCommand.disableSpec }), ("secret", { SecretCommand.spec }),
-        ("trust", { TrustCommand.spec }), ("start", { StartCommand.spec }), ("stop", { StopCommand.spec }),
+        ("trust", { TrustCommand.spec }), ("start", { StartCommand.spec }), ("stop", { StopCommand.spec }), ("block", { BlockCommand.spec }),
         ("toggle", { ToggleCommand.spec }), ("status", { StatusCommand.spec }), ("is-connected", { IsConnectedCommand.spec }),
         ("logs", { LogsCommand.spec }), ("genkey", { KeyCommands.genkeySpec }), ("pubkey", { KeyCommands.pubkeySpec }),
         ("ondemand", { OnDemandCommand.spec }), ("verify", { VerifyCommand.spec }), ("stats", { StatsCommand.spec }),

@@ -94,27 +94,7 @@ host_policy() { host_edit "$1" '/^  "policy" : {/,/^  },\{0,1\}$/c\  "policy" : 
 # Each query it gets is logged in $LAB_DIR/dns-ADDR.log.
 host_dns_up() {
   s ip addr add "$1/32" dev "$2" 2>/dev/null
-  cat > "$LAB_DIR/dns.py" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], 53))
-answer = bytes(int(x) for x in sys.argv[2].split("."))
-print("ready", flush=True)
-while True:
-    q, peer = s.recvfrom(512)
-    i, labels = 12, []
-    while q[i]:
-        labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]
-    question = q[12:i + 5]
-    name = ".".join(labels).lower()
-    print("query", name, "from", peer[0], flush=True)
-    if name.endswith("corp.example") and q[i + 2] == 1:
-        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + answer
-        s.sendto(q[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00" + question + a, peer)
-    else:
-        s.sendto(q[:2] + b"\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
-PY
-  ip netns exec "$NS_S" python3 "$LAB_DIR/dns.py" "$1" "$3" > "$LAB_DIR/dns-$1.log" 2>&1 &
+  ip netns exec "$NS_S" python3 "$HERE/../lab/dns-server.py" "$1" "$3" > "$LAB_DIR/dns-$1.log" 2>&1 &
   LAB_PIDS+=($!)
   wait_for "the lab's DNS server on $1" 5 grep -q ready "$LAB_DIR/dns-$1.log"
 }
@@ -277,6 +257,62 @@ test_host_unit_at_boot() {
   return 0
 }
 check "vpnctl@office.service enabled: the tunnel is up after a reboot, systemctl stop stops it, a failed start fails the unit with vpnctl's message" test_host_unit_at_boot
+
+# ---- 3. always-on: a kill-switch profile enabled at boot blocks from early boot --
+# A probe sends a UDP datagram to the server's underlay address (port 9) every
+# 20 ms from the first moments of boot; a capture on the server's veth shows
+# which left. None may leave once vpnctl-block@ has run, i.e. before
+# vpnctl@always.service even starts, and none after.
+test_host_always_on_at_boot() {
+  sed 's|^AllowedIPs = .*|AllowedIPs = 0.0.0.0/0|' "$HOST_MERGED/root/office.conf" > "$HOST_MERGED/root/always.conf"
+  expect_ok "import" vx import /root/always.conf --name always || return 1
+  defer vx remove always
+  expect_ok "kill switch on" host_edit always '/^  "id" : /a\  "includeAllNetworks" : true,' || return 1
+  expect_ok "systemctl enable vpnctl@always" hx systemctl enable vpnctl@always.service || return 1
+  defer hx systemctl disable vpnctl@always.service
+  cat > "$HOST_MERGED/etc/systemd/system/lab-probe.service" <<'UNIT'
+[Unit]
+Description=lab probe: a datagram to 198.18.0.1:9 every 20 ms from early boot
+DefaultDependencies=no
+After=local-fs.target
+[Service]
+ExecStart=/bin/bash -c 'for i in $(seq 1 750); do echo probe 2>/dev/null > /dev/udp/198.18.0.1/9; sleep 0.02; done'
+[Install]
+WantedBy=sysinit.target
+UNIT
+  expect_ok "enable the probe" hx systemctl enable lab-probe.service || return 1
+  defer rm -f "$HOST_MERGED/etc/systemd/system/lab-probe.service" "$HOST_MERGED/etc/systemd/system/sysinit.target.wants/lab-probe.service"
+  ip netns exec "$NS_S" tcpdump -n -U --immediate-mode -tt -i "${LAB}s0" -w "$LAB_DIR/boot.pcap" 'udp dst port 9' > "$LAB_DIR/boot.tcpdump" 2>&1 &
+  CAP_PID=$!; LAB_PIDS+=($CAP_PID)
+  wait_for "tcpdump on ${LAB}s0" 5 grep -q "listening on" "$LAB_DIR/boot.tcpdump" || return 1
+  host_reboot || return 1
+  wait_for "vpnctl@always to be up after boot" 30 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl@always.service)\" = active ]" || return 1
+  expect_eq "status after boot" connected "$(hfield always status)" || return 1
+  wait_for "the probe to end" 20 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active lab-probe.service)\" != active ]"
+  stop_pid "$CAP_PID"
+  local block unit
+  block=$(hx systemctl show -P ExecMainStartTimestampMonotonic vpnctl-block@always.service)
+  unit=$(hx systemctl show -P ExecMainStartTimestampMonotonic vpnctl@always.service)
+  expect_nonempty "vpnctl-block@always ran at boot" "$block" || return 1
+  [ "$block" != 0 ] && [ "$unit" != 0 ] || { echo "  vpnctl-block@always ($block) or vpnctl@always ($unit) did not run"; return 1; }
+  tcpdump -n -tt -r "$LAB_DIR/boot.pcap" 2>/dev/null | awk '{print $1}' > "$LAB_DIR/boot.times"
+  # The capture's times are the real-time clock's, systemd's the monotonic one (one kernel, one clock each).
+  local counts; counts=$(python3 - "$LAB_DIR/boot.times" "$block" "$unit" <<'PY'
+import sys, time
+offset = time.time() - time.monotonic()
+times = [float(l) for l in open(sys.argv[1]) if l.strip()]
+block, unit = int(sys.argv[2]) / 1e6 + offset, int(sys.argv[3]) / 1e6 + offset
+print(sum(t < block for t in times), sum(t >= block for t in times), sum(t >= unit for t in times))
+PY
+)
+  local before after_block after_unit; read -r before after_block after_unit <<<"$counts"
+  echo "  probe datagrams on the underlay: $before before vpnctl-block@always, $after_block after it ($after_unit after vpnctl@always started)"
+  [ "$before" -gt 0 ] || { echo "  the capture saw no probe before the block: it cannot prove anything"; return 1; }
+  expect_eq "probe datagrams on the underlay once the block was in place" 0 "$after_block" || return 1
+  expect_ok "stop" vx stop always || return 1
+  expect_eq "nft tables after stop" "" "$(hx nft list tables | grep vpnctl_ || true)"
+}
+check "always-on: a kill-switch profile enabled at boot blocks from before the network comes up (capture: nothing leaves once vpnctl-block@ ran), then connects" test_host_always_on_at_boot
 
 # ---- 5. NetworkManager on the same host ----------------------------------------
 test_host_networkmanager() {

@@ -11,6 +11,7 @@
 #   IPv6 leak    2001:2::2 (client) -> 2001:2::1 (server), added by the test, removed after
 
 RESOLV=/etc/netns/$NS_C/resolv.conf
+DNS_SERVER_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/dns-server.py
 
 # dns_guard: the client namespace's /etc/resolv.conf is the lab's own file
 # (the same inode as $RESOLV), so nothing vpnctl writes can reach this machine's.
@@ -129,29 +130,12 @@ test_dns_openvpn_push() {
 }
 
 # dns_server_up: a DNS server at 198.19.0.53 in the server namespace, reachable
-# only through the tunnel: names under corp.example are 198.19.0.1, the rest NXDOMAIN.
+# only through the tunnel: names under corp.example are 198.19.0.1, the rest
+# NXDOMAIN (Tests/lab/dns-server.py).
 dns_server_up() {
   need s ip addr add 198.19.0.53/32 dev "${LAB}w" || return 1
   defer s ip addr del 198.19.0.53/32 dev "${LAB}w"
-  cat > "$T/dns.py" <<'PY'
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("198.19.0.53", 53))
-print("ready", flush=True)
-while True:
-    q, peer = s.recvfrom(512)
-    i, labels = 12, []
-    while q[i]:
-        labels.append(q[i + 1:i + 1 + q[i]].decode()); i += 1 + q[i]
-    question = q[12:i + 5]
-    name = ".".join(labels)
-    if name.endswith("corp.example"):
-        a = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04" + bytes([198, 19, 0, 1])
-        s.sendto(q[:2] + b"\x81\x80\x00\x01\x00\x01\x00\x00\x00\x00" + question + a, peer)
-    else:
-        s.sendto(q[:2] + b"\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00" + question, peer)
-PY
-  ip netns exec "$NS_S" python3 "$T/dns.py" > "$T/dns.log" 2>&1 &
+  ip netns exec "$NS_S" python3 "$DNS_SERVER_PY" 198.19.0.53 198.19.0.1 > "$T/dns.log" 2>&1 &
   local pid=$!; LAB_PIDS+=($pid)
   defer stop_pid "$pid"
   wait_for "the lab's DNS server on 198.19.0.53" 5 grep -q ready "$T/dns.log"

@@ -104,7 +104,7 @@ test_install_use_purge() {
            /usr/share/bash-completion/completions/vpnctl /usr/share/zsh/vendor-completions/_vpnctl \
            /usr/share/fish/vendor_completions.d/vpnctl.fish /usr/share/man/man8/vpnctl-agent.8.gz \
            /usr/lib/systemd/system/vpnctl-agent.socket /usr/lib/systemd/system/vpnctl-agent.service \
-           /usr/lib/systemd/system/vpnctl@.service /usr/lib/NetworkManager/conf.d/90-vpnctl.conf \
+           /usr/lib/systemd/system/vpnctl@.service /usr/lib/systemd/system/vpnctl-block@.service /usr/lib/NetworkManager/conf.d/90-vpnctl.conf \
            /usr/lib/udev/rules.d/85-vpnctl.rules; do
     grep -qxF "$f" <<<"$listed" && [ -f "$R$f" ] || { echo "  $f not installed"; return 1; }
   done
@@ -209,7 +209,7 @@ test_make_install() {
   local f
   for f in bin/vpnctl share/man/man1/vpnctl.1 share/man/man5/vpnctl-profile.5 share/bash-completion/completions/vpnctl \
            share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
-           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service \
+           lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service lib/systemd/system/vpnctl-block@.service \
            share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done

@@ -347,10 +347,10 @@ PY
 sec_agent_systemd_units_verify() (
   command -v systemd-analyze >/dev/null || { echo "  skip: systemd-analyze is not installed"; exit 2; }
   local units=$HERE/../../packaging/systemd u out
-  for u in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service; do
+  for u in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service vpnctl-block@.service; do
     sed "s|@BINDIR@|$(dirname "$BIN")|g" "$units/$u" > "$WORK/$u" || exit 1
   done
-  out=$(cd "$WORK" && systemd-analyze verify --man=no ./vpnctl-agent.socket ./vpnctl-agent.service ./vpnctl@office.service 2>&1) \
+  out=$(cd "$WORK" && systemd-analyze verify --man=no ./vpnctl-agent.socket ./vpnctl-agent.service ./vpnctl@office.service ./vpnctl-block@office.service 2>&1) \
     || { echo "  systemd-analyze verify failed: $out"; exit 1; }
   [ -z "$out" ] || { echo "  systemd-analyze verify warned: $out"; exit 1; }
   grep -q '^KillMode=process$' "$WORK/vpnctl-agent.service" || { echo "  a restart of the agent would end tunnels"; exit 1; }

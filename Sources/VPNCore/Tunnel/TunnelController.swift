@@ -279,3 +279,35 @@ public struct TunnelController {
         }
     }
 }
+
+/// `vpnctl block`: a profile's kill switch without its tunnel, for boot
+/// (vpnctl-block@.service runs it before the network comes up). The table
+/// is the one the profile's supervisor installs (the same name, replaced in
+/// one transaction when the tunnel starts), so there is never a moment
+/// without it; the runtime record names it, so that status says traffic is
+/// blocked and `stop` (or `disable`) lifts it.
+extension TunnelController {
+    public enum BlockOutcome: Equatable, Sendable {
+        /// The table is in place (`table`), named in the runtime record.
+        case blocked(table: String)
+        /// The profile asks for no kill switch (includeAllNetworks and enforceRoutes are off).
+        case noKillSwitch
+        /// A supervisor runs the profile: its own table is in place.
+        case running
+    }
+
+    public func block(_ profile: Profile, searchPath: String?, log: @escaping (String) -> Void) throws -> BlockOutcome {
+        guard KillSwitch.wanted(by: profile) else { return .noKillSwitch }
+        try runtime.prepare()
+        var record = (try? runtime.read(profile.id)) ?? RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
+        if TunnelController.isSupervisor(record) { return .running }
+        let killSwitch = KillSwitch(profile: profile, firewall: try NftFirewall(searchPath: searchPath,
+                                                                              scratch: "\(runtime.directory)/\(profile.id.lowercasedString).nft"),
+                                    log: log)
+        try killSwitch.install()
+        record.name = profile.name
+        record.killSwitch = killSwitch.record
+        try runtime.write(record)
+        return .blocked(table: killSwitch.rules.table)
+    }
+}
