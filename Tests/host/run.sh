@@ -275,8 +275,9 @@ test_host_always_on_at_boot() {
 Description=lab probe: a datagram to 198.18.0.1:9 every 20 ms from early boot
 DefaultDependencies=no
 After=local-fs.target
+Before=vpnctl-block@always.service
 [Service]
-ExecStart=/bin/bash -c 'for i in $(seq 1 750); do echo probe 2>/dev/null > /dev/udp/198.18.0.1/9; sleep 0.02; done'
+ExecStart=/bin/bash -c 'for i in $(seq 1 1500); do echo probe 2>/dev/null > /dev/udp/198.18.0.1/9; sleep 0.02; done'
 [Install]
 WantedBy=sysinit.target
 UNIT
@@ -288,28 +289,40 @@ UNIT
   host_reboot || return 1
   wait_for "vpnctl@always to be up after boot" 30 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl@always.service)\" = active ]" || return 1
   expect_eq "status after boot" connected "$(hfield always status)" || return 1
-  wait_for "the probe to end" 20 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active lab-probe.service)\" != active ]"
+  expect_eq "the probe still runs" active "$(hx systemctl is-active lab-probe.service)" || return 1
+  # The stop lifts the kill switch while the probe still sends: the capture
+  # must then see it (or it proves nothing).
+  # (the time just before the stop: the table goes during it)
+  local lifted; lifted=$(date +%s.%N)
+  expect_ok "stop" vx stop always || return 1
+  sleep 1
+  hx systemctl stop lab-probe.service
   stop_pid "$CAP_PID"
-  local block unit
-  block=$(hx systemctl show -P ExecMainStartTimestampMonotonic vpnctl-block@always.service)
+  local started done unit nm
+  started=$(hx systemctl show -P ExecMainStartTimestampMonotonic vpnctl-block@always.service)
+  done=$(hx systemctl show -P ExecMainExitTimestampMonotonic vpnctl-block@always.service)
   unit=$(hx systemctl show -P ExecMainStartTimestampMonotonic vpnctl@always.service)
-  expect_nonempty "vpnctl-block@always ran at boot" "$block" || return 1
-  [ "$block" != 0 ] && [ "$unit" != 0 ] || { echo "  vpnctl-block@always ($block) or vpnctl@always ($unit) did not run"; return 1; }
+  nm=$(hx systemctl show -P ExecMainStartTimestampMonotonic NetworkManager.service)
+  [ "${done:-0}" != 0 ] && [ "${unit:-0}" != 0 ] && [ "${nm:-0}" != 0 ] \
+    || { echo "  vpnctl-block@always ($started-$done), vpnctl@always ($unit) or NetworkManager ($nm) did not run"; return 1; }
+  [ "$done" -lt "$nm" ] || { echo "  the block ended at $done us, after NetworkManager started ($nm us)"; return 1; }
   tcpdump -n -tt -r "$LAB_DIR/boot.pcap" 2>/dev/null | awk '{print $1}' > "$LAB_DIR/boot.times"
   # The capture's times are the real-time clock's, systemd's the monotonic one (one kernel, one clock each).
-  local counts; counts=$(python3 - "$LAB_DIR/boot.times" "$block" "$unit" <<'PY'
+  local counts; counts=$(python3 - "$LAB_DIR/boot.times" "$started" "$done" "$unit" "$lifted" <<'PY'
 import sys, time
 offset = time.time() - time.monotonic()
 times = [float(l) for l in open(sys.argv[1]) if l.strip()]
-block, unit = int(sys.argv[2]) / 1e6 + offset, int(sys.argv[3]) / 1e6 + offset
-print(sum(t < block for t in times), sum(t >= block for t in times), sum(t >= unit for t in times))
+started, done, unit = (int(a) / 1e6 + offset for a in sys.argv[2:5])
+lifted = float(sys.argv[5])
+print(sum(t < started for t in times), sum(started <= t < done for t in times), sum(done <= t < lifted for t in times),
+      sum(unit <= t < lifted for t in times), sum(t >= lifted for t in times), round((done - started) * 1000),
+      round((lifted - done) * 1000))
 PY
 )
-  local before after_block after_unit; read -r before after_block after_unit <<<"$counts"
-  echo "  probe datagrams on the underlay: $before before vpnctl-block@always, $after_block after it ($after_unit after vpnctl@always started)"
-  [ "$before" -gt 0 ] || { echo "  the capture saw no probe before the block: it cannot prove anything"; return 1; }
-  expect_eq "probe datagrams on the underlay once the block was in place" 0 "$after_block" || return 1
-  expect_ok "stop" vx stop always || return 1
+  local before during blocked after_unit lifted_n ms held; read -r before during blocked after_unit lifted_n ms held <<<"$counts"
+  echo "  probe datagrams on the underlay: $before before vpnctl-block@always, $during while it ran ($ms ms), $blocked in the $held ms from the block to the stop ($after_unit of them after vpnctl@always started), $lifted_n after the stop lifted it; NetworkManager started $(( (nm - done) / 1000 )) ms after the block was in place"
+  [ "$lifted_n" -gt 0 ] || { echo "  the capture saw no probe after the stop: it cannot prove anything"; return 1; }
+  expect_eq "probe datagrams on the underlay from the block to the stop" 0 "$blocked" || return 1
   expect_eq "nft tables after stop" "" "$(hx nft list tables | grep vpnctl_ || true)"
 }
 check "always-on: a kill-switch profile enabled at boot blocks from before the network comes up (capture: nothing leaves once vpnctl-block@ ran), then connects" test_host_always_on_at_boot
