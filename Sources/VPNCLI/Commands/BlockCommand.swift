@@ -14,7 +14,7 @@ enum BlockCommand {
         open; 'vpnctl stop' or 'vpnctl disable' lifts it. At boot, vpnctl-block@PROFILE.service \
         runs it before the network comes up (vpnctl@PROFILE.service pulls it in). Root only.
         """),
-        examples: ["vpnctl block office", "systemctl enable vpnctl@office   # blocks from early boot, then connects"],
+        examples: ["vpnctl block office", "vpnctl stop office   # lifts the block"],
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: { try run($0) })
 
