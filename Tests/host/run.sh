@@ -182,13 +182,15 @@ test_host_resolved_full_tunnel() {
   expect_ok "import" vx import /root/full.conf --name full || return 1
   defer vx remove full
   expect_ok "kill switch on" host_edit full '/^  "id" : /a\  "includeAllNetworks" : true,' || return 1
+  expect_ok "policy" host_policy full "$HU" || return 1
   # Before: the underlay's DNS answers, and the capture sees it.
   capture_dns before
   expect_ok "resolvectl query before the tunnel" hx resolvectl query --cache=no a.corp.example || return 1
   expect_contains "the underlay's answer" "198.18.0.99" "$OUT" || return 1
   local n; n=$(capture_count before)
   [ "$n" -ge 2 ] || { echo "  the capture on ${LAB}s0 saw $n DNS packets before the tunnel: it cannot prove anything"; sed "s/^/  tcpdump | /" "$LAB_DIR/before.tcpdump"; tail -3 "$LAB_DIR/dns-198.18.0.1.log"; return 1; }
-  expect_ok "start" vx start full || return 1
+  # Started and stopped by the user, through the sandboxed agent (nft inside its unit).
+  expect_ok "start by $HU" hu "$HU" vpnctl start full || return 1
   local ifn; ifn=$(hfield full interface)
   expect_ok "resolvectl domain $ifn" hx resolvectl domain "$ifn" || return 1
   expect_contains "the tunnel's routing domain" "~." "$OUT" || return 1
@@ -203,14 +205,14 @@ test_host_resolved_full_tunnel() {
   n=$(capture_count during)
   expect_eq "DNS packets on the underlay during the full tunnel" 0 "$n" || return 1
   echo "  capture on ${LAB}s0: DNS packets before the tunnel $(tcpdump -n -r "$LAB_DIR/before.pcap" 2>/dev/null | wc -l), during 0"
-  expect_ok "stop" vx stop full || return 1
+  expect_ok "stop by $HU" hu "$HU" vpnctl stop full || return 1
   expect_run "resolvectl dns $ifn after stop" nonzero hx resolvectl dns "$ifn" || return 1
   expect_eq "nft tables after stop" "" "$(hx nft list tables | grep vpnctl_ || true)" || return 1
   expect_ok "resolvectl query after stop" hx resolvectl query --cache=no c.corp.example || return 1
   expect_contains "the underlay's answer again" "198.18.0.99" "$OUT" || return 1
   expect_eq "/etc/resolv.conf after stop" "../run/systemd/resolve/stub-resolv.conf" "$(hx readlink /etc/resolv.conf)"
 }
-check "resolved: a full tunnel gets ~. and default-route, no query leaves through the underlay (capture), stop reverts the link" test_host_resolved_full_tunnel
+check "resolved: a user's full tunnel with its kill switch (through the agent) gets ~. and default-route, no query leaves through the underlay (capture), stop reverts the link" test_host_resolved_full_tunnel
 
 # ---- 2. the agent restarted or killed: tunnels and status stay --------------
 test_host_agent_restart() {
@@ -234,6 +236,33 @@ test_host_agent_restart() {
   expect_ok "stop by $HU through the new agent" hu "$HU" vpnctl stop office
 }
 check "systemctl restart vpnctl-agent and a SIGKILL of it keep the tunnel, its supervisor and its status" test_host_agent_restart
+
+# On-demand goes on after the agent is killed: the rules started the tunnel,
+# the restarted agent keeps it (one supervisor) and still acts on the rules.
+test_host_ondemand_after_agent_kill() {
+  expect_ok "import" vx import /root/office.conf --name od || return 1
+  defer vx remove od
+  expect_ok "on-demand rules" host_edit od '/^  "onDemand" : {/,/^  },\{0,1\}$/c\  "onDemand" : { "enabled" : false, "rules" : [ { "action" : "connect", "interfaceType" : "ethernet" } ] },' || return 1
+  expect_ok "a default route (on-demand acts on the primary network)" hx ip route add default via 198.18.0.1 || return 1
+  defer hx ip route del default via 198.18.0.1
+  expect_ok "systemctl start vpnctl-agent" hx systemctl start vpnctl-agent.service || return 1
+  expect_ok "ondemand enable od" vx ondemand enable od || return 1
+  defer vx ondemand disable od
+  wait_for "the rules to start od" 20 host_status_is od connected || { hx journalctl -u vpnctl-agent --no-pager -n 10 | sed 's/^/  journal | /'; return 1; }
+  local sup main; sup=$(hrecord od supervisorPid); main=$(hx systemctl show -P MainPID vpnctl-agent.service)
+  expect_ok "SIGKILL of the agent" hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
+  wait_for "systemd to restart the agent" 15 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
+  expect_eq "od after the agent's SIGKILL" connected "$(hfield od status)" || return 1
+  expect_eq "the same supervisor (no second start)" "$sup" "$(hrecord od supervisorPid)" || return 1
+  # The restarted agent still runs the rules: the tunnel ended by its provider's death comes back.
+  hx kill -KILL "$(hrecord od providerPid)"
+  wait_for "the restarted agent's rules to start od again" 40 host_status_again od "$sup" \
+    || { hx journalctl -u vpnctl-agent --no-pager -n 12 | sed 's/^/  journal | /'; return 1; }
+  expect_ok "stop (pauses on-demand)" vx stop od
+}
+# host_status_again PROFILE OLD_SUPERVISOR: connected, under another supervisor.
+host_status_again() { host_status_is "$1" connected && [ "$(hrecord "$1" supervisorPid)" != "$2" ]; }
+check "on-demand: the rules start the tunnel, a SIGKILLed agent restarts without a second start, and its rules still act" test_host_ondemand_after_agent_kill
 
 # ---- 3. vpnctl@office.service at boot -----------------------------------------
 test_host_unit_at_boot() {
@@ -290,6 +319,8 @@ UNIT
   wait_for "vpnctl@always to be up after boot" 30 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl@always.service)\" = active ]" || return 1
   expect_eq "status after boot" connected "$(hfield always status)" || return 1
   expect_eq "the probe still runs" active "$(hx systemctl is-active lab-probe.service)" || return 1
+  # The block ran before the agent's socket was needed: users still reach it.
+  expect_ok "a user's request through the agent after such a boot" hu "$HU" vpnctl list || return 1
   # The stop lifts the kill switch while the probe still sends: the capture
   # must then see it (or it proves nothing).
   # (the time just before the stop: the table goes during it)
