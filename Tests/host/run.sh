@@ -389,6 +389,30 @@ test_host_networkmanager() {
 }
 check "NetworkManager: vpnctl's utun is unmanaged, an NM reconnect of the ethernet keeps the tunnel's routes" test_host_networkmanager
 
+# ---- 4. split DNS on resolved: only the match domains go to the tunnel ---------
+test_host_resolved_split() {
+  expect_ok "import" vx import /root/office.conf --name split || return 1
+  defer vx remove split
+  expect_ok "dnsSettings" host_edit split '/^  "id" : /a\  "dnsSettings" : { "servers" : [ "198.19.0.53" ], "matchDomains" : [ "corp.example" ] },' || return 1
+  expect_ok "start" vx start split || return 1
+  defer vx stop split
+  local ifn; ifn=$(hfield split interface)
+  expect_ok "resolvectl domain $ifn" hx resolvectl domain "$ifn" || return 1
+  expect_contains "the match domain as a routing domain" "~corp.example" "$OUT" || return 1
+  expect_not_contains "no ~. for a split tunnel" "~." "$OUT" || return 1
+  expect_ok "resolvectl default-route $ifn" hx resolvectl default-route "$ifn" || return 1
+  expect_contains "a split tunnel is not resolved's default route" "no" "$OUT" || return 1
+  local before; before=$(wc -l < "$LAB_DIR/dns-198.18.0.1.log")
+  expect_ok "resolvectl query of a corp.example name" hx resolvectl query --cache=no split1.corp.example || return 1
+  expect_contains "the tunnel's answer" "198.19.0.1" "$OUT" || return 1
+  expect_run "resolvectl query of another name" nonzero hx resolvectl query --cache=no split2.example.org || return 1
+  local underlay; underlay=$(tail -n +"$((before + 1))" "$LAB_DIR/dns-198.18.0.1.log")
+  expect_not_contains "the underlay's DNS server" "split1.corp.example" "$underlay" || return 1
+  expect_contains "the underlay's DNS server gets the other name" "split2.example.org" "$underlay" || return 1
+  expect_contains "the tunnel's DNS server gets the corp name" "split1.corp.example" "$(cat "$LAB_DIR/dns-198.19.0.53.log")"
+}
+check "resolved: a split tunnel's match domain is a routing domain (~corp.example, not default-route): corp names to the tunnel's server, others to NetworkManager's" test_host_resolved_split
+
 # ---- 4. the tunnel's DNS on resolved after its provider or supervisor dies ------
 # host_dns_gone IFNAME: no link of resolved's has the tunnel's server.
 host_dns_gone() { ! hx resolvectl dns | grep -q '198.19.0.53'; }
