@@ -79,6 +79,7 @@ print("" if v is None else v)' "$2"
 hrecord() {
   hx cat "/run/vpnctl/$(hfield "$1" id).json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"
 }
+host_unit_says() { hx journalctl -u "$1" --no-pager -o cat | grep -qF "$2"; }
 host_status_is() { [ "$(hfield "$1" status)" = "$2" ]; }
 # host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
 host_edit() {
@@ -280,7 +281,9 @@ test_host_unit_at_boot() {
   expect_eq "status after systemctl stop" disconnected "$(hfield office status)" || return 1
   expect_run "systemctl start vpnctl@nosuch" nonzero hx systemctl start vpnctl@nosuch.service || return 1
   expect_eq "vpnctl@nosuch" failed "$(hx systemctl is-active vpnctl@nosuch.service)" || return 1
-  expect_run "systemctl status vpnctl@nosuch" nonzero hx systemctl status --no-pager --lines=5 vpnctl@nosuch.service
+  # (journald takes the unit's stderr from a stream: wait until it has the line)
+  wait_for "vpnctl's message in the unit's journal" 10 host_unit_says vpnctl@nosuch.service "no profile named 'nosuch'" || return 1
+  expect_run "systemctl status vpnctl@nosuch" nonzero hx systemctl status --no-pager --lines=20 vpnctl@nosuch.service
   expect_contains "vpnctl's message in systemctl status" "no profile named 'nosuch'" "$OUT" || return 1
   hx systemctl reset-failed vpnctl@nosuch.service 2>/dev/null
   return 0

@@ -374,8 +374,12 @@ test_killswitch_tunnelvision() {
   # The local subnet is open (excludeLocalNetworks): the answer to the marker ping leaves, and is not counted.
   n=$(leak_capture_count tv)
   [ "$n" != marker-missing ] || { echo "  the capture missed its marker"; return 1; }
-  expect_eq "packets the pushed routes took outside the tunnel" 0 "$(grep -vc '198.18.0.2 > 198.18.0.1: ICMP echo reply' "$T/tv.txt")" \
-    || { cat "$T/tv.txt"; return 1; }
+  # Counted by destination: tv_send's three targets. Other packets to the open
+  # local subnet (198.18.0.1) are allowed there, e.g. the port-unreachable the
+  # client's kernel answers to the server's wireguard-go still sending to the
+  # previous tunnel's port (seen once in CI).
+  expect_eq "packets the pushed routes took outside the tunnel" 0 \
+    "$(grep -cE '> (198\.18\.60\.1|198\.19\.0\.77|2001:2:19::1): ' "$T/tv.txt")" || { cat "$T/tv.txt"; return 1; }
   expect_eq "killSwitch" on "$(field office killSwitch)" || return 1
   expect_contains "bypassRoutes" "198.19.0.64/26 dev ${LAB}c0" "$(field office bypassRoutes)" || return 1
   expect_contains "bypassRoutes" "2001:2:19::/80 dev ${LAB}c0" "$(field office bypassRoutes)" || return 1
