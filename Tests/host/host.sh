@@ -137,6 +137,14 @@ host_down() {
     umount "$HOST_MERGED" 2>/dev/null || umount -l "$HOST_MERGED" 2>/dev/null
     HOST_MERGED=""
   fi
+  # A container whose nspawn was killed before it had powered off lives on
+  # with no nspawn: every process left in its cgroups is this lab's, ended by pid.
+  local left
+  for cg in "${HOST_CGROUPS[@]}"; do
+    left=$(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null)
+    [ -n "$left" ] && kill -KILL $left 2>/dev/null
+  done
+  [ -n "${left:-}" ] && sleep 1
   for cg in "${HOST_CGROUPS[@]}"; do
     # Children first: whatever the container's systemd left in its tree.
     find "$cg" -depth -mindepth 1 -type d -exec rmdir {} \; 2>/dev/null
