@@ -51,9 +51,8 @@ autoconnect=true
 
 [ipv4]
 method=manual
-address1=198.18.0.2/24
+address1=198.18.0.2/24,198.18.0.1
 dns=198.18.0.1
-never-default=true
 
 [ipv6]
 method=ignore
@@ -63,6 +62,9 @@ EOF
   cp "$LAB_DIR/work.ovpn" "$HOST_MERGED/root/work.ovpn"
 }
 if ! host_install; then fail "vpnctl's .deb did not install in the container"; summary host; exit 1; fi
+# As on a real host, the ethernet comes up unconfigured and NetworkManager
+# configures it at boot (address, default route via 198.18.0.1, DNS).
+c ip addr flush dev "${LAB}c0"
 if ! host_boot; then fail "the container did not boot"; summary host; exit 1; fi
 t_boot=$(date +%s)
 echo "  host lab up: root file system $((t_root - t0)) s, install and boot $((t_boot - t_root)) s"
@@ -80,6 +82,16 @@ hrecord() {
   hx cat "/run/vpnctl/$(hfield "$1" id).json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"
 }
 host_unit_says() { hx journalctl -u "$1" --no-pager -o cat | grep -qF "$2"; }
+# host_agent_sigkill: SIGKILL of the agent's main process only (its workers and
+# the supervisors it started stay), then systemd's restart of it (Restart=on-failure).
+host_agent_sigkill() {
+  local main; main=$(hx systemctl show -P MainPID vpnctl-agent.service)
+  hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
+  wait_for "systemd to restart the agent (pid $main SIGKILLed)" 15 host_agent_replaced "$main"
+}
+host_agent_replaced() {
+  [ "$(hx systemctl show -P MainPID vpnctl-agent.service)" != "$1" ] && [ "$(hx systemctl is-active vpnctl-agent.service)" = active ]
+}
 host_status_is() { [ "$(hfield "$1" status)" = "$2" ]; }
 # host_edit PROFILE SED-SCRIPT: the profile's JSON changed by vpnctl edit, with an editor of sed.
 host_edit() {
@@ -110,6 +122,7 @@ test_host_socket_activation() {
   expect_ok "import" vx import /root/dnsoffice.conf --name office || return 1
   defer vx remove office
   expect_ok "policy" host_policy office "$HU" || return 1
+  expect_contains "the host's default route (NetworkManager's)" "default via 198.18.0.1 dev ${LAB}c0" "$(hx ip route show default)" || return 1
   expect_eq "vpnctl-agent.socket after install and boot" active "$(hx systemctl is-active vpnctl-agent.socket)" || return 1
   expect_eq "vpnctl-agent.service before the first request" inactive "$(hx systemctl is-active vpnctl-agent.service)" || return 1
   expect_ok "start by $HU" hu "$HU" vpnctl start office || return 1
@@ -227,10 +240,7 @@ test_host_agent_restart() {
   expect_ok "systemctl restart vpnctl-agent" hx systemctl restart vpnctl-agent.service || return 1
   expect_eq "status after the restart, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
   expect_ok "a ping after the restart" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
-  local main; main=$(hx systemctl show -P MainPID vpnctl-agent.service)
-  expect_ok "SIGKILL of the agent ($main)" hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
-  wait_for "systemd to restart the agent (Restart=on-failure)" 15 \
-    bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
+  expect_ok "SIGKILL of the agent, restarted by systemd (Restart=on-failure)" host_agent_sigkill || return 1
   expect_eq "status after SIGKILL of the agent, by $HU" connected "$(hu "$HU" vpnctl status office --json | json_get profiles.0.status)" || return 1
   expect_eq "the same supervisor" "$sup" "$(hrecord office supervisorPid)" || return 1
   expect_ok "a ping after the agent's SIGKILL" hu "$HU" ping -c 1 -W 2 198.19.0.1 || return 1
@@ -244,15 +254,13 @@ test_host_ondemand_after_agent_kill() {
   expect_ok "import" vx import /root/office.conf --name od || return 1
   defer vx remove od
   expect_ok "on-demand rules" host_edit od '/^  "onDemand" : {/,/^  },\{0,1\}$/c\  "onDemand" : { "enabled" : false, "rules" : [ { "action" : "connect", "interfaceType" : "ethernet" } ] },' || return 1
-  expect_ok "a default route (on-demand acts on the primary network)" hx ip route add default via 198.18.0.1 || return 1
-  defer hx ip route del default via 198.18.0.1
+  # (on-demand acts on the primary network: NetworkManager's default route)
   expect_ok "systemctl start vpnctl-agent" hx systemctl start vpnctl-agent.service || return 1
   expect_ok "ondemand enable od" vx ondemand enable od || return 1
   defer vx ondemand disable od
   wait_for "the rules to start od" 20 host_status_is od connected || { hx journalctl -u vpnctl-agent --no-pager -n 10 | sed 's/^/  journal | /'; return 1; }
-  local sup main; sup=$(hrecord od supervisorPid); main=$(hx systemctl show -P MainPID vpnctl-agent.service)
-  expect_ok "SIGKILL of the agent" hx systemctl kill --kill-whom=main -s KILL vpnctl-agent.service || return 1
-  wait_for "systemd to restart the agent" 15 bash -c "[ \"\$(nsenter -t $HOST_LEADER -m -p systemctl show -P MainPID vpnctl-agent.service)\" != $main ] && [ \"\$(nsenter -t $HOST_LEADER -m -p systemctl is-active vpnctl-agent.service)\" = active ]" || return 1
+  local sup; sup=$(hrecord od supervisorPid)
+  host_agent_sigkill || return 1
   expect_eq "od after the agent's SIGKILL" connected "$(hfield od status)" || return 1
   expect_eq "the same supervisor (no second start)" "$sup" "$(hrecord od supervisorPid)" || return 1
   # The restarted agent still runs the rules: the tunnel ended by its provider's death comes back.
@@ -373,7 +381,7 @@ test_host_networkmanager() {
   expect_contains "NetworkManager leaves $ifn alone" "$ifn:unmanaged" "$OUT" || return 1
   expect_contains "NetworkManager manages the lab's ethernet" "${LAB}c0:connected" "$OUT" || return 1
   # NetworkManager reconnects the ethernet: the tunnel's routes and DNS stay.
-  expect_ok "nmcli connection down lab" hx nmcli connection down lab || return 1
+  expect_ok "nmcli connection down lab" hx nmcli connection down lab || { hx nmcli -t connection show | sed "s/^/  nm | /"; hx journalctl -u NetworkManager --no-pager -o cat | grep -iE "lab|warn|error|fail" | tail -8 | sed "s/^/  nmlog | /"; return 1; }
   expect_ok "nmcli connection up lab" hx nmcli connection up lab || return 1
   # (Without traffic WireGuard does not handshake again, and status stays
   # reasserting until something proves the path: a ping does.)
