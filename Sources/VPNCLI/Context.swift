@@ -24,10 +24,9 @@ public struct Context {
     public var terminalWidth: Int? = nil
     /// Reads an answer typed at the terminal (nil at end of input).
     public var readAnswer: (_ prompt: String) -> String? = { Terminal.readLine(prompt: $0) }
-    /// Who the in-process service acts for and what that lets it see; nil
-    /// for this process's own user, with everything (tests set it to run
-    /// commands as the agent runs them for a user).
-    public var serviceAccess: ServiceAccess? = nil
+    /// Where the tunnel commands' use cases run; nil for the usual choice
+    /// (in this process for root, else the agent). Tests set their own.
+    public var service: TunnelService? = nil
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
@@ -144,7 +143,6 @@ public struct Invocation {
     public func loadedManager() throws -> ProfileManager {
         let m = ProfileManager(store: store)
         try m.load()
-        if let visible = context.serviceAccess?.visible { m.restrict(to: visible) }
         return m
     }
 }

@@ -16,11 +16,17 @@ final class RemoteService: TunnelService {
     let command: String
     /// The language the agent words its errors in (nil: English; always nil with --json).
     let language: String?
+    /// How a request reaches the agent and its reply's lines come back: the
+    /// agent's socket, or a test's loopback. Returns the result's JSON, or
+    /// nil when `events` wanted no more first.
+    typealias Transport = (_ request: ServiceRequest, _ events: ServiceEvents) throws -> [UInt8]?
+    var transport: Transport?
 
-    init(socketPath: String, command: String, language: String?) {
+    init(socketPath: String, command: String, language: String?, transport: Transport? = nil) {
         self.socketPath = socketPath
         self.command = command
         self.language = language
+        self.transport = transport
     }
 
     func list() throws -> ProfileList { try call(.list) }
@@ -57,7 +63,8 @@ final class RemoteService: TunnelService {
     }
 
     func call<R: Decodable>(_ call: ServiceCall, _ events: ServiceEvents = NoEvents()) throws -> R {
-        guard let bytes = try exchange(call, events) else { throw lost() }
+        let request = ServiceRequest(call, language: language)
+        guard let bytes = try transport.map({ try $0(request, events) }) ?? exchange(request, events) else { throw lost() }
         do { return try ServiceReply.decoder().decode(R.self, from: Data(bytes)) } catch {
             throw malformed(error)
         }
@@ -65,17 +72,31 @@ final class RemoteService: TunnelService {
 
     /// A stream: it ends when `events` wants no more, or with the agent's error.
     func stream(_ call: ServiceCall, _ events: ServiceEvents) throws {
-        _ = try exchange(call, events)
+        let request = ServiceRequest(call, language: language)
+        _ = try transport.map { try $0(request, events) } ?? exchange(request, events)
+    }
+
+    /// What one line of a reply means: an event, handed to `events`; the result; or the error, thrown.
+    enum Received { case more, enough, result([UInt8]) }
+
+    func receive(_ line: [UInt8], _ events: ServiceEvents) throws -> Received {
+        let reply: ServiceReply
+        do { reply = try ServiceReply.parse(line) } catch { throw malformed(error) }
+        switch reply {
+        case .event(let e): return events.emit(e) ? .more : .enough
+        case .result(let bytes): return .result(bytes)
+        case .error(let e): throw e
+        }
     }
 
     /// Sends the call and hands its events to `events` as they come; the
     /// result's JSON, or nil when `events` wanted no more first.
-    func exchange(_ call: ServiceCall, _ events: ServiceEvents) throws -> [UInt8]? {
+    func exchange(_ request: ServiceRequest, _ events: ServiceEvents) throws -> [UInt8]? {
         guard (try? FileSystem.info(socketPath))??.isSocket == true else { throw notRunning() }
         let fd: Int32
         do { fd = try UnixSocket.connect(to: socketPath) } catch { throw notRunning() }
         defer { close(fd) }
-        let request = Array(ServiceRequest(call, language: language).serialized.utf8)
+        let request = Array(request.serialized.utf8)
         var offset = 0
         while offset < request.count {
             let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -91,12 +112,10 @@ final class RemoteService: TunnelService {
             while let newline = buffer.firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<newline])
                 buffer.removeSubrange(...newline)
-                let reply: ServiceReply
-                do { reply = try ServiceReply.parse(line) } catch { throw malformed(error) }
-                switch reply {
-                case .event(let e): if !events.emit(e) { return nil }
+                switch try receive(line, events) {
+                case .more: continue
+                case .enough: return nil
                 case .result(let bytes): return bytes
-                case .error(let e): throw e
                 }
             }
             if buffer.count > ServiceReply.maximumLineLength { throw malformed(ServiceProtocolError("a reply line is too long")) }
@@ -151,11 +170,12 @@ extension Invocation {
     /// of the user's own, named with --config-dir or VPNCTL_CONFIG_DIR), or
     /// through the agent, with the rights the profiles' policy gives.
     var service: TunnelService {
+        if let service = context.service { return service }
         if geteuid() != 0 && args.value("config-dir") == nil && (context.environment["VPNCTL_CONFIG_DIR"] ?? "").isEmpty {
             return RemoteService(socketPath: AgentSettings.socketPath(runDirectory: options.runDirectory),
                                  command: args.command.first ?? "vpnctl", language: options.json ? nil : Localization.language)
         }
         return LocalService(configDirectory: options.configDirectory, runDirectory: options.runDirectory,
-                            path: context.environment["PATH"], access: context.serviceAccess ?? .unrestricted)
+                            path: context.environment["PATH"])
     }
 }

@@ -68,23 +68,28 @@ public enum AgentWorker {
         _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
         AgentAuthorization.speak(order.request)
         let caller = Caller.fromSystem(uid: order.uid, gid: order.gid)
-        let outcome: ServiceDispatch.Outcome
-        do {
-            // Authorized again here, with the profile the agent resolved: the
-            // access (what the caller may see, the recheck) is made where it is used.
-            let grant = try AgentAuthorization.authorize(order.request.call, caller: caller, settings: settings)
-            let service = LocalService(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory, path: path,
-                                       access: grant.access)
-            outcome = ServiceDispatch.perform(grant.call, on: service, events: SocketEvents(socket))
-        } catch {
-            outcome = ServiceDispatch.failure((error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error))
-        }
+        let outcome = perform(order.request.call, caller: caller, settings: settings, path: path, events: SocketEvents(socket))
         _ = SocketEvents.sendAll(socket, outcome.line)
         if let e = outcome.error {
             let call = order.request.call
             log("uid=\(order.uid)(\(caller.userName ?? "?")) \(call.name)\(call.profile.map { " '\($0)'" } ?? ""): exit \(e.code.rawValue): \(e.message)")
         }
         return outcome.code
+    }
+
+    /// The call, authorized again here with the profile the agent resolved
+    /// (the access, what the caller may see and the recheck, is made where
+    /// it is used), then run.
+    public static func perform(_ call: ServiceCall, caller: Caller, settings: AgentSettings, path: String?,
+                               events: ServiceEvents) -> ServiceDispatch.Outcome {
+        do {
+            let grant = try AgentAuthorization.authorize(call, caller: caller, settings: settings)
+            let service = LocalService(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory, path: path,
+                                       access: grant.access)
+            return ServiceDispatch.perform(grant.call, on: service, events: events)
+        } catch {
+            return ServiceDispatch.failure((error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error))
+        }
     }
 
     /// Reads the work order to its end: the agent writes it whole, then
