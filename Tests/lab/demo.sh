@@ -108,7 +108,7 @@ echo
 echo "== a failure, the way a user meets it: a server that does not answer"
 sed 's/51820/51999/' "$LAB_DIR/office.conf" > "$LAB_DIR/lab-test.conf"
 run vpnctl import lab-test.conf
-fails 3 vpnctl start lab-test --timeout 3
+fails 4 vpnctl start lab-test --timeout 3
 run vpnctl status lab-test
 run vpnctl remove lab-test
 
@@ -131,6 +131,10 @@ if command -v useradd >/dev/null; then
   as_user 0 vpnctl status
   as_user 9 vpnctl start second
   as_user 0 vpnctl can stop office
+  step "agent-client.py $VPNCTL_RUN_DIR/agent.sock isConnected profile='\"office\"'   # as ${LAB}u1: the agent's typed protocol, no vpnctl code"
+  cp "$HERE/agent-client.py" "$LAB_DIR/bin/agent-client.py" && chmod 755 "$LAB_DIR/bin/agent-client.py"
+  runuser -u "${LAB}u1" -- python3 "$LAB_DIR/bin/agent-client.py" "$VPNCTL_RUN_DIR/agent.sock" isConnected profile='"office"' \
+    || { echo "demo: the typed client's call failed"; exit 1; }
   as_user 0 vpnctl stop office
   agent_lab_down
 else
