@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import VPNCore
 import VPNSystem
@@ -153,7 +150,7 @@ enum CreateCommand {
                     if inv.args.value("identity-payload") != nil {
                         throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
                     }
-                    secrets["identity"] = try readPKCS12(p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
+                    secrets["identity"] = try readPKCS12(bytes, file: p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
                 }
             } else {
                 let cert = try readFile(inv.args.value("cert")!, "the client certificate")
@@ -180,49 +177,12 @@ enum CreateCommand {
     /// its id) and trust anchors first, then the profile; a failure removes
     /// the secrets again. The output is import's, `--json` included.
     static func commit(_ inv: Invocation, _ made: ImportResult) throws -> ExitCode {
-        let profile = made.profile, name = profile.name, secrets = made.secrets, anchors = made.anchors
-        let provider = try ProviderRegistry.provider(for: profile)
-        for (n, v) in secrets { try provider.checkSecret(name: n, value: v) }
-        let validator = ProfileValidator(secretExists: { secrets[$0] != nil })
-        let problems = validator.problems(in: profile)
-        if !problems.isEmpty {
-            throw VPNError.invalid(problems.count == 1 ? L("profile '\(name)' would be invalid (1 problem)")
-                                                       : L("profile '\(name)' would be invalid (\(problems.count) problems)"), problems: problems)
-        }
-        let store = inv.store
-        if try store.load().contains(where: { $0.name == name }) {
-            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"), hint: L("choose another name, or remove the old one first"))
-        }
-        var saved = profile
-        do {
-            for (n, v) in secrets.sorted(by: { $0.key < $1.key }) { try store.secrets.set(profile.id, name: n, value: v) }
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fp, pem) in anchors.sorted(by: { $0.key < $1.key }) { try trust.install(pem, fingerprint: fp) }
-            saved = try store.save(profile)
-        } catch {
-            try? store.secrets.removeAll(profile.id)
-            throw error
-        }
-        let kind = saved.protocol.kind.rawValue
-        let publicKey = saved.protocol.model.publicKey(readingSecret: { n in
-            guard let value = secrets[n] else { throw VPNError(.failure, L("no secret \(n)")) }
-            return value
-        })
-        for note in made.notes { inv.output.note(L("note: \(note)")) }
-        if inv.options.json {
-            // The same document as `import --json`'s: a script reads both alike.
-            inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: kind, revision: saved.revision,
-                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: made.notes,
-                                                 publicKey: publicKey, summary: ImportSummary.of(saved, noEffect: made.noEffect)))
-        } else {
-            inv.output.line(L("created '\(saved.name)' (\(kind), id \(saved.id.lowercasedString))"))
-            inv.output.line(L("tunnel: \(ImportSummary.of(saved, noEffect: made.noEffect).text)"))
-            if !secrets.isEmpty { inv.output.line(L("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))")) }
-            for fp in anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
-            if saved.protocol.kind != .ikev2 {
-                for step in ImportCommand.nextSteps(saved, publicKey: publicKey, stored: Set(secrets.keys)) { inv.output.line(step) }
-            }
-        }
+        let imports = ProfileImport(store: inv.store, runtime: inv.controller.runtime)
+        let c = try imports.commit(try imports.planCreate(made)).plan.changes[0]
+        for note in c.notes { inv.output.note(L("note: \(note)")) }
+        let p = c.profile
+        ImportCommand.render(inv, c, headline: L("created '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"),
+                             nextSteps: p.protocol.kind != .ikev2)
         return .ok
     }
 
@@ -383,49 +343,16 @@ enum CreateCommand {
         return value
     }
 
-    /// The client certificate and key of a .p12, as PEM, through
-    /// `openssl pkcs12` (the password goes to it on a pipe, fd 3, never argv).
-    static func readPKCS12(_ path: String, password: [UInt8]) throws -> [UInt8] {
-        guard let openssl = Processes.which("openssl", path: nil) else {
-            throw VPNError(.providerUnavailable, L("reading a .p12 needs openssl"),
-                           hint: L("apt-get install --no-install-recommends openssl, or give --cert and --key (PEM)"))
-        }
-        guard FileSystem.exists(path) else { throw VPNError(.failure, L("cannot read \(path.abbreviated(200)): no such file")) }
-        var out: [Int32] = [-1, -1], pw: [Int32] = [-1, -1]
-        func cloexecPipe(_ fds: inout [Int32]) -> Bool {
-            guard pipe(&fds) == 0 else { return false }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            return true
-        }
-        guard cloexecPipe(&out) else { throw VPNError(.failure, L("cannot make a pipe: \(Errno.current)")) }
-        defer { if out[0] >= 0 { close(out[0]) } }
-        guard cloexecPipe(&pw) else { close(out[1]); throw VPNError(.failure, L("cannot make a pipe: \(Errno.current)")) }
-        let line = password + [0x0A]
-        let written = line.withUnsafeBytes { write(pw[1], $0.baseAddress, $0.count) }
-        close(pw[1])
-        let pid: pid_t
+    /// The client certificate and key of a .p12, as PEM (certificate, then
+    /// key), opened with libcrypto as a .mobileconfig's identity payload is.
+    static func readPKCS12(_ bytes: [UInt8], file: String, password: [UInt8]) throws -> [UInt8] {
         do {
-            pid = try Processes.spawn(openssl, [openssl, "pkcs12", "-in", path, "-nodes", "-clcerts", "-passin", "fd:3"],
-                                      environment: ["PATH": "/usr/bin:/bin"], passFDs: [pw[0]], outputFD: out[1])
-        } catch {
-            close(pw[0]); close(out[1])
-            throw VPNError(.failure, L("cannot run openssl: \(error)"))
+            let id = try Crypto.pkcs12(bytes, password: String(decoding: password, as: UTF8.self))
+            return Array(id.certificate.pem.utf8) + id.privateKeyPEM
+        } catch let p as Crypto.Problem {
+            throw VPNError(.configurationInvalid, "\(file.abbreviated(200)): \(p.message)",
+                           hint: L("check the password (from --secret-file or standard input)"))
         }
-        close(pw[0]); close(out[1])
-        let output = (try? FileSystem.readAll(fd: out[0], path: "openssl's output", limit: SecretStore.maximumSize)) ?? []
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = String(decoding: output, as: UTF8.self)
-        let blocks = PEM.blocks(text)
-        let certs = blocks.filter { $0.label == "CERTIFICATE" }, keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
-        guard written == line.count, status == 0, certs.count >= 1, keys.count == 1 else {
-            let said = text.split(separator: "\n").first { !$0.hasPrefix("Bag") && !$0.hasPrefix(" ") && !$0.isEmpty }.map(String.init) ?? ""
-            let file = path.abbreviated(200), openssl = said.abbreviated(200)
-            throw VPNError(.configurationInvalid, said.isEmpty ? L("cannot read the certificate and key from \(file)")
-                                                               : L("cannot read the certificate and key from \(file) (openssl: \(openssl))"),
-                           hint: L("check the .p12 password, or give --cert and --key (PEM)"))
-        }
-        return Array((certs + keys).compactMap { b in b.der.map { PEM.encode(label: b.label, der: $0) } }.joined().utf8)
     }
 
     static func readFile(_ path: String, _ what: String, limit: Int = SecretStore.maximumSize) throws -> [UInt8] {
