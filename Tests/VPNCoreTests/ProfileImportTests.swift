@@ -89,9 +89,9 @@ import VPNSystem
         _ = try u.commit(try u.planCreate(try wg("home")))
         let taken = #expect(throws: VPNError.self) { try u.planCreate(try wg("home")) }
         #expect(taken?.hint == "choose another name, or remove the old one first")
-        var noKey = try wg("other")
-        noKey.secrets = [:]
-        let invalid = #expect(throws: VPNError.self) { try u.planCreate(noKey) }
+        var noPeer = try wg("other")
+        if case .wireguard(var w) = noPeer.profile.protocol { w.peers = []; noPeer.profile.protocol = .wireguard(w) }
+        let invalid = #expect(throws: VPNError.self) { try u.planCreate(noPeer) }
         #expect(invalid?.code == .configurationInvalid && invalid?.message == "profile 'other' would be invalid (1 problem)")
         #expect(try u.store.load().map(\.name) == ["home"])
     }
