@@ -105,8 +105,54 @@ enum CreateCommand {
         switch proto {
         case "wireguard": return try commit(inv, try wireGuard(inv, name: name))
         case "openvpn": return try commit(inv, try openVPN(inv, name: name))
-        default: break
+        default: return try commit(inv, try ikev2(inv, name: name))
         }
+    }
+
+    /// `create NAME ikev2`: a server, its identity, and psk, eap or a certificate.
+    static func ikev2(_ inv: Invocation, name: String) throws -> ImportResult {
+        try checkIKEv2Options(inv, name: name)
+        let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
+        var c = IKEv2Configuration(serverAddress: server!, remoteIdentifier: remoteID, localIdentifier: inv.args.value("local-id"))
+        var secrets: [String: [UInt8]] = [:]
+        switch auth! {
+        case "psk":
+            c.authenticationMethod = .sharedSecret
+            c.sharedSecretSecret = "shared-secret"
+            secrets["shared-secret"] = try readSecret(inv, what: "the shared secret")
+        case "eap":
+            c.authenticationMethod = .none
+            c.username = inv.args.value("username")
+            c.passwordSecret = "password"
+            secrets["password"] = try readSecret(inv, what: "the EAP password")
+        case "certificate":
+            c.authenticationMethod = .certificate
+            c.identitySecret = "identity"
+            if let p12 = inv.args.value("identity") {
+                secrets["identity"] = try identity(inv, p12)
+            } else {
+                let cert = try readFile(inv.args.value("cert")!, "the client certificate")
+                let key = try readFile(inv.args.value("key")!, "the private key")
+                secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
+            }
+        default:
+            throw VPNError(.usage, L("--auth \(auth!.quotedForMessage) is not psk, eap or certificate"))
+        }
+        var anchors: [String: [UInt8]] = [:]
+        if let ca = inv.args.value("ca") {
+            let blocks = PEM.blocks(String(decoding: try readFile(ca, "the CA certificate"), as: UTF8.self)).filter { $0.label == "CERTIFICATE" }
+            guard blocks.count == 1, let der = blocks[0].der else {
+                throw VPNError(.configurationInvalid, L("\(ca.abbreviated(200)) must hold exactly one PEM certificate (the CA's); it holds \(blocks.count)"))
+            }
+            let fp = SHA256.hex(der)
+            c.caFingerprint = fp
+            anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
+        }
+        return ImportResult(created: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, anchors: anchors)
+    }
+
+    /// The options `create NAME ikev2` cannot go without, named all at once.
+    static func checkIKEv2Options(_ inv: Invocation, name: String) throws {
         var missing: [String] = []
         let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
         if server == nil { missing.append("--server <host>") }
@@ -127,50 +173,16 @@ enum CreateCommand {
         if !missing.isEmpty {
             throw VPNError(.usage, L("create \(name) ikev2 needs \(missing.joined(separator: ", "))"), hint: L("see 'vpnctl help create'"))
         }
-        var c = IKEv2Configuration(serverAddress: server!, remoteIdentifier: remoteID, localIdentifier: inv.args.value("local-id"))
-        var secrets: [String: [UInt8]] = [:]
-        switch auth! {
-        case "psk":
-            c.authenticationMethod = .sharedSecret
-            c.sharedSecretSecret = "shared-secret"
-            secrets["shared-secret"] = try readSecret(inv, what: "the shared secret")
-        case "eap":
-            c.authenticationMethod = .none
-            c.username = inv.args.value("username")
-            c.passwordSecret = "password"
-            secrets["password"] = try readSecret(inv, what: "the EAP password")
-        case "certificate":
-            c.authenticationMethod = .certificate
-            c.identitySecret = "identity"
-            if let p12 = inv.args.value("identity") {
-                let bytes = try readFile(p12, "the identity", limit: ImportFormat.maximumSize)
-                if MobileConfig.recognizes(bytes) {
-                    secrets["identity"] = try identityPayload(inv, bytes, file: p12)
-                } else {
-                    if inv.args.value("identity-payload") != nil {
-                        throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
-                    }
-                    secrets["identity"] = try readPKCS12(bytes, file: p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
-                }
-            } else {
-                let cert = try readFile(inv.args.value("cert")!, "the client certificate")
-                let key = try readFile(inv.args.value("key")!, "the private key")
-                secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
-            }
-        default:
-            throw VPNError(.usage, L("--auth \(auth!.quotedForMessage) is not psk, eap or certificate"))
+    }
+
+    /// `--identity FILE`: a .mobileconfig's identity payload, or a .p12.
+    static func identity(_ inv: Invocation, _ p12: String) throws -> [UInt8] {
+        let bytes = try readFile(p12, "the identity", limit: ImportFormat.maximumSize)
+        if MobileConfig.recognizes(bytes) { return try identityPayload(inv, bytes, file: p12) }
+        if inv.args.value("identity-payload") != nil {
+            throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
         }
-        var anchors: [String: [UInt8]] = [:]
-        if let ca = inv.args.value("ca") {
-            let blocks = PEM.blocks(String(decoding: try readFile(ca, "the CA certificate"), as: UTF8.self)).filter { $0.label == "CERTIFICATE" }
-            guard blocks.count == 1, let der = blocks[0].der else {
-                throw VPNError(.configurationInvalid, L("\(ca.abbreviated(200)) must hold exactly one PEM certificate (the CA's); it holds \(blocks.count)"))
-            }
-            let fp = SHA256.hex(der)
-            c.caFingerprint = fp
-            anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
-        }
-        return try commit(inv, ImportResult(created: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, anchors: anchors))
+        return try readPKCS12(bytes, file: p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
     }
 
     /// Saves a new profile as import does: its secrets (0600 files, keyed by
