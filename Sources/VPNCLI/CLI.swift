@@ -107,7 +107,6 @@ public enum VPNCLI {
             if wantsJSON { early.emit(HelpJSON(spec, path: canonical)) } else { early.line(Help.render(spec, path: canonical)) }
             return 0
         case .run(let spec, let args):
-            if let code = AgentClient.forwardIfNeeded(spec, args, context, early: early) { return code }
             return execute(spec, args, context, early: early)
         }
     }

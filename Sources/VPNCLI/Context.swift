@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import VPNCore
+import VPNService
 import VPNSystem
 
 /// Everything a command touches outside itself, injectable for tests.
@@ -23,17 +24,9 @@ public struct Context {
     public var terminalWidth: Int? = nil
     /// Reads an answer typed at the terminal (nil at end of input).
     public var readAnswer: (_ prompt: String) -> String? = { Terminal.readLine(prompt: $0) }
-    /// The profiles the caller may see; nil for everything (root, or a
-    /// user on their own store). The agent sets it for the users it serves.
-    public var visibleProfiles: ((Profile) -> Bool)? = nil
-    /// Who the agent serves and its policy (for `vpnctl can`); nil when
-    /// the command runs for its own user.
-    public var agentCaller: (Caller, AccessPolicy)? = nil
-    /// For a stream through the agent (status --watch, stats --watch):
-    /// asked before each report, with the policy and the caller's groups
-    /// read again; the error that ends the stream once they no longer allow
-    /// it (nil: go on).
-    public var recheckAccess: (() -> VPNError?)? = nil
+    /// Where the tunnel commands' use cases run; nil for the usual choice
+    /// (in this process for root, else the agent). Tests set their own.
+    public var service: TunnelService? = nil
 
     public init(environment: [String: String], stdout: TextSink, stderr: TextSink,
                 readStdin: @escaping (Int) throws -> [UInt8] = { _ in [] }, stdinIsTerminal: Bool = false,
@@ -150,7 +143,6 @@ public struct Invocation {
     public func loadedManager() throws -> ProfileManager {
         let m = ProfileManager(store: store)
         try m.load()
-        if let visible = context.visibleProfiles { m.restrict(to: visible) }
         return m
     }
 }

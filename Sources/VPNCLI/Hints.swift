@@ -36,16 +36,4 @@ enum Hints {
             return L("import the profile again (vpnctl remove, then vpnctl import: each CA certificate is stored on its own)")
         }
     }
-
-    /// Advice for a failed start, by the error's kind: the provider's own
-    /// when it has some, else the generic one, else the log.
-    static func afterFailedStart(_ e: ConnectionError?, profile: Profile, logPath: String) -> String {
-        guard let kind = e?.kind else { return L("see \(logPath)") }
-        if let advice = (try? ProviderRegistry.provider(for: profile))?.advice(for: kind) { return advice }
-        switch kind {
-        case .serverNotResponding: return L("check that the server is up and reachable")
-        case .serverAddressResolutionFailed: return L("check the endpoint's host name and DNS")
-        default: return L("see \(logPath)")
-        }
-    }
 }

@@ -37,6 +37,9 @@ public struct JSONObject: Equatable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     /// Members in no particular order (a dictionary has none).
+    /// The members in the order given (serialized in that order).
+    public init(ordered members: [Member]) { self.init(members) }
+
     public init(_ dictionary: [String: JSONValue]) {
         self.init(dictionary.map { (key: $0.key, value: $0.value) })
     }

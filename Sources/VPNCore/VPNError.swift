@@ -1,7 +1,7 @@
 import VPNSystem
 
 /// The exit codes vpnctl documents. They are part of its contract with scripts.
-public enum ExitCode: Int32, CaseIterable, Sendable {
+public enum ExitCode: Int32, Codable, CaseIterable, Sendable {
     case ok = 0
     case failure = 1
     case usage = 2
@@ -82,7 +82,7 @@ public struct VPNError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The system error under a VPNError.
-    public enum Cause: Equatable, Sendable {
+    public enum Cause: Codable, Equatable, Sendable {
         /// A system call's errno.
         case system(Int32)
         /// A netlink request's libnl error code.
@@ -91,7 +91,7 @@ public struct VPNError: Error, CustomStringConvertible, Sendable {
 
     /// What the user can do about it, as an action on vpnctl; the command
     /// line says it as a command, the agent as whatever its client shows.
-    public enum Remedy: Equatable, Sendable {
+    public enum Remedy: Codable, Equatable, Sendable {
         /// Enable the profile.
         case enable(profile: String)
         /// Edit the profile (a field of it; and maybe set its secrets).

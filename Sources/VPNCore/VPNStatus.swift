@@ -1,5 +1,5 @@
 /// NEVPNStatus, with the same numbers.
-public enum VPNStatus: Int, Encodable, CaseIterable, Sendable, CustomStringConvertible {
+public enum VPNStatus: Int, Codable, CaseIterable, Sendable, CustomStringConvertible {
     case invalid = 0
     case disconnected = 1
     case connecting = 2
@@ -40,5 +40,15 @@ public enum VPNStatus: Int, Encodable, CaseIterable, Sendable, CustomStringConve
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(name)
+    }
+
+    /// Read back from its name, as `encode` writes it.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        let name = try c.decode(String.self)
+        guard let s = VPNStatus.allCases.first(where: { $0.name == name }) else {
+            throw DecodingError.dataCorruptedError(in: c, debugDescription: "unknown status \(name.quotedForMessage)")
+        }
+        self = s
     }
 }

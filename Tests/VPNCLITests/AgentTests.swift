@@ -2,10 +2,12 @@ import Foundation
 import Testing
 @testable import VPNCLI
 @testable import VPNCore
+@testable import VPNService
 @testable import VPNSystem
 
-/// The agent's side of a request, in-process: what it decides and what it
-/// prints, against what root sees running the command itself.
+/// The agent's side of a call, in-process: what it decides, and what the
+/// caller's command line prints of its typed reply, against what root sees
+/// running the command itself.
 @Suite struct AgentExecutionTests {
     let h = Harness()
     var settings: AgentSettings { AgentSettings(configDirectory: h.configDir, runDirectory: h.runDir, adminGroup: "vpnctl") }
@@ -30,83 +32,73 @@ import Testing
         }
     }
 
-    func agent(_ request: AgentRequest, as caller: Caller) -> Harness.Result {
-        let out = BufferSink(), err = BufferSink()
-        let code: Int32
-        do {
-            let (authorized, _) = try AgentExecution.authorize(request, caller: caller, settings: settings)
-            code = AgentExecution.run(authorized, caller: caller, settings: settings, path: nil, stdout: out, stderr: err)
-        } catch {
-            code = AgentExecution.render(error, request, stdout: out, stderr: err)
-        }
-        return Harness.Result(code: code, stdout: out.text, stderr: err.text)
+    /// The command run as `caller` through the agent's path, without its
+    /// socket: the request serialized and parsed as the agent reads it,
+    /// authorized, run, and every reply line parsed as the client reads it.
+    func agent(_ args: String..., as caller: Caller) -> Harness.Result {
+        h.service = Loopback.service(caller: caller, settings: settings)
+        defer { h.service = nil }
+        return h.run(args)
     }
 
     @Test func aUserSeesWhatRootSeesOfTheirProfile() {
         let root = h.run("status", "office", "--json")
-        let mine = agent(AgentRequest(verb: .status, profile: "office", flags: ["json"]), as: alice)
+        let mine = agent("status", "office", "--json", as: alice)
         #expect(mine.code == 0 && root.code == 0)
         #expect(mine.stdout == root.stdout)
         #expect(mine.stderr == root.stderr)
         // Listing everything, a user gets only theirs: the same bytes as root asking for that one.
-        #expect(agent(AgentRequest(verb: .status, flags: ["json"]), as: alice).stdout == root.stdout)
-        let text = agent(AgentRequest(verb: .status), as: bob).stdout
+        #expect(agent("status", "--json", as: alice).stdout == root.stdout)
+        let text = agent("status", as: bob).stdout
         #expect(text.contains("office") && text.contains("lab") && !text.contains("private"))
-        let list = agent(AgentRequest(verb: .list), as: mallory)
+        let list = agent("list", as: mallory)
         #expect(list.code == 0 && list.stdout.isEmpty)
         #expect(list.stderr == "no profiles for you: none names you or a group of yours in its policy\n")
     }
 
     @Test func refusalsAreExit11NamingProfilePolicyAndWhoGrants() {
-        let r = agent(AgentRequest(verb: .start, profile: "lab"), as: bob)
+        let r = agent("start", "lab", as: bob)
         #expect(r.code == 11)
         #expect(r.stderr == """
             vpnctl: user 'bob' may not start 'lab': its policy grants only status
             hint: root or a member of group 'vpnctl' can grant it in the profile's policy: vpnctl edit lab
 
             """)
-        let lab = agent(AgentRequest(verb: .stop, profile: "lab", flags: ["json"]), as: bob)
+        let lab = agent("stop", "lab", "--json", as: bob)
         #expect(lab.code == 11)
         #expect(jsonObject(lab.stdout)["error"].flatMap { ($0 as? [String: Any])?["name"] as? String } == "permissionDenied")
         // A profile that grants the caller nothing is no profile of theirs (9).
-        #expect(agent(AgentRequest(verb: .isConnected, profile: "private"), as: alice).code == 9)
+        #expect(agent("is-connected", "private", as: alice).code == 9)
         // Root and the admin group are never refused.
         let admin = Caller(uid: 1004, gid: 1004, userName: "dave", groupNames: ["dave", "vpnctl"])
-        #expect(agent(AgentRequest(verb: .isConnected, profile: "private"), as: admin).code == 12)
+        #expect(agent("is-connected", "private", as: admin).code == 12)
     }
 
     @Test func authorizationNamesTheProfileByItsUUID() throws {
-        let (authorized, decision) = try AgentExecution.authorize(AgentRequest(verb: .stop, profile: "office"), caller: bob, settings: settings)
-        #expect(UUID(uuidString: authorized.profile ?? "") != nil)
-        #expect(decision?.reason == "user 'bob' may stop 'office': user 'bob' is in group 'staff', named in its policy")
+        let grant = try AgentAuthorization.authorize(.stop(profile: "office", wait: true, timeout: 10, changes: false), caller: bob, settings: settings)
+        #expect(UUID(uuidString: grant.call.profile ?? "") != nil)
+        #expect(grant.decision?.reason == "user 'bob' may stop 'office': user 'bob' is in group 'staff', named in its policy")
     }
 
     /// The agent logs a refusal from the decision (English), not from the
     /// error the client reads (in the client's language).
     @Test func aRefusalCarriesItsDecisionForTheLog() {
         #expect {
-            try AgentExecution.authorize(AgentRequest(verb: .start, profile: "lab"), caller: bob, settings: settings)
+            try AgentAuthorization.authorize(.start(profile: "lab", wait: true, timeout: 20, changes: false), caller: bob, settings: settings)
         } throws: { error in
-            guard let d = error as? AgentExecution.Denial else { return false }
+            guard let d = error as? AgentAuthorization.Denial else { return false }
             return d.error.code == .permissionDenied && !d.decision.allowed
                 && d.decision.englishReason == "user 'bob' may not start 'lab': its policy grants only status"
         }
     }
 
     @Test func canAnswersForTheCallerNotForTheAgent() {
-        let yes = agent(AgentRequest(verb: .can, profile: "office", canAction: .toggle), as: alice)
+        let yes = agent("can", "toggle", "office", as: alice)
         #expect(yes.code == 0 && yes.stdout == "allowed: user 'alice' may toggle 'office': user 'alice' is named in its policy\n")
-        let no = agent(AgentRequest(verb: .can, profile: "office", canAction: .remove, flags: ["json"]), as: alice)
+        let no = agent("can", "remove", "office", "--json", as: alice)
         #expect(no.code == 11)
         #expect(jsonObject(no.stdout)["allowed"] as? Bool == false)
         #expect(jsonObject(no.stdout)["reason"] as? String == "remove changes the store: only root and members of group 'vpnctl' may")
-    }
-
-    @Test func quickReadsRunInTheLoopAndWaitsInWorkers() {
-        #expect(AgentExecution.runsInline(AgentRequest(verb: .status)))
-        #expect(!AgentExecution.runsInline(AgentRequest(verb: .status, flags: ["watch"])))
-        #expect(!AgentExecution.runsInline(AgentRequest(verb: .start, profile: "x")))
-        #expect(AgentExecution.runsInline(AgentRequest(verb: .can, profile: "x", canAction: .start)))
     }
 
     func id(_ name: String) throws -> String {
@@ -120,32 +112,36 @@ import Testing
     /// that does not exist, for every verb, `can` too.
     @Test func canNoHiddenSuggestion_hiddenProfilesReadAsAbsentEverywhere() throws {
         let hidden = try id("secretlab")
-        for verb in AgentRequest.Verb.allCases where verb != .list {
-            for flags in [[], ["json"]] {
+        let commands: [[String]] = [["status"], ["status", "--watch"], ["start"], ["stop"], ["toggle"], ["is-connected"],
+                                    ["verify", "--probe", "198.18.0.1:80"], ["stats", "--profile"], ["can", "start"], ["logs"], ["logs", "--follow"]]
+        for command in commands {
+            for flags in [[], ["--json"]] {
                 func ask(_ reference: String) -> Harness.Result {
-                    agent(AgentRequest(verb: verb, profile: reference, canAction: verb == .can ? .start : nil, flags: flags), as: alice)
+                    h.service = Loopback.service(caller: alice, settings: settings)
+                    defer { h.service = nil }
+                    return h.run(command + [reference] + flags)
                 }
                 for reference in ["secretla", "secretlab", hidden, hidden.uppercased(), "ecretlab"] {
                     let r = ask(reference)
-                    #expect(r.code == 9, "\(verb) \(reference): \(r.code) \(r.stderr)")
+                    #expect(r.code == 9, "\(command) \(reference): \(r.code) \(r.stderr)")
                     let said = (r.stdout + r.stderr).replacingOccurrences(of: "'\(reference)'", with: "'REF'")
                         .replacingOccurrences(of: "\"\(reference)\"", with: "\"REF\"")
-                    #expect(!said.contains("secretlab") && !said.contains(hidden), "\(verb) \(reference): \(said)")
+                    #expect(!said.contains("secretlab") && !said.contains(hidden), "\(command) \(reference): \(said)")
                     // The same reply as for a name nothing has.
                     let none = ask("zzzzzzzzzzzz")
                     #expect(said == (none.stdout + none.stderr).replacingOccurrences(of: "'zzzzzzzzzzzz'", with: "'REF'")
-                        .replacingOccurrences(of: "\"zzzzzzzzzzzz\"", with: "\"REF\""), "\(verb) \(reference)")
+                        .replacingOccurrences(of: "\"zzzzzzzzzzzz\"", with: "\"REF\""), "\(command) \(reference)")
                 }
             }
         }
         // Suggestions come from what the caller sees: alice sees office only.
-        let typo = agent(AgentRequest(verb: .can, profile: "offic", canAction: .start), as: alice)
+        let typo = agent("can", "start", "offic", as: alice)
         #expect(typo.code == 9 && typo.stderr.contains("did you mean 'office'?"))
         // An administrator sees everything, suggestions too.
         let admin = Caller(uid: 1004, gid: 1004, userName: "dave", groupNames: ["dave", "vpnctl"])
-        #expect(agent(AgentRequest(verb: .can, profile: "secretla", canAction: .start), as: admin).stderr.contains("did you mean 'secretlab'?"))
+        #expect(agent("can", "start", "secretla", as: admin).stderr.contains("did you mean 'secretlab'?"))
         // A profile the caller sees but may not act on is still refused with its reason (11).
-        let no = agent(AgentRequest(verb: .can, profile: "lab", canAction: .stop), as: bob)
+        let no = agent("can", "stop", "lab", as: bob)
         #expect(no.code == 11 && no.stdout == "denied: user 'bob' may not stop 'lab': its policy grants only status\n")
     }
 
@@ -249,7 +245,7 @@ import Testing
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
             defer { close(pair[1]) }
             server.handle(AgentServer.Client(fd: pair[0], credentials: PeerCredentials(pid: 1, uid: uid, gid: uid), serial: 0),
-                          Array(AgentRequest(verb: .list).serialized.utf8.dropLast()))
+                          Array(ServiceRequest(.list).serialized.utf8.dropLast()))
             var reply = [UInt8](repeating: 0, count: 65536)
             let n = reply.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             return String(decoding: reply.prefix(max(0, n)), as: UTF8.self)
@@ -269,15 +265,11 @@ import Testing
         try runtime.prepare()
         let line = "\(Timestamp.iso8601(Date())) [#] link utun0 up\n"
         FileManager.default.createFile(atPath: runtime.logPath(id), contents: Data(line.utf8))
-        let mine = agent(AgentRequest(verb: .logs, profile: "lab", values: ["since": "1h"]), as: bob)
+        let mine = agent("logs", "lab", "--since", "1h", as: bob)
         #expect(mine.code == 0 && mine.stdout == line, "\(mine.stderr)")
         #expect(mine.stdout == h.run("logs", "lab", "--since", "1h").stdout)
-        #expect(agent(AgentRequest(verb: .logs, profile: "lab"), as: mallory).code == 9)
-        #expect(agent(AgentRequest(verb: .logs, profile: "private"), as: alice).code == 9)
-        #expect(AgentRequest.Verb.logs.action == .status && AgentRequest.Verb.logs.flags == ["follow"])
-        #expect(!AgentExecution.runsInline(AgentRequest(verb: .logs, profile: "lab", flags: ["follow"])))
-        let parsed = try AgentRequest.parse(Array(AgentRequest(verb: .logs, profile: "lab", flags: ["follow"], values: ["since": "10m"]).serialized.utf8))
-        #expect(parsed.verb == .logs && parsed.flag("follow") && parsed.values["since"] == "10m")
+        #expect(agent("logs", "lab", as: mallory).code == 9)
+        #expect(agent("logs", "private", as: alice).code == 9)
     }
 }
 
@@ -306,5 +298,42 @@ import Testing
             return e.message == "another profile has a kill switch in place; two would block each other's tunnels"
                 && !(e.hint ?? "").contains("secretlab")
         }
+    }
+}
+
+/// The agent's path without its socket, for in-process tests: the request
+/// is serialized and parsed as the agent reads it, authorized and run as a
+/// worker runs it, and each reply line (events, then the result or error)
+/// is serialized and parsed as the client reads it.
+enum Loopback {
+    final class Relay: ServiceEvents {
+        let client: RemoteService
+        let events: ServiceEvents
+        var enough = false
+        init(_ client: RemoteService, _ events: ServiceEvents) { self.client = client; self.events = events }
+        func emit(_ event: ServiceEvent) -> Bool {
+            guard !enough, let line = try? ServiceReply.line(event: event) else { return false }
+            do {
+                if case .enough = try client.receive(Array(line.dropLast()), events) { enough = true }
+            } catch {
+                enough = true
+            }
+            return !enough
+        }
+        func isOpen() -> Bool { !enough && events.isOpen() }
+        var hangupDescriptor: Int32? { events.hangupDescriptor }
+    }
+
+    static func service(caller: Caller, settings: AgentSettings) -> RemoteService {
+        let client = RemoteService(socketPath: settings.socketPath, command: "test", language: nil)
+        client.transport = { [unowned client] request, events in
+            let parsed = try ServiceRequest.parse(Array(request.serialized.utf8.dropLast()))
+            let relay = Relay(client, events)
+            let outcome = AgentWorker.perform(parsed.call, caller: caller, settings: settings, path: nil, events: relay)
+            if relay.enough { return nil }
+            guard case .result(let bytes) = try client.receive(Array(outcome.line.dropLast()), events) else { return nil }
+            return bytes
+        }
+        return client
     }
 }

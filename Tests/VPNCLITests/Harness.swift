@@ -1,6 +1,7 @@
 import Foundation
 @testable import VPNCLI
 import VPNCore
+import VPNService
 import VPNSystem
 
 /// Runs vpnctl in-process with captured output and private directories.
@@ -17,6 +18,8 @@ final class Harness {
     /// A terminal on stdout this many columns wide (nil: stdout is a pipe).
     var stdoutColumns: Int? = nil
     private(set) var prompts: [String] = []
+    /// Where the tunnel commands' use cases run (nil: in-process, as for root).
+    var service: TunnelService? = nil
 
     init() {
         var template = Array("/tmp/vpnctl-cli-XXXXXX".utf8CString)
@@ -53,6 +56,7 @@ final class Harness {
         ctx.stderrIsTerminal = terminal
         ctx.stdoutIsTerminal = stdoutColumns != nil
         ctx.terminalWidth = stdoutColumns
+        ctx.service = service
         ctx.readAnswer = { [self] prompt in
             prompts.append(prompt)
             return answers.isEmpty ? nil : answers.removeFirst()

@@ -1,105 +1,181 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
-/// The command line's side of the agent: a user other than root runs the
-/// same commands, and those that touch tunnels go to the agent, which
-/// answers with exactly what root would have seen.
-enum AgentClient {
-    /// The commands the agent serves.
-    static let served: Set<String> = Set(AgentRequest.Verb.allCases.map(\.rawValue))
+/// The service's use cases through the agent, for a user other than root:
+/// each call is one connection, one request line, and the reply's lines
+/// (events, then the result or an error), decoded into the same types
+/// `LocalService` returns, so that a command renders both alike.
+final class RemoteService: TunnelService {
+    let socketPath: String
+    /// The command being run, for "'start' needs root or the vpnctl agent".
+    let command: String
+    /// The language the agent words its errors in (nil: English; always nil with --json).
+    let language: String?
+    /// How a request reaches the agent and its reply's lines come back: the
+    /// agent's socket, or a test's loopback. Returns the result's JSON, or
+    /// nil when `events` wanted no more first.
+    typealias Transport = (_ request: ServiceRequest, _ events: ServiceEvents) throws -> [UInt8]?
+    var transport: Transport?
 
-    /// The reply to print, or nil when the command runs here (root; a
-    /// store of the user's own, named with --config-dir or VPNCTL_CONFIG_DIR;
-    /// a command the agent does not serve).
-    static func forwardIfNeeded(_ spec: CommandSpec, _ args: ParsedArguments, _ context: Context, early: Output) -> Int32? {
-        guard geteuid() != 0, served.contains(spec.name), let verb = AgentRequest.Verb(rawValue: spec.name) else { return nil }
-        if args.value("config-dir") != nil || !(context.environment["VPNCTL_CONFIG_DIR"] ?? "").isEmpty { return nil }
-        // stats without --profile reads /proc/net/dev, which anyone may.
-        if verb == .stats && args.value("profile") == nil { return nil }
-        // An action that does not exist is a usage error, said here as `can` says it.
-        if verb == .can && PolicyAction(rawValue: args.positionals[0]) == nil { return nil }
-        let options = GlobalOptions(args, context)
-        let socket = AgentSettings.socketPath(runDirectory: options.runDirectory)
-        let json = args.flag("json")
-        let output = Output(context: context, json: json, color: (try? ColorMode.from(args)) ?? .auto)
-        guard (try? FileSystem.info(socket))??.isSocket == true else {
-            return VPNCLI.report(notRunning(spec.name, socket), to: output)
+    init(socketPath: String, command: String, language: String?, transport: Transport? = nil) {
+        self.socketPath = socketPath
+        self.command = command
+        self.language = language
+        self.transport = transport
+    }
+
+    func list() throws -> ProfileList { try call(.list) }
+    func can(_ action: PolicyAction, _ profile: String) throws -> CanAnswer { try call(.can(action: action, profile: profile)) }
+    func isConnected(_ profile: String) throws -> ConnectedAnswer { try call(.isConnected(profile: profile)) }
+    func status(_ profile: String?) throws -> StatusReport { try call(.status(profile: profile)) }
+    func watch(_ profile: String?, _ events: ServiceEvents) throws { try stream(.watch(profile: profile), events) }
+
+    func start(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+        try call(.start(profile: profile, wait: wait, timeout: timeout, changes: changes), events)
+    }
+
+    func stop(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+        try call(.stop(profile: profile, wait: wait, timeout: timeout, changes: changes), events)
+    }
+
+    func stopAll(wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> StopAllReport {
+        try call(.stop(profile: nil, wait: wait, timeout: timeout, changes: changes), events)
+    }
+
+    func toggle(_ profile: String, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+        try call(.toggle(profile: profile, timeout: timeout, changes: changes), events)
+    }
+
+    func verify(_ profile: String, probe: String, dns: String?, timeout: Int) throws -> VerifyAnswer {
+        try call(.verify(profile: profile, probe: probe, dns: dns, timeout: timeout))
+    }
+
+    func stats(_ profile: String) throws -> StatsAnswer { try call(.stats(profile: profile)) }
+    func logs(_ profile: String, since: Date?) throws -> LogsAnswer { try call(.logs(profile: profile, since: since, follow: false)) }
+
+    func followLogs(_ profile: String, since: Date?, _ events: ServiceEvents) throws {
+        try stream(.logs(profile: profile, since: since, follow: true), events)
+    }
+
+    func call<R: Decodable>(_ call: ServiceCall, _ events: ServiceEvents = NoEvents()) throws -> R {
+        let request = ServiceRequest(call, language: language)
+        guard let bytes = try transport.map({ try $0(request, events) }) ?? exchange(request, events) else { throw lost() }
+        do { return try ServiceReply.decoder().decode(R.self, from: Data(bytes)) } catch {
+            throw malformed(error)
         }
-        let request = makeRequest(verb, args, context)
+    }
+
+    /// A stream: it ends when `events` wants no more, or with the agent's error.
+    func stream(_ call: ServiceCall, _ events: ServiceEvents) throws {
+        let request = ServiceRequest(call, language: language)
+        _ = try transport.map { try $0(request, events) } ?? exchange(request, events)
+    }
+
+    /// What one line of a reply means: an event, handed to `events`; the result; or the error, thrown.
+    enum Received { case more, enough, result([UInt8]) }
+
+    func receive(_ line: [UInt8], _ events: ServiceEvents) throws -> Received {
+        let reply: ServiceReply
+        do { reply = try ServiceReply.parse(line) } catch { throw malformed(error) }
+        switch reply {
+        case .event(let e): return events.emit(e) ? .more : .enough
+        case .result(let bytes): return .result(bytes)
+        case .error(let e): throw e
+        }
+    }
+
+    /// Sends the call and hands its events to `events` as they come; the
+    /// result's JSON, or nil when `events` wanted no more first.
+    func exchange(_ request: ServiceRequest, _ events: ServiceEvents) throws -> [UInt8]? {
+        guard (try? FileSystem.info(socketPath))??.isSocket == true else { throw notRunning() }
         let fd: Int32
-        do { fd = try UnixSocket.connect(to: socket) } catch {
-            return VPNCLI.report(notRunning(spec.name, socket), to: output)
-        }
+        do { fd = try UnixSocket.connect(to: socketPath) } catch { throw notRunning() }
         defer { close(fd) }
-        return exchange(fd, request, context, output: output)
-    }
-
-    static func notRunning(_ command: String, _ socket: String) -> VPNError {
-        VPNError(.permissionDenied, L("'\(command)' needs root or the vpnctl agent, and the agent is not running (no agent at \(socket))"),
-                 hint: L("start it with: systemctl start vpnctl-agent.socket (or run 'vpnctl agent' as root)"))
-    }
-
-    static func makeRequest(_ verb: AgentRequest.Verb, _ args: ParsedArguments, _ context: Context) -> AgentRequest {
-        var profile: String?
-        var canAction: PolicyAction?
-        switch verb {
-        case .stats: profile = args.value("profile")
-        case .can:
-            canAction = PolicyAction(rawValue: args.positionals[0])
-            profile = args.positionals.dropFirst().first
-        default: profile = args.positionals.first
-        }
-        let allowedFlags = verb.flags.union(AgentRequest.Verb.commonFlags)
-        let allowedValues = verb.valueOptions.union(AgentRequest.Verb.commonValueOptions)
-        var values: [String: String] = [:]
-        for (key, list) in args.values where allowedValues.contains(key) { values[key] = list.last }
-        let env = context.environment
-        return AgentRequest(verb: verb, profile: profile, canAction: canAction,
-                            flags: args.flags.filter { allowedFlags.contains($0) }, values: values,
-                            stdoutIsTerminal: context.stdoutIsTerminal, stderrIsTerminal: context.stderrIsTerminal,
-                            colorAllowed: (env["NO_COLOR"] ?? "").isEmpty && env["TERM"] != "dumb",
-                            terminalColumns: context.terminalWidth, language: Localization.language)
-    }
-
-    /// Sends the request and prints the reply's frames as they come.
-    static func exchange(_ fd: Int32, _ request: AgentRequest, _ context: Context, output: Output) -> Int32 {
-        let bytes = Array(request.serialized.utf8)
+        let request = Array(request.serialized.utf8)
         var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+        while offset < request.count {
+            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return VPNCLI.report(lost(), to: output) }
+            if n <= 0 { throw lost() }
             offset += n
         }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            do {
-                while let (frame, used) = try AgentFrame.decode(buffer[...]) {
-                    buffer.removeFirst(used)
-                    switch frame {
-                    case .stdout(let b): context.stdout.write(String(decoding: b, as: UTF8.self))
-                    case .stderr(let b): context.stderr.write(String(decoding: b, as: UTF8.self))
-                    case .exit(let code): return code
-                    }
-                    // Our own reader went away (`status --watch | head`): so do we.
-                    if context.stdout.failure != nil { return ExitCode.failure.rawValue }
+            // An older agent answers in protocol 1's binary frames.
+            if let first = buffer.first, first != UInt8(ascii: "{") { throw olderAgent() }
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                switch try receive(line, events) {
+                case .more: continue
+                case .enough: return nil
+                case .result(let bytes): return bytes
                 }
-            } catch {
-                return VPNCLI.report(VPNError(.failure, L("the vpnctl agent's reply is malformed: \(error)")), to: output)
             }
+            if buffer.count > ServiceReply.maximumLineLength { throw malformed(ServiceProtocolError("a reply line is too long")) }
+            // Waits for the agent, or for our own reader to go away (`status --watch | head`).
+            let ready = pollReadable([fd], orHangupOf: events.hangupDescriptor, timeoutMs: -1)
+            if ready.contains(1) || !events.isOpen() { return nil }
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return VPNCLI.report(lost(), to: output) }
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 { throw lost() }
             buffer += chunk[0..<n]
         }
     }
 
-    static func lost() -> VPNError {
+    func notRunning() -> VPNError {
+        VPNError(.permissionDenied, L("'\(command)' needs root or the vpnctl agent, and the agent is not running (no agent at \(socketPath))"),
+                 hint: L("start it with: systemctl start vpnctl-agent.socket (or run 'vpnctl agent' as root)"))
+    }
+
+    func lost() -> VPNError {
         VPNError(.failure, L("the vpnctl agent closed the connection before it answered (it stopped or restarted)"),
                  hint: L("tunnels are not affected; see 'vpnctl status' for the truth, then try again"))
+    }
+
+    func malformed(_ error: Error) -> VPNError {
+        VPNError(.failure, L("the vpnctl agent's reply is malformed: \(error)"))
+    }
+
+    func olderAgent() -> VPNError {
+        VPNError(.failure, L("the vpnctl agent is older than this vpnctl (it speaks protocol 1, this vpnctl \(ServiceRequest.protocolVersion))"),
+                 hint: L("restart it after an upgrade: systemctl restart vpnctl-agent.socket vpnctl-agent.service"))
+    }
+}
+
+/// A command's side of a call's events: a closure renders each, and the
+/// command's stdout says whether anyone still reads.
+final class CommandEvents: ServiceEvents {
+    let stdout: TextSink
+    let handle: (ServiceEvent) -> Bool
+
+    init(_ inv: Invocation, _ handle: @escaping (ServiceEvent) -> Bool) {
+        stdout = inv.context.stdout
+        self.handle = handle
+    }
+
+    func emit(_ event: ServiceEvent) -> Bool { handle(event) }
+    func isOpen() -> Bool { stdout.checkOpen() && stdout.failure == nil }
+    var hangupDescriptor: Int32? { stdout.descriptor }
+}
+
+extension Invocation {
+    /// Where this command's use cases run: in this process (root; a store
+    /// of the user's own, named with --config-dir or VPNCTL_CONFIG_DIR), or
+    /// through the agent, with the rights the profiles' policy gives.
+    var service: TunnelService {
+        if let service = context.service { return service }
+        if geteuid() != 0 && args.value("config-dir") == nil && (context.environment["VPNCTL_CONFIG_DIR"] ?? "").isEmpty {
+            return RemoteService(socketPath: AgentSettings.socketPath(runDirectory: options.runDirectory),
+                                 command: args.command.first ?? "vpnctl", language: options.json ? nil : Localization.language)
+        }
+        return LocalService(configDirectory: options.configDirectory, runDirectory: options.runDirectory,
+                            path: context.environment["PATH"])
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 enum AgentCommand {
@@ -117,72 +118,17 @@ enum AgentCommand {
         }
     }
 
-    /// The worker's order arrives on this fd, the client's socket on 3.
-    static let orderFD: Int32 = 4
-
     static func worker(_ inv: Invocation) throws -> ExitCode {
-        let order = try readOrder(orderFD)
-        let (uid, gid, request) = (order.uid, order.gid, order.request)
+        let order = try AgentWorker.readOrder()
         let settings = AgentSettings(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
                                      adminGroup: inv.args.value("admin-group") ?? AccessPolicy.defaultAdminGroup)
-        signal(SIGPIPE, SIG_IGN)
-        let socket: Int32 = 3
-        _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
-        let send: ([UInt8]) -> Bool = { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                offset += n
-            }
-            return true
-        }
-        let out = FrameSink(stream: { AgentFrame.stdout(Array($0.utf8)) }, socket: socket, send: send)
-        // What the client is told of a failure also reaches the agent's log
-        // (the journal, as an error): a user's failed start is an
-        // administrator's business too.
-        final class Told { var text = "" }
-        let told = Told()
-        let err = FrameSink(stream: { told.text += $0; return AgentFrame.stderr(Array($0.utf8)) }, socket: socket, send: send)
-        let caller = Caller.fromSystem(uid: uid, gid: gid)
-        let code = AgentExecution.run(request, caller: caller, settings: settings,
-                                      path: inv.context.environment["PATH"], stdout: out, stderr: err)
-        _ = send(AgentFrame.exit(code).encoded)
-        if code != 0, !told.text.isEmpty {
-            let first = told.text.split(separator: "\n").prefix(2).joined(separator: " / ")
-            let line = "uid=\(uid)(\(caller.userName ?? "?")) \(request.verb.rawValue)\(request.profile.map { " '\($0)'" } ?? ""): exit \(code): \(first)"
-            inv.context.stderr.write(Journal.render(Journal.tagged(.error, line.escapingControls(keepLineBreaks: false)), prefix: "vpnctl agent: ",
-                                                    journal: Journal.stderrIsJournal(inv.context.environment)) + "\n")
+        let environment = inv.context.environment
+        let stderr = inv.context.stderr
+        let code = AgentWorker.run(order, settings: settings, path: environment["PATH"]) { line in
+            stderr.write(Journal.render(Journal.tagged(.error, line.escapingControls(keepLineBreaks: false)), prefix: "vpnctl agent: ",
+                                        journal: Journal.stderrIsJournal(environment)) + "\n")
         }
         return ExitCode(rawValue: code) ?? .failure
-    }
-
-    /// Reads the work order to its end: the agent writes it whole, then
-    /// closes its end. Only a process of this worker's own user (the agent:
-    /// root) may have written it.
-    static func readOrder(_ fd: Int32) throws -> AgentWorkOrder {
-        let peer: PeerCredentials
-        do { peer = try PeerCredentials.of(fd) } catch {
-            throw VPNError.usage("__agent-run reads its request from fd \(fd), a socket from the agent: \(error)") // English: __agent-run speaks English only
-        }
-        guard peer.uid == geteuid() else {
-            throw VPNError(.permissionDenied, "__agent-run: the request on fd \(fd) comes from uid \(peer.uid), not from the agent") // English: as above
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw VPNError.from(SystemError("read the request of", path: "fd \(fd)", errno: .current)) }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > AgentWorkOrder.maximumSize { break }
-        }
-        close(fd)
-        do { return try AgentWorkOrder.parse(bytes) } catch {
-            throw VPNError.usage("__agent-run: \(error)") // English: as above
-        }
     }
 }
 
@@ -219,13 +165,10 @@ enum CanCommand {
             throw VPNError.usage(L("unknown action \(word.quotedForMessage); expected one of \(PolicyAction.allCases.map(\.rawValue).joined(separator: ", "))"),
                                  hint: L("See 'vpnctl help can'."))
         }
-        let (caller, policy) = inv.context.agentCaller ?? (Caller.current, AccessPolicy())
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[1])
-        let d = policy.decide(caller, action, profile: profile)
+        let d = try inv.service.can(action, inv.args.positionals[1])
         if inv.options.json {
-            inv.output.emit(Result(action: action.rawValue, profile: profile.name, id: profile.id.lowercasedString,
-                                   user: caller.userName ?? String(caller.uid), allowed: d.allowed, reason: d.reason))
+            inv.output.emit(Result(action: action.rawValue, profile: d.profile, id: d.id.lowercasedString,
+                                   user: d.user, allowed: d.allowed, reason: d.reason))
         } else {
             inv.output.line("\(d.allowed ? "allowed" : "denied"): \(d.reason)")
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VPNCore
+import VPNService
 
 enum ListCommand {
     static let spec = CommandSpec(
@@ -24,18 +25,17 @@ enum ListCommand {
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        let rows = manager.profiles.map {
-            Row(id: $0.id.lowercasedString, name: $0.name, enabled: $0.enabled,
-                protocol: $0.protocol.kind.rawValue, revision: $0.revision)
+        let list = try inv.service.list()
+        let rows = list.profiles.map {
+            Row(id: $0.id.lowercasedString, name: $0.name, enabled: $0.enabled, protocol: $0.protocol, revision: $0.revision)
         }
         if inv.options.json {
             inv.output.emit(Result(profiles: rows))
             return .ok
         }
         if rows.isEmpty {
-            inv.output.note(inv.context.visibleProfiles == nil ? L("no profiles in \(inv.store.path); add one with: vpnctl import FILE")
-                                                               : L("no profiles for you: none names you or a group of yours in its policy"))
+            inv.output.note(list.restricted ? L("no profiles for you: none names you or a group of yours in its policy")
+                                            : L("no profiles in \(list.storePath ?? inv.store.path); add one with: vpnctl import FILE"))
             return .ok
         }
         inv.output.table([L("NAME"), L("PROTOCOL"), L("ENABLED"), L("REVISION"), "ID"],

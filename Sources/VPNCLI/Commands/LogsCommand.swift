@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 /// `vpnctl logs PROFILE [--follow] [--since TIME]`: the supervisor's and the
@@ -43,8 +44,7 @@ enum LogsCommand {
     }
 
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
+        let reference = inv.args.positionals[0]
         var since: Date?
         if let text = inv.args.value("since") {
             guard let d = ProfileLog.since(text, now: Date()) else {
@@ -53,50 +53,27 @@ enum LogsCommand {
             }
             since = d
         }
-        let follow = inv.args.flag("follow")
-        let path = inv.controller.runtime.logPath(profile.id)
-        var earlier: [UInt8] = []
-        do {
-            earlier = try FileSystem.readFileIfPresent(path + ".1", limit: ProfileLog.maximumSize) ?? []
-        } catch {
-            throw VPNError.from(error)
-        }
-        let tail = LogTail(path: path)
-        let current = try readLines(tail)
-        let text = String(decoding: earlier, as: UTF8.self)
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        if lines.last == "" { lines.removeLast() }
-        lines += current.map { Substring($0) }
-        let shown = ProfileLog.lines(lines, since: since)
-        if inv.options.json && !follow {
-            inv.output.emit(Result(profile: profile.name, id: profile.id.lowercasedString, lines: shown.map(line)))
+        if inv.args.flag("follow") {
+            let events = CommandEvents(inv) { event in
+                if case .logLine(let text) = event { print(inv, Substring(text)) }
+                return inv.context.stdout.failure == nil
+            }
+            try inv.service.followLogs(reference, since: since, events)
             return .ok
         }
-        if shown.isEmpty && lines.isEmpty && !follow && !FileSystem.exists(path) {
-            inv.output.note(L("'\(profile.name)' has no log yet: it has not been started since the run directory was made"))
+        let answer = try inv.service.logs(reference, since: since)
+        if inv.options.json {
+            inv.output.emit(Result(profile: answer.profile, id: answer.id.lowercasedString, lines: answer.lines.map { line(Substring($0)) }))
+            return .ok
         }
-        for l in shown { print(inv, l, follow: follow) }
-        guard follow else { return .ok }
-        let watch: FileWatch
-        do { watch = try FileWatch(path) } catch {
-            throw VPNError(.failure, L("cannot follow the log of '\(profile.name)': \(error)"),
-                           hint: L("start it once ('vpnctl start \(profile.name.shellQuoted)'); then its log can be followed"))
+        if answer.lines.isEmpty && !answer.hasLog {
+            inv.output.note(L("'\(answer.profile)' has no log yet: it has not been started since the run directory was made"))
         }
-        let stdout = inv.context.stdout
-        while true {
-            if let revoked = inv.context.recheckAccess?() { throw revoked }
-            guard stdout.checkOpen(), stdout.failure == nil else { break }
-            if !pollReadable([watch.fd], orHangupOf: stdout.descriptor, timeoutMs: 1000).isEmpty { _ = watch.drain() }
-            for l in try readLines(tail) { print(inv, Substring(l), follow: true) }
-        }
+        for l in answer.lines { print(inv, Substring(l)) }
         return .ok
     }
 
-    static func readLines(_ tail: LogTail) throws -> [String] {
-        do { return try tail.read() } catch { throw VPNError.from(error) }
-    }
-
-    static func print(_ inv: Invocation, _ text: Substring, follow: Bool) {
+    static func print(_ inv: Invocation, _ text: Substring) {
         if inv.options.json { inv.output.emitLine(line(text)) } else { inv.output.line(String(text)) }
     }
 }

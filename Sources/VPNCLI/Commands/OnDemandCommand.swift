@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 /// `vpnctl ondemand`: turn a profile's on-demand rules on or off, pause them

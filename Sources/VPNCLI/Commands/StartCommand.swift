@@ -1,4 +1,5 @@
 import VPNCore
+import VPNService
 
 enum StartCommand {
     static let spec = CommandSpec(
@@ -29,38 +30,24 @@ enum StartCommand {
             throw VPNError.usage(L("'--wait' and '--no-wait' cannot be used together"), hint: L("See 'vpnctl help start'."))
         }
         let timeout = try inv.timeoutSeconds(default: 20)
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let (code, status) = try TunnelActions.start(inv, manager, profile, wait: !inv.args.flag("no-wait"), timeout: timeout)
-        // A start by hand ends a pause that a stop began.
-        if (try? OnDemandCommand.pauses(inv).set(profile.id, paused: false)) == true {
-            inv.output.note(L("on-demand resumed for '\(profile.name)'"))
+        let wait = !inv.args.flag("no-wait")
+        let spinner = Spinner(for: inv, when: wait)
+        let report = try TunnelRendering.during(inv, spinner) {
+            try inv.service.start(inv.args.positionals[0], wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
         }
+        TunnelRendering.notes(inv, report)
+        if report.onDemand == .resumed { inv.output.note(L("on-demand resumed for '\(report.status.name)'")) }
+        let status = report.status
         if inv.options.json {
             inv.output.emit(OneStatusResult(action: "start", profile: StatusJSON(status: status)))
         } else if status.status == .connected {
-            inv.output.line(L("connected '\(profile.name)' (\(status.interface ?? "?"))"))
+            inv.output.line(L("connected '\(status.name)' (\(status.interface ?? "?"))"))
         }
-        return code
+        return .ok
     }
 }
 
 enum StopCommand {
-    /// A stop of a profile whose on-demand is on pauses it (the complaint
-    /// about on-demand tunnels that cannot be turned off). Returns whether it
-    /// was paused now.
-    static func pauseOnDemand(_ inv: Invocation, _ profile: Profile) -> Bool {
-        guard profile.onDemand.enabled, !profile.onDemand.rules.isEmpty else { return false }
-        do {
-            try inv.controller.runtime.prepare()
-            return try OnDemandCommand.pauses(inv).set(profile.id, paused: true)
-        } catch {
-            // The stop matters more than the pause: it goes on, and says so.
-            inv.output.note(L("warning: cannot pause on-demand for '\(profile.name)' (\(error)); the agent may start it again"))
-            return false
-        }
-    }
-
     static let spec = CommandSpec(
         name: "stop", aliases: ["down", "disconnect"], abstract: L("Stop a profile's tunnel (by its UUID; other tunnels are untouched)."),
         discussion: L("""
@@ -89,41 +76,43 @@ enum StopCommand {
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let timeout = try inv.timeoutSeconds(default: 10)
-        let manager = try inv.loadedManager()
         let all = inv.args.flag("all")
         if all == !inv.args.positionals.isEmpty {
             throw VPNError.usage(all ? L("give a profile or --all, not both") : L("Missing expected argument '<profile>' (or --all)"),
                                  hint: L("See 'vpnctl help stop'."))
         }
         let wait = !inv.args.flag("no-wait")
+        let spinner = Spinner(for: inv, when: wait)
         if all {
-            var results: [DerivedStatus] = []
-            for p in manager.profiles {
-                let d = try inv.controller.derive(p)
-                // A kill switch left blocking by a failed tunnel is stopped too.
-                guard d.isActive || d.record?.status != .disconnected && d.record != nil || d.killSwitch != nil else { continue }
-                if pauseOnDemand(inv, p) && !inv.options.json { inv.output.note(L("on-demand paused for '\(p.name)'")) }
-                results.append(try TunnelActions.stop(inv, p, wait: wait, timeout: timeout).1)
-                if !inv.options.json { inv.output.line(L("stopped '\(p.name)'")) }
+            let report = try TunnelRendering.during(inv, spinner) {
+                try inv.service.stopAll(wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
             }
-            if inv.options.json { inv.output.emit(AllResult(profiles: results.map(StatusJSON.init))) }
-            else if results.isEmpty { inv.output.note(L("no tunnel is running")) }
+            if inv.options.json {
+                inv.output.emit(AllResult(profiles: report.stopped.map { StatusJSON(status: $0.status) }))
+                return .ok
+            }
+            for r in report.stopped {
+                if r.onDemand == .paused { inv.output.note(L("on-demand paused for '\(r.status.name)'")) }
+                TunnelRendering.notes(inv, r)
+                inv.output.line(L("stopped '\(r.status.name)'"))
+            }
+            if report.stopped.isEmpty { inv.output.note(L("no tunnel is running")) }
             return .ok
         }
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let wasRunning = try inv.controller.derive(profile).supervisorAlive
-        // Paused before the stop, so that the agent does not start it again meanwhile.
-        let paused = pauseOnDemand(inv, profile)
-        let (code, status) = try TunnelActions.stop(inv, profile, wait: wait, timeout: timeout)
-        if paused {
-            inv.output.note(L("on-demand paused for '\(profile.name)': the agent will not start it (vpnctl ondemand resume \(profile.name), or start)"))
+        let report = try TunnelRendering.during(inv, spinner) {
+            try inv.service.stop(inv.args.positionals[0], wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
+        }
+        TunnelRendering.notes(inv, report)
+        let name = report.status.name
+        if report.onDemand == .paused {
+            inv.output.note(L("on-demand paused for '\(name)': the agent will not start it (vpnctl ondemand resume \(name), or start)"))
         }
         if inv.options.json {
-            inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: status)))
-        } else if wasRunning && wait {
-            inv.output.line(L("stopped '\(profile.name)'"))
+            inv.output.emit(OneStatusResult(action: "stop", profile: StatusJSON(status: report.status)))
+        } else if report.wasRunning && wait {
+            inv.output.line(L("stopped '\(name)'"))
         }
-        return code
+        return .ok
     }
 }
 
@@ -139,37 +128,21 @@ enum ToggleCommand {
 
     static func run(_ inv: Invocation) throws -> ExitCode {
         let timeout = try inv.timeoutSeconds(default: 20)
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let current = try inv.controller.derive(profile)
-        let action = current.isActive ? "stop" : "start"
-        var code = ExitCode.ok
-        var status: DerivedStatus
-        // As stop and start do: off pauses on-demand, on resumes it.
-        if action == "stop", StopCommand.pauseOnDemand(inv, profile) {
-            inv.output.note(L("on-demand paused for '\(profile.name)' (vpnctl ondemand resume \(profile.name))"))
-        } else if action == "start", (try? OnDemandCommand.pauses(inv).set(profile.id, paused: false)) == true {
-            inv.output.note(L("on-demand resumed for '\(profile.name)'"))
+        let spinner = Spinner(for: inv, when: true)
+        // The on-demand change comes first, as a stop or start by hand makes it.
+        let report = try TunnelRendering.during(inv, spinner, onDemand: { name, change in
+            inv.output.note(change == .paused ? L("on-demand paused for '\(name)' (vpnctl ondemand resume \(name))")
+                                              : L("on-demand resumed for '\(name)'"))
+        }) {
+            try inv.service.toggle(inv.args.positionals[0], timeout: timeout, changes: inv.options.verbose, $0)
         }
-        do {
-            (code, status) = action == "stop"
-                ? try TunnelActions.stop(inv, profile, wait: true, timeout: timeout)
-                : try TunnelActions.start(inv, manager, profile, wait: true, timeout: timeout)
-        } catch let e as VPNError where e.code == .connectionFailed || e.code == .timedOut {
-            status = try inv.controller.derive(profile)
-            if inv.options.json {
-                inv.output.emit(OneStatusResult(action: action, profile: StatusJSON(status: status)))
-            } else {
-                inv.output.line(statusCard(status, inv.output))
-            }
-            return e.code
-        }
+        if report.outcome != .failed { TunnelRendering.notes(inv, report) }
         if inv.options.json {
-            inv.output.emit(OneStatusResult(action: action, profile: StatusJSON(status: status)))
+            inv.output.emit(OneStatusResult(action: report.action, profile: StatusJSON(status: report.status)))
         } else {
-            inv.output.line(statusCard(status, inv.output))
+            inv.output.line(statusCard(report.status, inv.output))
         }
-        return code
+        return report.failure ?? .ok
     }
 }
 
@@ -192,12 +165,10 @@ enum IsConnectedCommand {
 
     /// Silent for `if vpnctl is-connected ...`; with --json it says what it found.
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let status = try inv.controller.derive(profile).status
+        let answer = try inv.service.isConnected(inv.args.positionals[0])
         if inv.options.json {
-            inv.output.emit(Result(name: profile.name, connected: status == .connected, status: status.name))
+            inv.output.emit(Result(name: answer.name, connected: answer.connected, status: answer.status.name))
         }
-        return status == .connected ? .ok : .notConnected
+        return answer.connected ? .ok : .notConnected
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 enum StatsCommand {
@@ -70,10 +71,9 @@ enum StatsCommand {
         guard let name = inv.args.value("profile") else {
             return StatsSelection(interfaces: inv.args.positionals, all: inv.args.flag("all"), owners: runningProfiles(inv))
         }
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: name)
+        let status = try inv.service.stats(name).status
         do {
-            var s = try StatsUseCase.selection(for: try inv.controller.derive(profile))
+            var s = try StatsUseCase.selection(for: status)
             s.interfaces = inv.args.positionals + s.interfaces
             return s
         } catch let e as StatsError {
@@ -105,7 +105,9 @@ enum StatsCommand {
         let inPlace = inv.context.stdoutIsTerminal && !inv.options.json && !prometheusFormat
         var linesDrawn = 0
         while inv.context.stdout.checkOpen() {
-            if let revoked = inv.context.recheckAccess?() { throw revoked }
+            // Through the agent, asked again before each sample: revoking
+            // the caller's access ends what they watch.
+            if let profile = inv.args.value("profile"), let remote = inv.service as? RemoteService { _ = try remote.stats(profile) }
             let tick = try watch.next()
             let rows = tick.snapshot.rows
             if inv.options.json {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 enum StatusCommand {
@@ -27,12 +28,11 @@ enum StatusCommand {
         run: run)
 
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        var profiles = manager.profiles
-        if let name = inv.args.positionals.first { profiles = [try manager.profile(named: name)] }
-        if inv.args.flag("watch") { return try watch(inv, manager, only: inv.args.positionals.first.map { _ in profiles }) }
+        let reference = inv.args.positionals.first
+        if inv.args.flag("watch") { return try watch(inv, reference) }
         if inv.args.value("count") != nil { throw VPNError.usage(L("'--count' needs '--watch'"), hint: L("See 'vpnctl help status'.")) }
-        let statuses = try StatusUseCase(controller: inv.controller).statuses(of: profiles)
+        let report = try inv.service.status(reference)
+        let statuses = report.profiles.map(\.status)
         if inv.options.json {
             let value = JSONValue.object(["schemaVersion": .number("1"),
                                           "profiles": .array(statuses.map { StatusJSON(status: $0).json })])
@@ -40,14 +40,14 @@ enum StatusCommand {
             return .ok
         }
         if statuses.isEmpty {
-            inv.output.note(inv.context.visibleProfiles == nil ? L("no profiles; add one with: vpnctl import FILE")
-                                                               : L("no profiles for you: none names you or a group of yours in its policy"))
+            inv.output.note(report.restricted ? L("no profiles for you: none names you or a group of yours in its policy")
+                                              : L("no profiles; add one with: vpnctl import FILE"))
             return .ok
         }
         if inv.context.stdoutIsTerminal {
-            printForPeople(inv, statuses, profiles)
+            printForPeople(inv, statuses)
             bypassLines(inv, statuses)
-            onDemandLines(inv, statuses, profiles)
+            onDemandLines(inv, report.profiles)
             return .ok
         }
         let table = pipeTable(statuses)
@@ -69,7 +69,7 @@ enum StatusCommand {
             inv.output.line(L("\(d.name): DNS: the dead tunnel's DNS is still in place (\(DerivedStatus.text(of: r))): names go to its servers; restore it with: vpnctl stop \(d.name.shellQuoted)"))
         }
         bypassLines(inv, statuses)
-        onDemandLines(inv, statuses, profiles)
+        onDemandLines(inv, report.profiles)
         return .ok
     }
 
@@ -89,13 +89,12 @@ enum StatusCommand {
 
     /// Who started an active tunnel when no command did, and which
     /// profiles' on-demand is paused.
-    static func onDemandLines(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
-        let paused = (try? OnDemandCommand.pauses(inv).paused()) ?? []
-        let report = try? OnDemandReport.read(runDirectory: inv.options.runDirectory)
-        for d in statuses {
+    static func onDemandLines(_ inv: Invocation, _ rows: [ProfileStatus]) {
+        for row in rows {
+            let d = row.status
             if d.isActive, let o = d.record?.startedBy { inv.output.line(L("\(d.name): \(d.status.displayName), on-demand rule \(o.rule): \(o.reason)")) }
-            if let note = report?.entry(d.id)?.note, !paused.contains(d.id) { inv.output.line(L("\(d.name): on-demand: \(note)")) }
-            if paused.contains(d.id), profiles.first(where: { $0.id == d.id })?.onDemand.enabled == true {
+            if let note = row.onDemandNote, !row.onDemandPaused { inv.output.line(L("\(d.name): on-demand: \(note)")) }
+            if row.onDemandPaused, row.onDemandEnabled {
                 inv.output.line(L("\(d.name): on-demand paused (vpnctl ondemand resume \(d.name))"))
             }
         }
@@ -153,7 +152,7 @@ enum StatusCommand {
     /// tunnel's newest handshake and transfer, the status word coloured, and
     /// the last error shortened to fit the width (in full in `show`, in
     /// pipes and in --json).
-    static func printForPeople(_ inv: Invocation, _ statuses: [DerivedStatus], _ profiles: [Profile]) {
+    static func printForPeople(_ inv: Invocation, _ statuses: [DerivedStatus]) {
         let now = Date()
         var activity: [UUID: String] = [:]
         for d in statuses where d.activity != nil {
@@ -188,36 +187,31 @@ enum StatusCommand {
         }
     }
 
-    /// Renders each transition the core's watch reports, until `--count`
+    /// Renders each transition the service's watch reports, until `--count`
     /// of them or until the reader of stdout goes away.
-    static func watch(_ inv: Invocation, _ manager: ProfileManager, only: [Profile]?) throws -> ExitCode {
+    static func watch(_ inv: Invocation, _ reference: String?) throws -> ExitCode {
         var limit = Int.max
         if let c = inv.args.value("count") {
             guard let n = Int(c), n > 0 else { throw VPNError.usage(L("invalid value \(c.quotedForMessage) for '--count <n>'"), hint: L("See 'vpnctl help status'.")) }
             limit = n
         }
         let stdout = inv.context.stdout
-        let watch = try StatusUseCase(controller: inv.controller).watch(profiles: {
-            if let only { return only }
-            guard let fresh = try? manager.store.load() else { return manager.profiles }
-            return inv.context.visibleProfiles.map { fresh.filter($0) } ?? fresh
-        }, hangupOf: stdout.descriptor)
-        let count = watch.begin()
-        if !inv.options.json {
-            inv.output.note(count == 1 ? L("watching 1 profile; Ctrl-C to stop") : L("watching \(count) profiles; Ctrl-C to stop"))
-        }
         var printed = 0
-        // keepGoing runs after each wake, before the pass that reports.
-        var revoked: VPNError?
-        watch.run(keepGoing: {
-            revoked = revoked ?? inv.context.recheckAccess?()
-            return revoked == nil && printed < limit && stdout.checkOpen()
-        }) { t in
-            emit(inv, t)
-            printed += 1
+        let events = CommandEvents(inv) { event in
+            switch event {
+            case .watching(let count):
+                if !inv.options.json {
+                    inv.output.note(count == 1 ? L("watching 1 profile; Ctrl-C to stop") : L("watching \(count) profiles; Ctrl-C to stop"))
+                }
+            case .transition(let t):
+                emit(inv, t)
+                printed += 1
+            default:
+                break
+            }
             return printed < limit && stdout.failure == nil
         }
-        if let revoked { throw revoked }
+        try inv.service.watch(reference, events)
         return .ok
     }
 

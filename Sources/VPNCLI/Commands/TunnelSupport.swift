@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 /// The JSON shape of one profile's status, shared by status, start, stop and toggle.
@@ -156,95 +157,67 @@ func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
     return s
 }
 
-extension Invocation {
-    var tunnels: TunnelUseCases {
-        var t = TunnelUseCases(store: store, controller: controller, path: context.environment["PATH"])
-        if let visible = context.visibleProfiles { t.mayName = visible }
-        return t
-    }
-}
-
-/// The CLI's side of start and stop: the core's use cases, rendered (notes,
-/// a spinner on a terminal, the supervisor's "[#]" lines with --verbose, hints).
-enum TunnelActions {
-    static func start(_ inv: Invocation, _ manager: ProfileManager, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
-        let tunnels = inv.tunnels
-        let logPath = tunnels.controller.runtime.logPath(profile.id)
-        let spinner = Spinner(for: inv, when: wait)
-        let log = LogFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, inv: inv, spinner: spinner)
-        let observer = UseCaseObserver { log.echo(); spinner.tick(L("connecting \(profile.name)")) }
-        defer { log.echo(); spinner.clear() }
-        do {
-            let outcome = try tunnels.start(profile, wait: wait, timeout: timeout, observer: observer) { cleaned in
-                if inv.options.verbose { for c in cleaned { inv.output.note("[#] \(c)") } }
-            }
-            switch outcome {
-            case .alreadyConnected(let d):
-                inv.output.note(L("'\(profile.name)' is already connected (\(d.interface ?? "?"))"))
-            case .accepted(let d):
-                inv.output.note(L("start requested; status: \(d.status.displayName)"))
-            case .connected:
+/// The command line's side of start, stop and toggle: the service's
+/// events rendered as they come (a spinner on a terminal, the supervisor's
+/// "[#]" lines with --verbose, warnings), and the outcome's notes.
+enum TunnelRendering {
+    /// Runs `work` with its events rendered; `onDemand` gets on-demand's
+    /// changes as they happen (toggle says them first; start and stop after).
+    static func during<R>(_ inv: Invocation, _ spinner: Spinner, onDemand: ((String, OnDemandChange) -> Void)? = nil,
+                          _ work: (ServiceEvents) throws -> R) throws -> R {
+        let events = CommandEvents(inv) { event in
+            switch event {
+            case .progress(let name, let action):
+                spinner.tick(action == "start" ? L("connecting \(name)") : L("disconnecting \(name)"))
+            case .change(let line):
+                if inv.options.verbose {
+                    spinner.clear()
+                    inv.output.note(line)
+                }
+            case .onDemand(let name, let change):
+                spinner.clear()
+                onDemand?(name, change)
+            case .onDemandPauseFailed(let name, let reason):
+                spinner.clear()
+                inv.output.note(L("warning: cannot pause on-demand for '\(name)' (\(reason)); the agent may start it again"))
+            case .watching, .transition, .logLine:
                 break
             }
-            return (.ok, outcome.status)
-        } catch let f as StartFailure {
-            let e = f.error
-            let hint = f.timedOut ? L("the supervisor keeps trying; see 'vpnctl status \(profile.name)' or stop it")
-                                  : Hints.afterFailedStart(f.status.lastDisconnectError, profile: profile, logPath: f.logPath)
-            throw VPNError(e.code, e.message, hint: hint)
+            return true
         }
+        defer { spinner.clear() }
+        return try work(events)
     }
 
-    static func stop(_ inv: Invocation, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
-        let tunnels = inv.tunnels
-        let log = LogFollower(path: tunnels.controller.runtime.logPath(profile.id), from: nil, inv: inv, spinner: nil)
-        let spinner = Spinner(for: inv, when: wait)
-        let outcome = try tunnels.stop(profile, wait: wait, timeout: timeout,
-                                       observer: UseCaseObserver { spinner.tick(L("disconnecting \(profile.name)")) })
-        spinner.clear()
-        switch outcome {
-        case .notRunning(_, let cleaned):
-            if !cleaned.isEmpty {
-                inv.output.note(L("'\(profile.name)' had no live supervisor; cleaned up: \(cleaned.joined(separator: ", "))"))
+    /// What a start or stop found, said in a note.
+    static func notes(_ inv: Invocation, _ r: TunnelReport) {
+        let name = r.status.name
+        switch r.outcome {
+        case .alreadyConnected: inv.output.note(L("'\(name)' is already connected (\(r.status.interface ?? "?"))"))
+        case .accepted: inv.output.note(L("start requested; status: \(r.status.status.displayName)"))
+        case .notRunning:
+            if !r.cleanedUp.isEmpty {
+                inv.output.note(L("'\(name)' had no live supervisor; cleaned up: \(r.cleanedUp.joined(separator: ", "))"))
             } else {
-                inv.output.note(L("'\(profile.name)' is not running"))
+                inv.output.note(L("'\(name)' is not running"))
             }
-        case .requested:
-            inv.output.note(L("stop requested; status: \(VPNStatus.disconnecting.displayName)"))
-        case .stopped:
-            log.echo()
+        case .requested: inv.output.note(L("stop requested; status: \(VPNStatus.disconnecting.displayName)"))
+        case .connected, .stopped, .failed: break
         }
-        return (.ok, outcome.status)
     }
 }
 
-/// With --verbose, echoes the supervisor's "[#]" lines (each change it made
-/// to the system) that were written after `from` (default: now).
-final class LogFollower {
-    let path: String
-    var offset: Int?
-    let inv: Invocation
-    let spinner: Spinner?
-
-    init(path: String, from: Int?, inv: Invocation, spinner: Spinner?) {
-        self.path = path
-        self.inv = inv
-        self.spinner = spinner
-        offset = inv.options.verbose ? (from ?? ((try? FileSystem.info(path))??.size ?? 0)) : nil
-    }
-
-    func echo() {
-        // The log was rotated or truncated (BoundedLog): read the new file from its start.
-        if let o = offset, let size = (try? FileSystem.info(path))??.size, size < o { offset = 0 }
-        guard let start = offset, let bytes = try? FileSystem.readFile(path, from: start),
-              let lastNewline = bytes.lastIndex(of: 0x0A) else { return }
-        for line in String(decoding: bytes[..<lastNewline], as: UTF8.self).split(separator: "\n") {
-            if let r = line.firstRange(of: "[#] ") {
-                spinner?.clear()
-                inv.output.note(String(line[r.lowerBound...]))
-            }
+/// Stops for the commands that replace or remove a profile (root's): as
+/// `vpnctl stop` renders them, on-demand left as it is.
+enum TunnelActions {
+    static func stop(_ inv: Invocation, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
+        let service = LocalService(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
+                                   path: inv.context.environment["PATH"])
+        let report = try TunnelRendering.during(inv, Spinner(for: inv, when: wait)) {
+            try service.stopOne(profile, wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
         }
-        offset = start + lastNewline + 1
+        TunnelRendering.notes(inv, report)
+        return (.ok, report.status)
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import VPNCore
+import VPNService
 import VPNSystem
 
 enum VerifyCommand {
@@ -55,22 +56,19 @@ enum VerifyCommand {
         guard let probeText = inv.args.value("probe") else {
             throw VPNError.usage(L("Missing required option '--probe <url|host:port>'"), hint: L("See 'vpnctl help verify'."))
         }
-        let probe = try parseProbe(probeText)
+        _ = try parseProbe(probeText)
         let timeout = try inv.timeoutSeconds(default: 5)
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let status = try inv.controller.derive(profile)
-        let report = try Spinner(for: inv, when: true).during(L("verifying '\(profile.name)' with \(probeText)")) {
-            try VerifyUseCase().verify(status, probe: probe, timeoutSeconds: timeout, dnsName: inv.args.value("dns"),
-                                       probeOffTunnel: inv.context.agentCaller.map { $0.1.mayProbeOffTunnel($0.0) } ?? true)
+        let reference = inv.args.positionals[0]
+        let answer = try Spinner(for: inv, when: true).during(L("verifying '\(reference)' with \(probeText)")) {
+            try inv.service.verify(reference, probe: probeText, dns: inv.args.value("dns"), timeout: timeout)
         }
-        let checks = report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
+        let checks = answer.report.checks.map { Check(name: $0.name, ok: $0.ok, detail: $0.detail) }
         if inv.options.json {
-            inv.output.emit(Result(profile: profile.name, probe: probeText, verdict: report.verdict.rawValue, checks: checks))
+            inv.output.emit(Result(profile: answer.profile, probe: probeText, verdict: answer.report.verdict.rawValue, checks: checks))
         } else {
             for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(c.name): \(c.detail)") }
-            inv.output.line(L("verdict: \(report.verdict.rawValue)"))
+            inv.output.line(L("verdict: \(answer.report.verdict.rawValue)"))
         }
-        return report.verdict.exitCode
+        return answer.report.verdict.exitCode
     }
 }

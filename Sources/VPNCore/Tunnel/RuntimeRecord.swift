@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// fetchLastDisconnectError: NEVPNConnectionError names and numbers where one fits.
-public struct ConnectionError: Encodable, Equatable, Sendable {
+public struct ConnectionError: Codable, Equatable, Sendable {
     public var domain: String
     public var code: Int
     public var name: String
@@ -57,7 +57,7 @@ public enum StopReason: String, Codable, CaseIterable, Sendable {
 }
 
 /// What the supervisor applied to the interface.
-public struct AppliedSettings: Encodable, Equatable, Sendable {
+public struct AppliedSettings: Codable, Equatable, Sendable {
     public var addresses: [String] = []
     public var routes: [String] = []
     public var excludedRoutes: [String] = []
@@ -73,7 +73,7 @@ public struct AppliedSettings: Encodable, Equatable, Sendable {
 /// One record per profile id in the run directory, rewritten atomically on
 /// every transition by the supervisor. It is a cached view: readers check it
 /// against the live system (see `StatusDeriver`).
-public struct RuntimeRecord: Encodable, Equatable, Sendable {
+public struct RuntimeRecord: Codable, Equatable, Sendable {
     public var schemaVersion = 1
     public var id: UUID
     public var name: String
@@ -146,7 +146,7 @@ public struct RuntimeRecord: Encodable, Equatable, Sendable {
 
 /// A tunnel with no command behind it: started by on-demand, by the rule
 /// numbered `rule` (1-based), for `reason` ("ethernet, search domain not corp.example").
-public struct StartOrigin: Encodable, Equatable, Sendable {
+public struct StartOrigin: Codable, Equatable, Sendable {
     public var by: String
     public var rule: Int
     public var reason: String
@@ -164,7 +164,7 @@ public struct StartOrigin: Encodable, Equatable, Sendable {
 }
 
 /// DNS handed to the system resolver for one tunnel.
-public struct ResolverRecord: Encodable, Equatable, Sendable {
+public struct ResolverRecord: Codable, Equatable, Sendable {
     /// "systemd-resolved", "resolvconf" or "resolv.conf".
     public var backend: String
     public var servers: [String] = []
@@ -185,7 +185,7 @@ public struct ResolverRecord: Encodable, Equatable, Sendable {
 }
 
 /// The kill switch's table, in the namespace it was put in.
-public struct KillSwitchRecord: Encodable, Equatable, Sendable {
+public struct KillSwitchRecord: Codable, Equatable, Sendable {
     /// `inet <table>`, owned by vpnctl, one per profile.
     public var table: String
     public var netns: String?

@@ -5,7 +5,7 @@ import FoundationEssentials
 import VPNSystem
 
 /// A profile's status as derived from its runtime record and the live system.
-public struct DerivedStatus: Equatable, Sendable {
+public struct DerivedStatus: Codable, Equatable, Sendable {
     public var id: UUID
     public var name: String
     public var status: VPNStatus
@@ -53,7 +53,7 @@ public struct DerivedStatus: Equatable, Sendable {
     /// `status` looks; nil otherwise.
     public var activity: TunnelActivity? = nil
 
-    public enum KillSwitchState: String, Sendable {
+    public enum KillSwitchState: String, Codable, Sendable {
         case on, blocking, missing
         public var text: String {
             switch self {

@@ -51,7 +51,7 @@ public struct StatusUseCase {
 }
 
 /// One transition, as `status --watch` reports it.
-public struct StatusTransition: Equatable, Sendable {
+public struct StatusTransition: Codable, Equatable, Sendable {
     public var time: Date
     public var id: UUID
     public var name: String

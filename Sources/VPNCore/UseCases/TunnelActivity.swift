@@ -8,7 +8,7 @@ import VPNSystem
 /// "latest handshake" and "transfer"): the newest handshake its provider
 /// knows of, and the tunnel interface's counters, the kernel's (inner
 /// traffic, the numbers `stats` prints for the interface).
-public struct TunnelActivity: Equatable, Sendable {
+public struct TunnelActivity: Codable, Equatable, Sendable {
     /// nil when the provider knows of none (no handshake yet, or a provider
     /// that does not say: OpenVPN, IKEv2, plugins).
     public var latestHandshake: Date?

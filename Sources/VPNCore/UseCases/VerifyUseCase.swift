@@ -36,13 +36,13 @@ public struct ProbeTarget: Equatable, Sendable {
 }
 
 /// One step of the proof, with what it found.
-public struct VerifyCheck: Equatable, Sendable {
+public struct VerifyCheck: Codable, Equatable, Sendable {
     public let name: String
     public let ok: Bool
     public let detail: String
 }
 
-public enum VerifyVerdict: String, Sendable {
+public enum VerifyVerdict: String, Codable, Sendable {
     case pathProven = "path proven"
     case configuredOnly = "configured only"
     case notConnected = "not connected"
@@ -59,7 +59,7 @@ public enum VerifyVerdict: String, Sendable {
     }
 }
 
-public struct VerifyReport: Equatable, Sendable {
+public struct VerifyReport: Codable, Equatable, Sendable {
     public let verdict: VerifyVerdict
     public let checks: [VerifyCheck]
 }

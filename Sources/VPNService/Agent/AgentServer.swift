@@ -8,26 +8,27 @@ import VPNSystem
 /// `vpnctl agent`: one loop over the listening socket, the clients whose
 /// requests are still arriving, signals and workers. Nothing in it blocks:
 /// a client has `requestTimeoutMs` to send one request of at most
-/// `AgentRequest.maximumSize` bytes; quick reads are answered in the loop,
+/// `ServiceRequest.maximumSize` bytes; quick reads are answered in the loop,
 /// anything that waits runs in a worker process that writes to the
 /// client's socket itself. On-demand's watches and timers run on the same
 /// loop (`OnDemandRunner`).
-final class AgentServer {
-    struct Limits {
-        var requestTimeoutMs: Int64 = 2000
-        var maximumClients = 512
+public final class AgentServer {
+    public struct Limits {
+        public var requestTimeoutMs: Int64 = 2000
+        public var maximumClients = 512
         /// Connections one uid (root's aside) may have being read at once;
         /// when the table is full, a newcomer takes the place of the oldest
         /// connection of the uid holding the most, if that is more than its own.
-        var maximumClientsPerUser = 256
+        public var maximumClientsPerUser = 256
         /// Requests one uid (root's aside) may make a second, after a burst
         /// of `maximumClientsPerUser`.
-        var requestsPerSecondPerUser = 100
+        public var requestsPerSecondPerUser = 100
         /// Workers (root processes: starts, watches) one user may have at once.
-        var maximumWorkersPerUser = 32
+        public var maximumWorkersPerUser = 32
         /// Connections accepted in one turn of the loop, so that a flood of
         /// connections cannot keep it from the requests already read.
         var acceptsPerTurn = 64
+        public init() {}
     }
 
     final class Client {
@@ -47,7 +48,7 @@ final class AgentServer {
 
     struct Worker {
         let caller: Caller
-        let request: AgentRequest
+        let request: ServiceRequest
         let summary: String
     }
 
@@ -63,7 +64,7 @@ final class AgentServer {
     let path: String?
     /// The journal's stream (JOURNAL_STREAM) when the agent's stderr is it:
     /// workers write to the same stderr, with the same priorities.
-    var journalStream: String?
+    public var journalStream: String?
     let executable: String
     var clients: [Int32: Client] = [:]
     var clientsByUID: [uid_t: Int] = [:]
@@ -73,14 +74,9 @@ final class AgentServer {
     lazy var onDemand = OnDemandRunner(settings: settings, loop: loop, path: path, log: log)
     /// What a connection refused before its request is read gets: the same
     /// bytes every time (English: no request, no language).
-    lazy var busyReply: (code: Int32, frames: [UInt8]) = {
-        let busy = ReplyBuffer()
-        let code = AgentExecution.render(VPNError(.failure, "the vpnctl agent is busy", hint: "try again"), nil, // English: no request read yet, no language known
-                                         stdout: busy.stdout, stderr: busy.stderr)
-        return (code, busy.bytes)
-    }()
+    lazy var busyReply: [UInt8] = ServiceReply.line(error: VPNError(.failure, "the vpnctl agent is busy", hint: "try again")) // English: no request read yet, no language known
 
-    init(settings: AgentSettings, limits: Limits, listener: Int32, path: String?, log: @escaping (String) -> Void) {
+    public init(settings: AgentSettings, limits: Limits, listener: Int32, path: String?, log: @escaping (String) -> Void) {
         self.settings = settings
         self.limits = limits
         self.listener = listener
@@ -106,7 +102,7 @@ final class AgentServer {
     }
 
     /// Serves until SIGTERM or SIGINT.
-    func run(signals: SignalQueue) {
+    public func run(signals: SignalQueue) {
         loop.watch(listener) { [unowned self] in acceptClients() }
         loop.watch(signals.fd) { [unowned self] in
             for sig in signals.drain() {
@@ -137,7 +133,7 @@ final class AgentServer {
                 continue
             }
             guard admit(credentials) else {
-                reply(fd, busyReply.code, frames: busyReply.frames)
+                reply(fd, busyReply)
                 continue
             }
             add(fd, credentials)
@@ -157,7 +153,7 @@ final class AgentServer {
             client.timer = nil
             readRequest(client)
             if clients[client.fd] === client {
-                refuse(client, "no complete request within \(limits.requestTimeoutMs) ms")
+                refuse(client, ServiceProtocolError("no complete request within \(limits.requestTimeoutMs) ms"))
             }
         }
     }
@@ -181,7 +177,7 @@ final class AgentServer {
         }
         forget(victim)
         note("uid=\(uid) evicted", Journal.tagged(.warning, "evicted uid=\(uid) pid=\(victim.credentials.pid) for uid=\(c.uid): the table is full and uid \(uid) holds \(count) of it"))
-        reply(victim.fd, busyReply.code, frames: busyReply.frames)
+        reply(victim.fd, busyReply)
         return true
     }
 
@@ -213,103 +209,98 @@ final class AgentServer {
                 handle(client, Array(client.buffer[..<end]))
                 return
             }
-            if client.buffer.count > AgentRequest.maximumSize {
-                refuse(client, "the request is larger than \(AgentRequest.maximumSize) bytes")
+            if client.buffer.count > ServiceRequest.maximumSize {
+                refuse(client, ServiceProtocolError("the request is larger than \(ServiceRequest.maximumSize) bytes"))
                 return
             }
         }
     }
 
     /// A request that cannot be read: an error, and the connection closed.
-    func refuse(_ client: Client, _ reason: String) {
+    /// A client of protocol 1 (an older vpnctl) is told in its own frames.
+    func refuse(_ client: Client, _ problem: ServiceProtocolError) {
         forget(client)
         let c = client.credentials
-        note("uid=\(c.uid) malformed", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) malformed: \(reason)"))
-        let reply = ReplyBuffer()
-        let code = AgentExecution.render(VPNError(.usage, "the vpnctl agent refused the request: \(reason)"), nil, // English: an undecoded request has no language
-                                         stdout: reply.stdout, stderr: reply.stderr)
-        self.reply(client.fd, code, frames: reply.bytes)
+        note("uid=\(c.uid) malformed", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) malformed: \(problem)"))
+        let error = VPNError(.usage, "the vpnctl agent refused the request: \(problem)", // English: an undecoded request has no language
+                             hint: problem.clientVersion == nil ? nil : "use the vpnctl of the agent's version, or restart the agent after an upgrade: systemctl restart vpnctl-agent.socket vpnctl-agent.service") // English: as above
+        reply(client.fd, problem.clientVersion == 1 ? LegacyReply.refusal(error) : ServiceReply.line(error: error))
     }
 
     func handle(_ client: Client, _ line: [UInt8]) {
         let c = client.credentials
-        let request: AgentRequest
-        do { request = try AgentRequest.parse(line) } catch {
-            refuse(client, "\(error)")
+        let request: ServiceRequest
+        do { request = try ServiceRequest.parse(line) } catch {
+            refuse(client, error as? ServiceProtocolError ?? ServiceProtocolError("\(error)"))
             return
         }
-        // Answered in the client's language (English for --json); the next
-        // request must not inherit it.
-        AgentExecution.speak(request)
-        defer { AgentExecution.speak(nil) }
-        let kind = "uid=\(c.uid) \(request.verb.rawValue)"
-        if c.uid != 0 {
-            var bucket = requestBuckets[c.uid]
-                ?? TokenBucket(capacity: limits.maximumClientsPerUser, perSecond: Double(limits.requestsPerSecondPerUser), nowMs: loop.nowMs)
-            let allowed = bucket.take(nowMs: loop.nowMs)
-            requestBuckets[c.uid] = bucket
-            guard allowed else {
-                let buffer = ReplyBuffer()
-                let code = AgentExecution.render(VPNError(.failure, L("too many requests from you: at most \(limits.requestsPerSecondPerUser) a second"),
-                                                          hint: L("try again in a moment")),
-                                                 request, stdout: buffer.stdout, stderr: buffer.stderr)
-                note("uid=\(c.uid) rate", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) \(request.verb.rawValue): refused: over \(limits.requestsPerSecondPerUser) requests a second"))
-                reply(client.fd, code, frames: buffer.bytes)
-                return
-            }
+        // Answered in the client's language; the next request must not inherit it.
+        AgentAuthorization.speak(request)
+        defer { AgentAuthorization.speak(nil) }
+        let kind = "uid=\(c.uid) \(request.call.name)"
+        if c.uid != 0 && !takeToken(c.uid) {
+            note("uid=\(c.uid) rate", Journal.tagged(.warning, "uid=\(c.uid) pid=\(c.pid) \(request.call.name): refused: over \(limits.requestsPerSecondPerUser) requests a second"))
+            reply(client.fd, ServiceReply.line(error: VPNError(.failure, L("too many requests from you: at most \(limits.requestsPerSecondPerUser) a second"),
+                                                                hint: L("try again in a moment"))))
+            return
         }
         let caller = Caller.fromSystem(uid: c.uid, gid: c.gid)
-        var summary = "uid=\(c.uid)(\(caller.userName ?? "?")) pid=\(c.pid) \(request.verb.rawValue)"
-        if let a = request.canAction { summary += " \(a.rawValue)" }
-        if let p = request.profile { summary += " '\(p.escapingControls(keepLineBreaks: false))'" }
-        let buffer = ReplyBuffer()
-        let authorized: AgentRequest
-        let decision: AccessDecision?
+        var summary = "uid=\(c.uid)(\(caller.userName ?? "?")) pid=\(c.pid) \(request.call.name)"
+        if case .can(let a, _) = request.call { summary += " \(a.rawValue)" }
+        if let p = request.call.profile { summary += " '\(p.escapingControls(keepLineBreaks: false))'" }
+        let grant: AgentAuthorization.Grant
         do {
-            (authorized, decision) = try AgentExecution.authorize(request, caller: caller, settings: settings)
+            grant = try AgentAuthorization.authorize(request.call, caller: caller, settings: settings)
         } catch {
-            let code = AgentExecution.render(error, request, stdout: buffer.stdout, stderr: buffer.stderr)
-            if let denial = error as? AgentExecution.Denial {
-                note("\(kind) denied", Journal.tagged(.notice, "\(summary): denied (exit \(code)): \(denial.decision.englishReason)"))
+            let e = (error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error)
+            if let denial = error as? AgentAuthorization.Denial {
+                note("\(kind) denied", Journal.tagged(.notice, "\(summary): denied (exit \(e.code.rawValue)): \(denial.decision.englishReason)"))
             } else {
-                note("\(kind) refused", Journal.tagged(.warning, "\(summary): \(VPNError.from(error).code == .permissionDenied ? "denied" : "refused") (exit \(code)): \(VPNError.from(error).message)"))
+                note("\(kind) refused", Journal.tagged(.warning, "\(summary): \(e.code == .permissionDenied ? "denied" : "refused") (exit \(e.code.rawValue)): \(e.message)"))
             }
-            reply(client.fd, code, frames: buffer.bytes)
+            reply(client.fd, ServiceReply.line(error: e))
             return
         }
-        if let d = decision { summary += " (\(d.englishReason))" }
-        if AgentExecution.runsInline(authorized) {
-            let code = AgentExecution.run(authorized, caller: caller, settings: settings, path: path, stdout: buffer.stdout, stderr: buffer.stderr)
-            note(kind, Journal.tagged(code == 0 ? .info : .warning, "\(summary): exit \(code)"))
-            reply(client.fd, code, frames: buffer.bytes)
+        if let d = grant.decision { summary += " (\(d.englishReason))" }
+        if grant.call.runsInline {
+            let service = LocalService(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory, path: path, access: grant.access)
+            let outcome = ServiceDispatch.perform(grant.call, on: service, events: NoEvents())
+            note(kind, Journal.tagged(outcome.code == 0 ? .info : .warning, "\(summary): exit \(outcome.code)"))
+            reply(client.fd, outcome.line)
             return
         }
         if workers.values.filter({ $0.caller.uid == c.uid }).count >= limits.maximumWorkersPerUser && !caller.isRoot {
-            let code = AgentExecution.render(VPNError(.failure, L("\(limits.maximumWorkersPerUser) requests of yours are running already"),
-                                                      hint: L("wait for one to end (a status --watch ends when you end it)")),
-                                             request, stdout: buffer.stdout, stderr: buffer.stderr)
             note("\(kind) workers", Journal.tagged(.warning, "\(summary): refused: \(limits.maximumWorkersPerUser) workers of this uid run"))
-            reply(client.fd, code, frames: buffer.bytes)
+            reply(client.fd, ServiceReply.line(error: VPNError(.failure, L("\(limits.maximumWorkersPerUser) requests of yours are running already"),
+                                                                hint: L("wait for one to end (a status --watch ends when you end it)"))))
             return
         }
+        let authorized = ServiceRequest(grant.call, language: request.language)
         do {
-            let pid = try spawnWorker(AgentWorkOrder(uid: c.uid, gid: c.gid, request: authorized), client: client.fd)
+            let pid = try spawnWorker(WorkOrder(uid: c.uid, gid: c.gid, request: authorized), client: client.fd)
             close(client.fd)
             workers[pid] = Worker(caller: caller, request: authorized, summary: summary)
             note("\(kind) accepted", "\(summary): accepted, worker \(pid)")
         } catch {
-            let code = AgentExecution.render(VPNError(.failure, L("the vpnctl agent cannot run the request: \(error)")), request,
-                                             stdout: buffer.stdout, stderr: buffer.stderr)
             note("\(kind) failed", Journal.tagged(.error, "\(summary): failed: \(error)"))
-            reply(client.fd, code, frames: buffer.bytes)
+            reply(client.fd, ServiceReply.line(error: VPNError(.failure, L("the vpnctl agent cannot run the request: \(error)"))))
         }
+    }
+
+    /// One request of `uid`'s rate: false when it has none left this second.
+    func takeToken(_ uid: uid_t) -> Bool {
+        var bucket = requestBuckets[uid]
+            ?? TokenBucket(capacity: limits.maximumClientsPerUser, perSecond: Double(limits.requestsPerSecondPerUser), nowMs: loop.nowMs)
+        let allowed = bucket.take(nowMs: loop.nowMs)
+        requestBuckets[uid] = bucket
+        return allowed
     }
 
     /// A worker for `order`, with the client's socket as its fd 3 and the
     /// order on fd 4 (a socket pair whose other end is written here and
     /// closed): its command line names no request, profile or caller, so
     /// `ps` shows other users nothing of it.
-    func spawnWorker(_ order: AgentWorkOrder, client: Int32) throws -> pid_t {
+    func spawnWorker(_ order: WorkOrder, client: Int32) throws -> pid_t {
         var pair: [Int32] = [-1, -1]
         if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) != 0 {
             throw SystemError("make a socket pair for", path: "a worker", errno: .current)
@@ -339,8 +330,7 @@ final class AgentServer {
 
     /// Sends a whole reply without waiting: a client that does not read it
     /// loses it, nobody else waits for it.
-    func reply(_ fd: Int32, _ code: Int32, frames: [UInt8]) {
-        let all = frames + AgentFrame.exit(code).encoded
+    func reply(_ fd: Int32, _ all: [UInt8]) {
         // A large reply (status of a thousand profiles) must fit the socket's
         // buffer whole, so that it is queued now and the loop never waits for
         // the reader. Root may raise the buffer past wmem_max.
@@ -361,16 +351,8 @@ final class AgentServer {
     func reapWorkers() {
         for (pid, status) in ChildReaper.reapAll() {
             guard let w = workers.removeValue(forKey: pid) else { continue }
-            note("uid=\(w.caller.uid) \(w.request.verb.rawValue) ended",
+            note("uid=\(w.caller.uid) \(w.request.call.name) ended",
                  Journal.tagged(status.code == 0 ? .info : .warning, "\(w.summary): worker \(pid) \(status.description), exit \(status.code)"))
         }
     }
-}
-
-/// A reply collected in memory: stdout and stderr frames in the order
-/// they were written.
-final class ReplyBuffer {
-    var bytes: [UInt8] = []
-    lazy var stdout = FrameSink(stream: { AgentFrame.stdout(Array($0.utf8)) }, socket: nil) { [unowned self] in bytes += $0; return true }
-    lazy var stderr = FrameSink(stream: { AgentFrame.stderr(Array($0.utf8)) }, socket: nil) { [unowned self] in bytes += $0; return true }
 }
