@@ -73,9 +73,7 @@ public struct DesiredProfile: Sendable {
     public var source: String
 
     public init(origin: ProfileOrigin, result: ImportResult, source: String) {
-        self.origin = origin
-        self.result = result
-        self.source = source
+        (self.origin, self.result, self.source) = (origin, result, source)
     }
 
     /// The profile of a single file apply manages: its origin names the file.
