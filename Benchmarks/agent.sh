@@ -58,7 +58,7 @@ PY
 
 echo "== 2. 200 clients at once (status --json over the socket, each timed from connect to exit frame)"
 runuser -u "$USER_B" -- python3 - "$D/run/agent.sock" <<'PY'
-import socket, sys, time, selectors
+import json, socket, sys, time, selectors
 N = 200
 sel = selectors.DefaultSelector()
 start, done, bufs = {}, {}, {}
@@ -66,7 +66,7 @@ for i in range(N):
     s = socket.socket(socket.AF_UNIX); s.setblocking(False)
     start[i] = time.monotonic()
     s.connect(sys.argv[1])
-    s.send(b'{"verb":"status","flags":["json"]}\n')
+    s.send(b'{"protocol":2,"call":"status"}\n')
     bufs[i] = b""
     sel.register(s, selectors.EVENT_READ, i)
 t0 = min(start.values())
@@ -80,7 +80,7 @@ while len(done) < N:
         if b: bufs[i] += b; continue
         done[i] = time.monotonic()
         sel.unregister(key.fileobj); key.fileobj.close()
-ok = sum(1 for i in range(N) if bufs[i].endswith(b"x\x00\x00\x00\x010"))
+ok = sum(1 for i in range(N) if bufs[i].endswith(b"}\n") and json.loads(bufs[i])["event"] == "result")
 lat = sorted((done[i] - start[i]) * 1000 for i in range(N))
 print(f"answered exit 0: {ok}/{N}")
 print(f"median {lat[N // 2]:.1f} ms, p99 {lat[int(N * 0.99) - 1]:.1f} ms, all {(max(done.values()) - t0) * 1000:.0f} ms")

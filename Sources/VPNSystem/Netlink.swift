@@ -20,6 +20,10 @@ public struct NetlinkError: Error, CustomStringConvertible, Sendable {
         return "\(operation): \(text.prefix(1).lowercased() + text.dropFirst())"
     }
 
+    /// NLE_EXIST: the kernel has the object already (an address, a route).
+    public static func exists(_ operation: String) -> NetlinkError { NetlinkError(operation, code: NLE_EXIST) }
+
+    public var alreadyExists: Bool { code == NLE_EXIST }
     public var isPermission: Bool { code == NLE_PERM || code == NLE_NOACCESS }
     /// The object (or its device) is gone already: nothing left to take back.
     public var isGone: Bool { code == NLE_NODEV || code == NLE_OBJ_NOTFOUND }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds one libFuzzer binary per parser of outside input. Each target is
-# compiled against the product's own sources (Sources/VPNSystem, Sources/VPNCore
+# compiled against the product's own sources (Sources/VPNSystem, Sources/VPNCore, Sources/VPNService
 # and the C shim), instrumented with -sanitize=fuzzer,address: the fuzzers test
 # the functions vpnctl runs, not copies of them.
 # Usage: Tests/Fuzz/build.sh [out-dir]
@@ -32,13 +32,14 @@ build_module() {  # build_module NAME SOURCES...
 }
 build_module VPNSystem $(find "$ROOT/Sources/VPNSystem" -name '*.swift' | sort)
 build_module VPNCore $(find "$ROOT/Sources/VPNCore" -name '*.swift' | sort)
+build_module VPNService $(find "$ROOT/Sources/VPNService" -name '*.swift' | sort)
 
 for target in "$HERE"/targets/*.swift; do
   name=$(basename "$target" .swift)
   # gold warns once per ASan register helper that it cannot export a local
   # symbol (~140 lines a target, harmless); everything else is shown.
   "$SWIFTC" "${flags[@]}" -module-name "Fuzz_${name//-/_}" "$target" \
-    "$OUT/VPNCore.o" "$OUT/VPNSystem.o" "$OUT/shims.o" -lnl-route-3 -lnl-3 $CRYPTO_LIBS -o "$OUT/fuzz-$name" \
+    "$OUT/VPNService.o" "$OUT/VPNCore.o" "$OUT/VPNSystem.o" "$OUT/shims.o" -lnl-route-3 -lnl-3 $CRYPTO_LIBS -o "$OUT/fuzz-$name" \
     2> >(grep -v "warning: Cannot export local symbol '__asan" >&2)
   echo "built $OUT/fuzz-$name"
 done

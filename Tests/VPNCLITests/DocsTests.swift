@@ -105,12 +105,12 @@ extension Array {
     /// model's source, so that a new field cannot be left out of the page.
     func modelKeys() throws -> Set<String> {
         var keys = Set<String>()
-        let decoder = try read("Sources/VPNCore/ModelDecoding.swift")
+        let decoder = try read("Sources/VPNCore/Model/ModelDecoding.swift")
         let call = try Regex(#"\.(?:string|int|int32|bool|strings|required|optional|date|uint64|stringArray)\("([A-Za-z0-9]+)""#)
         for m in decoder.matches(of: call) { keys.insert(String(m.output[1].substring!)) }
         let codingKeys = try Regex(#"enum CodingKeys: String, CodingKey \{([^}]*)\}"#)
-        for file in ["Sources/VPNCore/Profile.swift", "Sources/VPNCore/ProtocolConfiguration.swift",
-                     "Sources/VPNCore/Tunnel/RuntimeRecord.swift", "Sources/VPNCore/ModelDecoding.swift"] {
+        for file in ["Sources/VPNCore/Model/Profile.swift", "Sources/VPNCore/Model/ProtocolConfiguration.swift",
+                     "Sources/VPNCore/Tunnel/RuntimeRecord.swift", "Sources/VPNCore/Model/ModelDecoding.swift"] {
             for m in try read(file).matches(of: codingKeys) {
                 let body = String(m.output[1].substring!).replacingOccurrences(of: "case", with: " ")
                 for word in body.split(whereSeparator: { ", \n`".contains($0) }) where !word.isEmpty { keys.insert(String(word)) }
@@ -123,7 +123,7 @@ extension Array {
     /// and the enums the code can list.
     func modelValues() throws -> Set<String> {
         var values = Set<String>()
-        let decoder = try read("Sources/VPNCore/ModelDecoding.swift")
+        let decoder = try read("Sources/VPNCore/Model/ModelDecoding.swift")
         let oneOf = try Regex(#"oneOf\(\w+\.self, \[([^\]]*)\]\)"#)
         for m in decoder.matches(of: oneOf) {
             for word in String(m.output[1].substring!).split(separator: ",") {

@@ -56,7 +56,7 @@ final class FakeTunnelSystem: TunnelSystem {
     /// Every route to add is already there ("object exists").
     var routesExist = false
     func addRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws {
-        if routesExist { calls.append("addRoute \(prefix) exists"); throw NetlinkError("add route", code: -6) }
+        if routesExist { calls.append("addRoute \(prefix) exists"); throw NetlinkError.exists("add route") }
         try record("addRoute \(prefix) dev \(ifindex)\(gateway.map { " via \($0)" } ?? "")")
     }
     func deleteRoute(_ prefix: String, ifindex: Int32, gateway: String?, table: UInt32) throws { calls.append("deleteRoute \(prefix)") }

@@ -13,7 +13,11 @@ import VPNSystem
 
     @Test func tiedSpawnPassesFDsAndOutput() throws {
         var out: [Int32] = [-1, -1], passed: [Int32] = [-1, -1]
+        // Close-on-exec: tests run side by side, and a child another test
+        // spawns meanwhile must not hold these pipes open (the reads below
+        // would wait for it). The spawn passes its fds on by dup2, without the flag.
         #expect(pipe(&out) == 0 && pipe(&passed) == 0)
+        for fd in out + passed { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let pid = try Processes.spawnTied("/bin/sh", ["/bin/sh", "-c", "echo three >&3; echo \"out $X\"; read x || echo stdin-empty; exit 7"],
                                           environment: ["X": "y"], passFDs: [passed[1]], outputFD: out[1])
         close(out[1]); close(passed[1])

@@ -159,7 +159,60 @@ test_item8_agent_logs() {
   nothing_left
 }
 
+# Issue 32: the agent driven by a client written against its typed protocol
+# alone (Tests/lab/agent-client.py, Python), as a test user: typed results,
+# events while a start waits, errors as data, a watch that streams
+# transitions, and version skew refused by name.
+test_agent_typed_client() {
+  use office second || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  agent_set_policy second "{\"users\":[\"${LAB}u1\"],\"actions\":[\"status\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 sock=$VPNCTL_RUN_DIR/agent.sock client=$LAB_DIR/bin/agent-client.py
+  cp "$HERE/agent-client.py" "$client" && chmod 755 "$client" || return 1
+  py() { runuser -u "$u1" -- python3 "$client" "$sock" "$@"; }
+  # reply EXPR: EXPR over the last reply line of $OUT (as `r`) and all of them (as `lines`).
+  reply() { printf '%s\n' "$OUT" | python3 -c 'import json,sys; lines=[json.loads(l) for l in sys.stdin if l.startswith("{")]; r=lines[-1]; print(eval(sys.argv[1]))' "$1"; }
+  expect_ok "list by the Python client" py list || return 1
+  expect_eq "the profiles $u1 may see, typed" "office second True" "$(reply '" ".join(sorted(p["name"] for p in r["result"]["profiles"])) + " " + str(r["result"]["restricted"])')" || return 1
+  expect_ok "start by the Python client" py start profile='"office"' wait=true timeout=20 changes=true || return 1
+  expect_eq "the start's outcome and status" "connected connected" "$(reply 'r["result"]["outcome"] + " " + r["result"]["status"]["status"]')" || return 1
+  expect_match "the waits it reported" "True" "$(reply 'any(l["event"] == "progress" and l["action"] == "start" for l in lines)')" || return 1
+  expect_match "the supervisor's changes it reported" "True" "$(reply 'any(l["event"] == "change" and l["line"].startswith("[#] ") for l in lines)')" || return 1
+  local iface; iface=$(reply 'r["result"]["status"]["interface"]')
+  expect_field office interface "$iface" || return 1
+  expect_ok "status by the Python client" py status profile='"office"' || return 1
+  expect_eq "status, typed, as root's CLI says" "connected $iface" "$(reply 'r["result"]["profiles"][0]["status"]["status"] + " " + r["result"]["profiles"][0]["status"]["interface"]')" || return 1
+  # A watch streams transitions until the client hangs up.
+  runuser -u "$u1" -- python3 "$client" "$sock" watch profile='"office"' --until-events 1 > "$T/watch.out" 2>&1 &
+  local watcher=$!
+  wait_for "the watch to begin" 5 grep -q '"event": "watching"' "$T/watch.out" || { kill "$watcher"; return 1; }
+  expect_ok "stop by root" cn "$V" stop office || { kill "$watcher"; return 1; }
+  wait "$watcher"; expect_eq "the watch's exit" 0 "$?" || return 1
+  expect_contains "the transition it streamed" '"previous": "connected"' "$(cat "$T/watch.out")" || return 1
+  wait_for "the agent's worker for the watch to end with its client" 5 bash -c "! pgrep -P $AGL_PID >/dev/null" || return 1
+  # Errors are data: code, stable name, message, remedy.
+  expect_run "start of a status-only profile" 11 py start profile='"second"' wait=true timeout=5 || return 1
+  expect_eq "the refusal, typed" "permissionDenied second" "$(reply 'r["error"]["name"] + " " + r["error"]["remedy"]["grant"]["profile"]')" || return 1
+  expect_run "status of no such profile" 9 py status profile='"nosuch"' || return 1
+  expect_eq "the error's name" configurationUnknown "$(reply 'r["error"]["name"]')" || return 1
+  expect_run "a call the agent does not serve" 2 py import profile='"x"' || return 1
+  expect_contains "its refusal" "unknown call 'import'" "$(reply 'r["error"]["message"]')" || return 1
+  # An older client (protocol 1, binary frames) is told in its own frames.
+  local old; old=$(runuser -u "$u1" -- python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"verb\":\"status\"}\n"); d=b""
+while True:
+    c=s.recv(4096)
+    if not c: break
+    d+=c
+print(chr(d[0]), d[5:].decode(errors="replace"))' "$sock")
+  expect_contains "the refusal to a protocol 1 client" "e vpnctl: the vpnctl agent refused the request: the client speaks protocol 1 and this vpnctl agent protocol 2" "$old" || return 1
+  nothing_left
+}
+
 agent_lab_checks() {
+  lab_check "agent: a client written against the typed protocol alone (Python): results, events, errors as data, a watch, version skew" \
+    test_agent_typed_client
   lab_check "agent: a user reads a profile's log (and follows it) through the agent; a user not named gets exit 9" test_item8_agent_logs
   lab_check "agent: a user starts, verifies and toggles a real tunnel with root's output; others refused; nothing left" test_agent_user_tunnel
   lab_check "agent: killed (and its worker) during a user's start --wait: a clear error, the tunnel goes on, a new agent reports it" \

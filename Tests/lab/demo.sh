@@ -20,16 +20,23 @@ trap 'plugin_down; lab_down' EXIT
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 # Commands run in the lab's directory, so that they read as a user types
 # them (vpnctl import office.conf), without the lab's temporary paths.
-run() {  # run CMD...: shows the command as a user would type it, then runs it in the client namespace
+# shown RUNNER WANT CMD...: shows the command as a user would type it, runs
+# it with RUNNER (c: the client namespace), and fails the demo, naming the
+# step, unless it exits WANT.
+shown() {
+  local runner=$1 want=$2; shift 2
   step "$*"
   local words=("$@"); words[0]=$V
-  (cd "$LAB_DIR" && c "${words[@]}")
+  (cd "$LAB_DIR" && "$runner" "${words[@]}")
   local rc=$?
   [ $rc = 0 ] || echo "(exit $rc)"
-  return $rc
+  [ "$rc" = "$want" ] || { echo "demo: the step '$*' exited $rc, not $want"; exit 1; }
 }
-# must CMD...: run, and the demo fails when it does.
-must() { run "$@" || { echo "demo: '$*' failed"; exit 1; }; }
+# run CMD...: a step that must succeed. must is the same (older name).
+run() { shown c 0 "$@"; }
+must() { shown c 0 "$@"; }
+# fails CODE CMD...: a step shown failing on purpose, with its documented exit code.
+fails() { local want=$1; shift; shown c "$want" "$@"; }
 
 # mdm_profile DIR: DIR/office.conf wrapped as a .mobileconfig (WireGuard's own
 # export shape), signed by a throwaway CA's signer, and a copy with one byte changed.
@@ -101,7 +108,7 @@ echo
 echo "== a failure, the way a user meets it: a server that does not answer"
 sed 's/51820/51999/' "$LAB_DIR/office.conf" > "$LAB_DIR/lab-test.conf"
 run vpnctl import lab-test.conf
-run vpnctl start lab-test --timeout 3
+fails 4 vpnctl start lab-test --timeout 3
 run vpnctl status lab-test
 run vpnctl remove lab-test
 
@@ -113,16 +120,22 @@ if command -v useradd >/dev/null; then
   agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" && c "$V" show office | grep "^allowed:"
   step "vpnctl agent &   # root, in the client namespace (systemd runs it: vpnctl-agent.socket)"
   agent_lab_up || exit 1
-  as_user() {  # as_user CMD...: shows the command as the user types it, then runs it as that user
+  as_user() {  # as_user WANT CMD...: shows the command as the user types it, runs it as that user; it must exit WANT
+    local want=$1; shift
     step "$*   # as ${LAB}u1"
     local words=("$@"); as "${LAB}u1" "${words[@]:1}"
     local rc=$?; [ $rc = 0 ] || echo "(exit $rc)"
+    [ "$rc" = "$want" ] || { echo "demo: the step '$*' as ${LAB}u1 exited $rc, not $want"; exit 1; }
   }
-  as_user vpnctl start office
-  as_user vpnctl status
-  as_user vpnctl start second
-  as_user vpnctl can stop office
-  as_user vpnctl stop office
+  as_user 0 vpnctl start office
+  as_user 0 vpnctl status
+  as_user 9 vpnctl start second
+  as_user 0 vpnctl can stop office
+  step "agent-client.py $VPNCTL_RUN_DIR/agent.sock isConnected profile='\"office\"'   # as ${LAB}u1: the agent's typed protocol, no vpnctl code"
+  cp "$HERE/agent-client.py" "$LAB_DIR/bin/agent-client.py" && chmod 755 "$LAB_DIR/bin/agent-client.py"
+  runuser -u "${LAB}u1" -- python3 "$LAB_DIR/bin/agent-client.py" "$VPNCTL_RUN_DIR/agent.sock" isConnected profile='"office"' \
+    || { echo "demo: the typed client's call failed"; exit 1; }
+  as_user 0 vpnctl stop office
   agent_lab_down
 else
   echo
@@ -135,13 +148,7 @@ echo "   the rules: disconnect on the trusted network (search domain corp.exampl
 T=$LAB_DIR/ondemand-demo
 mkdir -p "$T"
 ondemand_up || exit 1
-orun() {  # orun CMD...: as run, in the on-demand namespace
-  step "$*"
-  local words=("$@"); words[0]=$V
-  (cd "$LAB_DIR" && o "${words[@]}")
-  local rc=$?
-  [ $rc = 0 ] || echo "(exit $rc)"
-}
+orun() { shown o 0 "$@"; }  # orun CMD...: as run, in the on-demand namespace
 step "vpnctl import od.conf; EDITOR=vi vpnctl edit od; vpnctl ondemand enable od"
 od_use >/dev/null || { echo "$OUT"; exit 1; }
 orun vpnctl show od
@@ -150,11 +157,11 @@ step "vpnctl agent &   # root (systemd runs it); it evaluates the rules on every
 od_agent_start || exit 1
 step "ip route add default via 198.18.40.1   # the network comes up"
 od_route_add
-wait_for "od to connect by itself" 10 o "$V" is-connected od
+wait_for "od to connect by itself" 10 o "$V" is-connected od || { echo "demo: od did not connect by itself"; exit 1; }
 orun vpnctl status
 orun vpnctl ondemand status
 step "vpnctl stop od   # pauses on-demand for od, so that it stays down"
-(cd "$LAB_DIR" && o "$V" stop od)
+(cd "$LAB_DIR" && o "$V" stop od) || { echo "demo: stop od failed"; exit 1; }
 grep "on-demand:" "$T/agent.log" | sed 's/^/   agent log: /'
 od_agent_stop
 od_route_del
@@ -169,7 +176,7 @@ if command -v openssl >/dev/null && command -v python3 >/dev/null; then
   run vpnctl verify office-mdm --probe http://198.19.0.1:8080/
   run vpnctl stop office-mdm
   step "# one byte of the signed file changed:"
-  run vpnctl import office-tampered.mobileconfig
+  fails 5 vpnctl import office-tampered.mobileconfig
 fi
 
 if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
@@ -180,7 +187,7 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   awk '/^<(cert|key|tls-crypt|ca)>/{print; print "  ..."; skip=1; next} /^<\/(cert|key|tls-crypt|ca)>/{skip=0} !skip' "$LAB_DIR/work.ovpn"
   run vpnctl import work.ovpn --username alice
   step "vpnctl secret set work password   # read from stdin, never echoed"
-  printf 's3cret pass\n' | c "$V" secret set work password
+  printf 's3cret pass\n' | c "$V" secret set work password || { echo "demo: secret set failed"; exit 1; }
   run vpnctl start work --wait --verbose
   run vpnctl status work
   run vpnctl verify work --probe http://198.19.9.1:8080/
@@ -218,7 +225,7 @@ if command -v nft >/dev/null; then
   chmod 700 "$LAB_DIR/editor"
   run vpnctl import guarded.conf
   step "EDITOR=... vpnctl edit guarded   # sets \"includeAllNetworks\": true"
-  c env EDITOR="$LAB_DIR/editor" "$V" edit guarded
+  c env EDITOR="$LAB_DIR/editor" "$V" edit guarded || { echo "demo: edit failed"; exit 1; }
   run vpnctl show guarded
   step "cat /etc/resolv.conf"; c cat /etc/resolv.conf
   run vpnctl start guarded --verbose

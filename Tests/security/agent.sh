@@ -102,7 +102,17 @@ for lit in sys.argv[2:]:
     except OSError as e:
         pass
     out = []
-    while len(buf) >= 5:
+    if buf[:1] == b"{":
+        # Protocol 2: JSON lines; the last is the result (exit 0) or the error (its code).
+        import json
+        for line in buf.split(b"\n"):
+            if not line: continue
+            r = json.loads(line)
+            if r["event"] == "result": out += ["o:" + json.dumps(r["result"], separators=(",", ":")), "x:0"]
+            elif r["event"] == "error": out += ["e:" + r["error"]["message"], "x:%d" % r["error"]["code"]]
+            else: out.append(r["event"] + ":" + json.dumps(r))
+    while buf[:1] != b"{" and len(buf) >= 5:
+        # Protocol 1's frames, as an older client reads a refusal.
         t, n = buf[0:1].decode(), struct.unpack(">I", buf[1:5])[0]
         out.append(t + ":" + buf[5:5 + n].decode(errors="replace").replace("\n", "\\n")); buf = buf[5 + n:]
     print(" | ".join(out))
@@ -212,32 +222,35 @@ sec_agent_forged_and_hostile_requests() (
   agent_up --request-timeout 1000 || exit $?
   local out
   # Another uid, a config dir, a path: in the body they change nothing.
-  out=$(raw "$UB" "b'{\"verb\":\"start\",\"profile\":\"office\",\"uid\":0,\"gid\":0,\"user\":\"root\",\"configDir\":\"/tmp\"}\n'")
+  out=$(raw "$UB" "b'{\"protocol\":2,\"call\":\"start\",\"profile\":\"office\",\"timeout\":20,\"uid\":0,\"gid\":0,\"user\":\"root\",\"configDir\":\"/tmp\"}\n'")
   expect_contains "forged uid" "no profile named 'office'" "$out" && expect_contains "forged uid" "x:9" "$out" || exit 1
-  out=$(raw "$UB" "b'{\"verb\":\"stop\",\"profile\":\"lab\",\"uid\":0,\"gid\":0,\"user\":\"root\"}\n'")
+  out=$(raw "$UB" "b'{\"protocol\":2,\"call\":\"stop\",\"profile\":\"lab\",\"timeout\":10,\"uid\":0,\"gid\":0,\"user\":\"root\"}\n'")
   expect_contains "forged uid" "may not stop 'lab'" "$out" && expect_contains "forged uid" "x:11" "$out" || exit 1
-  out=$(raw "$UB" "b'{\"verb\":\"list\",\"uid\":0,\"flags\":[\"json\"]}\n'")
+  out=$(raw "$UB" "b'{\"protocol\":2,\"call\":\"list\",\"uid\":0,\"runDir\":\"/tmp\"}\n'")
   expect_contains "forged list" '"name":"lab"' "$out" && expect_not_contains "forged list" office "$out" || exit 1
-  # Options that name files, unknown verbs, garbage, oversize, NULs: exit 2, connection closed.
+  # Calls the agent does not serve, other protocol versions, bad arguments,
+  # garbage, oversize, NULs: exit 2, connection closed.
   out=$(raw "$UB" \
     "b'{\"verb\":\"status\",\"flags\":[\"config-dir\"]}\n'" \
-    "b'{\"verb\":\"status\",\"values\":{\"run-dir\":\"/tmp\"}}\n'" \
-    "b'{\"verb\":\"import\",\"profile\":\"x\"}\n'" \
-    "b'{\"verb\":\"start\",\"profile\":\"lab\\\\u0000x\"}\n'" \
+    "b'{\"protocol\":3,\"call\":\"status\"}\n'" \
+    "b'{\"protocol\":2,\"call\":\"import\",\"profile\":\"x\"}\n'" \
+    "b'{\"protocol\":2,\"call\":\"start\",\"profile\":\"lab\\\\u0000x\",\"timeout\":5}\n'" \
     "b'not json at all\n'" \
     "b'[1,2,3]\n'" \
-    "b'{\"verb\":\"status\"' + b' ' * 5000 + b'}\n'" \
+    "b'{\"protocol\":2,\"call\":\"status\"' + b' ' * 5000 + b'}\n'" \
     "b'\\xff\\xfe\\x00\\x01' * 2000" \
-    "b'{\"verb\":\"start\",\"profile\":\"' + b'a' * 300 + b'\"}\n'")
+    "b'{\"protocol\":2,\"call\":\"start\",\"timeout\":5,\"profile\":\"' + b'a' * 300 + b'\"}\n'")
   [ "$(grep -c 'x:2$' <<<"$out")" = 9 ] || { echo "  expected 9 refusals (exit 2):"; echo "$out"; exit 1; }
-  expect_contains "oversize" "larger than 4096 bytes" "$out" && expect_contains "a file option" "takes no option 'config-dir'" "$out" || exit 1
+  expect_contains "oversize" "larger than 4096 bytes" "$out" && expect_contains "a call it does not serve" "unknown call 'import'" "$out" || exit 1
+  expect_contains "an older client, told in its own frames" "e:vpnctl: the vpnctl agent refused the request: the client speaks protocol 1 and this vpnctl agent protocol 2" "$out" || exit 1
+  expect_contains "a newer client" "the client speaks protocol 3 and this vpnctl agent protocol 2: the agent is older than the client" "$out" || exit 1
   # A silent client and a slow one do not hold anybody up, and are cut off.
   runuser -u "$UB" -- python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(4)' "$AG_SOCK" &
   local silent=$!
   runuser -u "$UB" -- python3 -c '
 import socket,sys,time
 s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-for b in b"{\"verb\":\"list\"":
+for b in b"{\"protocol\":2,\"call\":\"list\"":
     try: s.send(bytes([b]))
     except OSError: break
     time.sleep(0.2)
@@ -261,20 +274,23 @@ for b in b"{\"verb\":\"list\"":
   expect_ok "status after the abuse" as "$UA" status office || exit 1
   # 200 clients at once are all answered.
   runuser -u "$UA" -- python3 - "$AG_SOCK" <<'PY' || exit 1
-import socket, sys, struct
+import json, socket, sys, struct
 socks = []
 for i in range(200):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); socks.append(s)
-for s in socks: s.sendall(b'{"verb":"status","flags":["json"]}\n')
+for s in socks: s.sendall(b'{"protocol":2,"call":"status"}\n')
 ok = 0
+bufs = []
 for s in socks:
     s.settimeout(10); buf = b""
     while True:
         b = s.recv(65536)
         if not b: break
         buf += b
-    ok += buf.endswith(b"x\x00\x00\x00\x010")
+    bufs.append(buf)
+    ok += buf.endswith(b"}\n") and json.loads(buf)["event"] == "result"
 print("  200 concurrent clients: %d answered exit 0" % ok)
+if ok != 200: print("  e.g.:", [b[:160] for b in bufs if b'"event":"result"' not in b][:3])
 sys.exit(0 if ok == 200 else 1)
 PY
 )
@@ -376,10 +392,9 @@ try:
         b = s.recv(65536)
         if not b: break
         buf += b
-    while len(buf) >= 5:
-        t, n = buf[0:1], struct.unpack(">I", buf[1:5])[0]
-        if t == b"x": code = buf[5:5 + n].decode()
-        buf = buf[5 + n:]
+    import json
+    last = json.loads(buf.rstrip(b"\n").split(b"\n")[-1])
+    code = "0" if last["event"] == "result" else str(last["error"]["code"]) if last["event"] == "error" else "-"
 except OSError:
     pass
 print(code, int((time.monotonic() - t0) * 1000))'
@@ -414,7 +429,7 @@ if mode == "hold":
         for fd, _ in poller.poll(50):
             poller.unregister(fd); held.pop(fd).close()
 else:
-    request = b'{"verb":"status","flags":["json"]}\n' if mode == "requests" else b'\xff{{{ garbage\n'
+    request = b'{"protocol":2,"call":"status"}\n' if mode == "requests" else b'\xff{{{ garbage\n'
     while time.monotonic() < end:
         s = connect()
         if s is None: continue
@@ -438,7 +453,7 @@ PY
     expect_ok "status by $UA while $SEC_USER floods (sample $i)" as "$UA" status office || { kill "${flooders[@]}" 2>/dev/null; exit 1; }
     local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     [ $ms -lt 1000 ] || { echo "  status by $UA took $ms ms while $SEC_USER flooded"; kill "${flooders[@]}" 2>/dev/null; exit 1; }
-    sample=$(agent_request_ms root '{"verb":"status","flags":["json"]}')
+    sample=$(agent_request_ms root '{"protocol":2,"call":"status"}')
     [ "${sample%% *}" = 0 ] && [ "${sample##* }" -lt 1000 ] \
       || { echo "  root's status through the agent while $SEC_USER flooded: exit and ms: $sample"; kill "${flooders[@]}" 2>/dev/null; exit 1; }
     echo "  sample $i: $UA ${ms} ms, root ${sample##* } ms"
@@ -455,7 +470,7 @@ PY
     || { echo "  no refusal past the share in the log"; tail -20 "$AG_LOG"; exit 1; }
   # The flooder is served again once it stops.
   local tries=0
-  until [ "$(agent_request_ms "$SEC_USER" '{"verb":"list"}' | cut -d' ' -f1)" = 0 ]; do
+  until [ "$(agent_request_ms "$SEC_USER" '{"protocol":2,"call":"list"}' | cut -d' ' -f1)" = 0 ]; do
     tries=$((tries + 1)); [ $tries -lt 20 ] || { echo "  $SEC_USER is not answered after the flood"; tail -5 "$AG_LOG"; exit 1; }
     sleep 0.5
   done
@@ -549,7 +564,7 @@ sec_agent_worker_argv_clean() (
   expect_not_contains "the worker's command line" "$id" "$argv" || exit 1
   expect_not_contains "the worker's command line" "office" "$argv" || exit 1
   expect_not_contains "the worker's command line" "--uid" "$argv" || exit 1
-  expect_not_contains "the worker's command line" '"verb"' "$argv" || exit 1
+  expect_not_contains "the worker's command line" '"call"' "$argv" || exit 1
   grep -qx "$uid" <<<"$argv" && { echo "  the worker's command line holds $UA's uid: $argv"; exit 1; }
   runuser -u "$UB" -- cat "/proc/$worker/environ" >/dev/null 2>&1 && { echo "  another user reads the worker's environment"; exit 1; }
   # The watch still works: it reports a start.

@@ -64,54 +64,37 @@ public enum HTTPProbe {
         guard let address = IPAddress(url.host) ?? Resolver.firstAddress(url.host) else {
             return .failed("cannot resolve \(url.host)")
         }
-        let family = address.isIPv6 ? AF_INET6 : AF_INET
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        if fd < 0 { return .failed("socket: \(Errno.current)") }
-        defer { close(fd) }
-        var r: Int32
-        if address.isIPv6 {
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = in_port_t(UInt16(url.port).bigEndian)
-            withUnsafeMutableBytes(of: &sa.sin6_addr) { for i in 0..<16 { $0[i] = address.bytes[i] } }
-            r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-        } else {
-            var sa = sockaddr_in()
-            sa.sin_family = sa_family_t(AF_INET)
-            sa.sin_port = in_port_t(UInt16(url.port).bigEndian)
-            withUnsafeMutableBytes(of: &sa.sin_addr) { for i in 0..<4 { $0[i] = address.bytes[i] } }
-            r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let socket: IPSocket
+        do throws(SocketError) {
+            socket = try IPSocket(ipv6: address.isIPv6, .tcp)
+            try socket.connect(to: address.bytes, port: UInt16(url.port), deadlineMs: deadline)
+        } catch {
+            switch error {
+            case .create(let e): return .failed("socket: \(e)")
+            case .timedOut: return .failed("no connection within \(timeoutMs) ms")
+            default: return .failed("connect: \(error)")
+            }
         }
-        if r < 0 && errno != EINPROGRESS { return .failed("connect: \(Errno.current)") }
-        func wait(_ events: Int32) -> Bool {
-            let left = deadline - monotonicMilliseconds()
-            guard left > 0 else { return false }
-            var p = pollfd(fd: fd, events: Int16(events), revents: 0)
-            return poll(&p, 1, Int32(left)) > 0
-        }
-        guard wait(Int32(POLLOUT)) else { return .failed("no connection within \(timeoutMs) ms") }
-        var soError: Int32 = 0
-        var len = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len)
-        if soError != 0 { return .failed("connect: \(Errno(soError))") }
         let hostHeader = address.isIPv6 && IPAddress(url.host) != nil ? "[\(url.host)]" : url.host
         let request = Array("GET \(url.path) HTTP/1.0\r\nHost: \(hostHeader)\r\nUser-Agent: vpnctl-ondemand\r\nConnection: close\r\n\r\n".utf8)
-        var sent = 0
-        while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { guard wait(Int32(POLLOUT)) else { return .failed("timed out sending") }; continue }
-            if n <= 0 { return .failed("send: \(Errno.current)") }
-            sent += n
+        do throws(SocketError) {
+            try socket.send(request, deadlineMs: deadline)
+        } catch {
+            return .failed(error == .timedOut ? "timed out sending" : "send: \(error)")
         }
         var reply: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 2048)
         while reply.count < 8192 {
             if let end = headerEnd(reply) { return parse(Array(reply[..<end])) }
-            guard wait(Int32(POLLIN)) else { return .failed("no answer within \(timeoutMs) ms") }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-            if n <= 0 { break }
-            reply += chunk[0..<n]
+            let chunk: [UInt8]
+            do throws(SocketError) {
+                chunk = try socket.receive(limit: 2048, deadlineMs: deadline)
+            } catch {
+                // A reset ends the answer as a close does.
+                if error == .timedOut { return .failed("no answer within \(timeoutMs) ms") }
+                break
+            }
+            if chunk.isEmpty { break }
+            reply += chunk
         }
         return reply.isEmpty ? .failed("the connection closed without an answer") : parse(reply)
     }

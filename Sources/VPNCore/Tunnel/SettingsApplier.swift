@@ -159,7 +159,7 @@ public final class SettingsApplier {
         for prefix in settings.routes + kernelRoutes(settings).sorted() where !applied.enforcedRoutes.contains(prefix) {
             do {
                 try system.addRoute(prefix, ifindex: ifindex, gateway: nil, table: t)
-            } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {}
+            } catch let e as NetlinkError where e.alreadyExists {}
             try system.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: true)
             applied.enforcedRoutes.append(prefix)
             log("[#] rule to \(prefix) table \(t) (enforceRoutes: the tunnel's route wins)")
@@ -183,7 +183,7 @@ public final class SettingsApplier {
             do {
                 try system.addAddress(a, ifindex: ifindex)
                 log("[#] address \(a) dev \(interface)")
-            } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {
+            } catch let e as NetlinkError where e.alreadyExists {
                 // Added again after a reconnect took nothing away.
             }
             guard !applied.addresses.contains(a) else { continue }
@@ -271,7 +271,7 @@ public final class SettingsApplier {
             try system.addRoute(prefix, ifindex: ifindex, gateway: nil, table: table)
             log("[#] route \(prefix) dev \(interface)\(table == 254 ? "" : " table \(table)")")
             return true
-        } catch let e as NetlinkError where e.code == 6 /* NLE_EXIST */ {
+        } catch let e as NetlinkError where e.alreadyExists {
             if table == 254, let address = CIDR(prefix)?.network.address,
                system.route(to: address)?.outputInterfaceIndex == ifindex {
                 return false

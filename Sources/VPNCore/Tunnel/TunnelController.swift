@@ -91,10 +91,13 @@ public enum InterfaceMark {
 public struct TunnelController {
     public let runtime: RuntimeStore
     public let configDirectory: String
+    /// Processes, the log and netlink: the system, or a unit test's fake.
+    public let host: any SupervisorHost
 
-    public init(configDirectory: String, runDirectory: String) {
+    public init(configDirectory: String, runDirectory: String, host: any SupervisorHost = SystemSupervisorHost()) {
         self.configDirectory = configDirectory
         runtime = RuntimeStore(directory: runDirectory)
+        self.host = host
     }
 
     /// Status is derived every time; nothing is remembered from an earlier run.
@@ -106,7 +109,7 @@ public struct TunnelController {
         guard !unrecorded, let r = try runtime.read(profile.id) else {
             return DerivedStatus(id: profile.id, name: profile.name, status: .disconnected, supervisorAlive: false)
         }
-        let alive = TunnelController.isSupervisor(r)
+        let alive = TunnelController.isSupervisor(r, host: host)
         var d = DerivedStatus(id: profile.id, name: profile.name, status: r.status, interface: r.interface,
                               connectedSince: r.connectedSince, lastDisconnectError: r.lastDisconnectError,
                               stopReason: r.stopReason, supervisorAlive: alive, record: r)
@@ -125,7 +128,7 @@ public struct TunnelController {
             return d
         }
         if let name = r.interface, let index = r.ifindex, r.status == .connected || r.status == .reasserting {
-            let live = (try? NetlinkRouteSocket().linkIndex(named: name)) ?? nil
+            let live = (try? host.linkIndex(named: name)) ?? nil
             if live != index { d.status = .disconnecting }
         }
         return d
@@ -134,9 +137,9 @@ public struct TunnelController {
     /// A record proves its supervisor only when the recorded pid is alive,
     /// started at the recorded time, and runs `__supervise` for this profile:
     /// anything less may be a recycled pid or a forged record.
-    public static func isSupervisor(_ r: RuntimeRecord) -> Bool {
-        guard let pid = r.supervisorPid, Processes.isAlive(pid, startTime: r.supervisorStartTime),
-              let argv = Processes.commandLine(of: pid) else { return false }
+    public static func isSupervisor(_ r: RuntimeRecord, host: any SupervisorHost = SystemSupervisorHost()) -> Bool {
+        guard let pid = r.supervisorPid, host.isAlive(pid, startTime: r.supervisorStartTime),
+              let argv = host.commandLine(of: pid) else { return false }
         return argv.contains("__supervise") && argv.last == r.id.lowercasedString
     }
 
@@ -148,30 +151,30 @@ public struct TunnelController {
     public func cleanUpAfterDeadSupervisor(_ status: DerivedStatus) -> [String] {
         guard let r = status.record, !status.supervisorAlive, r.status != .disconnected else { return [] }
         var done: [String] = []
-        if let pid = r.providerPid, Processes.isAlive(pid, startTime: r.providerStartTime) {
-            kill(pid, SIGKILL)
+        if let pid = r.providerPid, host.isAlive(pid, startTime: r.providerStartTime) {
+            host.signal(pid, SIGKILL)
             done.append("killed provider pid \(pid)")
         }
-        if let name = r.interface, InterfaceName.isValid(name), let nl = try? NetlinkRouteSocket() {
-            if let link = try? nl.linkAlias(named: name), link.index == r.ifindex {
+        if let name = r.interface, InterfaceName.isValid(name) {
+            if let link = try? host.linkAlias(named: name), link.index == r.ifindex {
                 if link.alias == InterfaceMark.of(r.id) {
-                    try? nl.deleteLink(name)
+                    try? host.deleteLink(name)
                     done.append("deleted interface \(name)")
                 } else {
                     done.append("left interface \(name) alone (vpnctl did not create it: no mark)")
                 }
             }
-            for host in r.settings?.excludedRoutes ?? [] {
-                if (try? nl.changeRoute(host, ifindex: 0, add: false)) != nil { done.append("deleted route \(host)") }
+            for excluded in r.settings?.excludedRoutes ?? [] {
+                if (try? host.deleteRoute(excluded, table: 254)) != nil { done.append("deleted route \(excluded)") }
             }
             // enforceRoutes: the rules, and the excluded routes' copies in its table.
             if let t = r.settings?.enforcedTable {
                 for prefix in r.settings?.enforcedRoutes ?? [] {
-                    if (try? nl.changeRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority, add: false)) != nil {
+                    if (try? host.deleteRule(to: prefix, table: t, priority: SettingsApplier.enforcedRulePriority)) != nil {
                         done.append("deleted rule to \(prefix) table \(t)")
                     }
                 }
-                for host in r.settings?.excludedRoutes ?? [] { _ = try? nl.changeRoute(host, ifindex: 0, table: t, add: false) }
+                for excluded in r.settings?.excludedRoutes ?? [] { _ = try? host.deleteRoute(excluded, table: t) }
             }
         }
         done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
@@ -197,7 +200,7 @@ public struct TunnelController {
     /// writes the record without it. Returns what was done.
     @discardableResult
     public func removeKillSwitch(_ profile: Profile, searchPath: String?) -> [String] {
-        guard let r = try? runtime.read(profile.id), let ks = r.killSwitch, !TunnelController.isSupervisor(r) else { return [] }
+        guard let r = try? runtime.read(profile.id), let ks = r.killSwitch, !TunnelController.isSupervisor(r, host: host) else { return [] }
         let (done, removed) = KillSwitch.remove(ks, id: r.id) {
             try NftFirewall(searchPath: searchPath, scratch: "\(runtime.directory)/\(r.id.lowercasedString).nft")
         }
@@ -215,8 +218,10 @@ public struct TunnelController {
     public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?, startedBy: StartOrigin? = nil,
                                 executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
-        let logFD = open(runtime.logPath(profile.id), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if logFD < 0 { throw VPNError(.configurationReadWriteFailed, L("cannot open \(runtime.logPath(profile.id)): \(Errno.current)")) }
+        let logFD: Int32
+        do { logFD = try host.openLog(runtime.logPath(profile.id)) } catch {
+            throw VPNError(.configurationReadWriteFailed, L("cannot open \(runtime.logPath(profile.id)): \(error)"))
+        }
         defer { close(logFD) }
         let exe = executable
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]

@@ -65,34 +65,30 @@ public enum DNSQuery {
     public static func ask(_ server: IPAddress, name: String, timeoutMs: Int32) -> (ok: Bool, detail: String) {
         let id = UInt16.random(in: 1...UInt16.max)
         guard let query = message(id: id, name: name, type: server.isIPv6 ? 28 : 1) else { return (false, "'\(name)' is not a domain name") }
-        let fd = socket(server.isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if fd < 0 { return (false, "socket: \(Errno.current)") }
-        defer { close(fd) }
         let started = monotonicMilliseconds()
-        var r: Int32
-        if server.isIPv6 {
-            var sa = sockaddr_in6()
-            sa.sin6_family = sa_family_t(AF_INET6)
-            sa.sin6_port = in_port_t(UInt16(53).bigEndian)
-            withUnsafeMutableBytes(of: &sa.sin6_addr) { raw in for (i, b) in server.bytes.enumerated() { raw[i] = b } }
-            r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-        } else {
-            var sa = sockaddr_in()
-            sa.sin_family = sa_family_t(AF_INET)
-            sa.sin_port = in_port_t(UInt16(53).bigEndian)
-            withUnsafeMutableBytes(of: &sa.sin_addr) { raw in for (i, b) in server.bytes.enumerated() { raw[i] = b } }
-            r = withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let deadline = started + Int64(timeoutMs)
+        let socket: IPSocket
+        do throws(SocketError) {
+            socket = try IPSocket(ipv6: server.isIPv6, .udp)
+            try socket.connect(to: server.bytes, port: 53, deadlineMs: deadline)
+        } catch {
+            if case .create(let e) = error { return (false, "socket: \(e)") }
+            return (false, "connect to \(server) port 53: \(error)")
         }
-        if r < 0 { return (false, "connect to \(server) port 53: \(Errno.current)") }
-        if query.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) < 0 { return (false, "send to \(server) port 53: \(Errno.current)") }
-        var buf = [UInt8](repeating: 0, count: 1500)
+        do throws(SocketError) {
+            try socket.send(query, deadlineMs: deadline)
+        } catch {
+            return (false, "send to \(server) port 53: \(error)")
+        }
         while true {
-            let left = started + Int64(timeoutMs) - monotonicMilliseconds()
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if left <= 0 || poll(&p, 1, Int32(left)) <= 0 { return (false, "no answer from \(server) for \(name) within \(timeoutMs) ms") }
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 { return (false, "no answer from \(server) for \(name): \(Errno.current)") }
-            switch parse(Array(buf[0..<n]), id: id) {
+            let answer: [UInt8]
+            do throws(SocketError) {
+                answer = try socket.receive(limit: 1500, deadlineMs: deadline)
+            } catch {
+                if error == .timedOut { return (false, "no answer from \(server) for \(name) within \(timeoutMs) ms") }
+                return (false, "no answer from \(server) for \(name): \(error)")
+            }
+            switch parse(answer, id: id) {
             case .malformed: continue  // not the answer to this query
             case .failed(let rcode):
                 return (false, "\(server) answered \(name) with \(rcode == 3 ? "NXDOMAIN" : rcode == 0 ? "no address" : "error \(rcode)")")

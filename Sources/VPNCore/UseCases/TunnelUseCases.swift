@@ -208,7 +208,7 @@ public struct TunnelUseCases {
             cleaned += controller.removeKillSwitch(profile, searchPath: path)
             return .notRunning(try controller.derive(profile), cleanedUp: cleaned)
         }
-        kill(pid, SIGTERM)
+        _ = controller.host.signal(pid, SIGTERM)
         if !wait {
             var d = current
             d.status = .disconnecting

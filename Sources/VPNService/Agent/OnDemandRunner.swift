@@ -206,72 +206,84 @@ final class OnDemandRunner {
         var wake: Int64 = now + Self.safetyTickMs
         for p in candidates {
             var st = states[p.id] ?? ProfileState()
-            defer { states[p.id] = st }
-            let status = statuses[p.id]
-            if st.startPending, let s = status {
-                if s.status == .connected {
-                    st.startPending = false
-                    st.backoff.reset()
-                } else if !s.isActive {
-                    st.startPending = false
-                    let delay = st.backoff.failed(atMs: now, random: random)
-                    let why = s.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "the tunnel went down"
-                    log("'\(p.name)' did not connect (\(why)); next try in \(delay / 1000).\(delay % 1000 / 100) s (failure \(st.backoff.failures))")
-                }
-            }
-            if paused.contains(p.id) {
-                note(&st, "'\(p.name)' is paused; not evaluated")
-                st.report = OnDemandReport.Entry(id: p.id, decision: "paused", rule: nil, reason: "paused")
-                continue
-            }
-            let missingBefore = missing.count
-            let e = OnDemandEvaluator.evaluate(p.onDemand.rules, on: snapshot, probe: probe)
-            if e.dependsOnProbe { wake = min(wake, now + Self.probeIntervalMs) }
-            // A probe without an answer yet: decide when the worker has it.
-            if missing.count > missingBefore || e.rules.contains(where: { r in
-                r.conditions.contains { $0.condition == "probeURL" && $0.text.hasSuffix("not probed yet") } }) { continue }
-            let probeNote = st.probes.record(e, nowMs: now)
-            if let probeNote, st.report?.note == nil { log("'\(p.name)': \(probeNote)") }
-            st.report = OnDemandReport.Entry(id: p.id, decision: e.decision?.rawValue ?? "none", rule: e.decidingRule,
-                                             reason: e.reason, note: probeNote)
-            guard let n = e.decidingRule, let action = e.decision else {
-                note(&st, "'\(p.name)': no rule matches (\(snapshot.summary)); nothing to do")
-                continue
-            }
-            let origin = StartOrigin(rule: n, reason: e.reason)
-            switch action {
-            case .connect:
-                note(&st, "'\(p.name)': rule \(n) (connect) matches: \(e.reason)")
-                if status?.isActive == true { continue }
-                if st.startPending { continue }
-                guard st.backoff.allows(atMs: now) else {
-                    wake = min(wake, st.backoff.notBeforeMs)
-                    continue
-                }
-                start(p, origin, &st, now: now)
-                if !st.startPending { wake = min(wake, st.backoff.notBeforeMs) }
-            case .disconnect:
-                note(&st, "'\(p.name)': rule \(n) (disconnect) matches: \(e.reason)")
-                st.startPending = false
-                // One SIGTERM: a tunnel on its way down is left to go; one
-                // started by hand after a stop on this network stays.
-                if let s = status, s.supervisorAlive, s.status != .disconnecting,
-                   st.stoppedOn != snapshot || s.record?.startedBy != nil {
-                    st.stoppedOn = snapshot
-                    do {
-                        _ = try TunnelUseCases(store: store, controller: controller, path: path)
-                            .stop(p, wait: false, timeout: 10)
-                        log("stopping '\(p.name)' (\(origin.text))")
-                    } catch { log("cannot stop '\(p.name)': \(error)") }
-                }
-            case .ignore, .evaluateConnection:
-                note(&st, "'\(p.name)': rule \(n) (\(action.rawValue)) matches: \(e.reason); the tunnel is left as it is")
-            }
+            evaluate(p, &st, status: statuses[p.id], on: snapshot, paused: paused.contains(p.id), now: now, wake: &wake)
+            states[p.id] = st
         }
         writeReport(candidates)
         startProber()
         missing = []
         timer = loop.after(max(0, wake - loop.nowMs)) { [unowned self] in timer = nil; evaluate() }
+    }
+
+    /// One profile's rules on this network: the decision, and what it makes
+    /// the agent do (at most one start or one stop); `wake` is brought
+    /// forward to when this profile next needs a look.
+    func evaluate(_ p: Profile, _ st: inout ProfileState, status: DerivedStatus?, on snapshot: NetworkSnapshot, paused: Bool,
+                  now: Int64, wake: inout Int64) {
+        if st.startPending, let s = status {
+            if s.status == .connected {
+                st.startPending = false
+                st.backoff.reset()
+            } else if !s.isActive {
+                st.startPending = false
+                let delay = st.backoff.failed(atMs: now, random: random)
+                let why = s.lastDisconnectError.map { "\($0.name): \($0.message)" } ?? "the tunnel went down"
+                log("'\(p.name)' did not connect (\(why)); next try in \(delay / 1000).\(delay % 1000 / 100) s (failure \(st.backoff.failures))")
+            }
+        }
+        if paused {
+            note(&st, "'\(p.name)' is paused; not evaluated")
+            st.report = OnDemandReport.Entry(id: p.id, decision: "paused", rule: nil, reason: "paused")
+            return
+        }
+        let missingBefore = missing.count
+        let e = OnDemandEvaluator.evaluate(p.onDemand.rules, on: snapshot, probe: probe)
+        if e.dependsOnProbe { wake = min(wake, now + Self.probeIntervalMs) }
+        // A probe without an answer yet: decide when the worker has it.
+        if missing.count > missingBefore || e.rules.contains(where: { r in
+            r.conditions.contains { $0.condition == "probeURL" && $0.text.hasSuffix("not probed yet") } }) { return }
+        let probeNote = st.probes.record(e, nowMs: now)
+        if let probeNote, st.report?.note == nil { log("'\(p.name)': \(probeNote)") }
+        st.report = OnDemandReport.Entry(id: p.id, decision: e.decision?.rawValue ?? "none", rule: e.decidingRule,
+                                         reason: e.reason, note: probeNote)
+        guard let n = e.decidingRule, let action = e.decision else {
+            note(&st, "'\(p.name)': no rule matches (\(snapshot.summary)); nothing to do")
+            return
+        }
+        act(action, rule: n, reason: e.reason, p, &st, status: status, on: snapshot, now: now, wake: &wake)
+    }
+
+    func act(_ action: OnDemandRule.Action, rule n: Int, reason: String, _ p: Profile, _ st: inout ProfileState, status: DerivedStatus?,
+             on snapshot: NetworkSnapshot, now: Int64, wake: inout Int64) {
+        let origin = StartOrigin(rule: n, reason: reason)
+        switch action {
+        case .connect:
+            note(&st, "'\(p.name)': rule \(n) (connect) matches: \(reason)")
+            if status?.isActive == true { return }
+            if st.startPending { return }
+            guard st.backoff.allows(atMs: now) else {
+                wake = min(wake, st.backoff.notBeforeMs)
+                return
+            }
+            start(p, origin, &st, now: now)
+            if !st.startPending { wake = min(wake, st.backoff.notBeforeMs) }
+        case .disconnect:
+            note(&st, "'\(p.name)': rule \(n) (disconnect) matches: \(reason)")
+            st.startPending = false
+            // One SIGTERM: a tunnel on its way down is left to go; one
+            // started by hand after a stop on this network stays.
+            if let s = status, s.supervisorAlive, s.status != .disconnecting,
+               st.stoppedOn != snapshot || s.record?.startedBy != nil {
+                st.stoppedOn = snapshot
+                do {
+                    _ = try TunnelUseCases(store: store, controller: controller, path: path)
+                        .stop(p, wait: false, timeout: 10)
+                    log("stopping '\(p.name)' (\(origin.text))")
+                } catch { log("cannot stop '\(p.name)': \(error)") }
+            }
+        case .ignore, .evaluateConnection:
+            note(&st, "'\(p.name)': rule \(n) (\(action.rawValue)) matches: \(reason); the tunnel is left as it is")
+        }
     }
 
     var lastReport: OnDemandReport?

@@ -20,6 +20,8 @@ public enum ServiceReply {
     public static func encoder() -> JSONEncoder {
         let e = JSONEncoder()
         e.dateEncodingStrategy = .secondsSince1970
+        // The same reply is the same bytes: members in the order of their names.
+        e.outputFormatting = [.sortedKeys]
         return e
     }
 

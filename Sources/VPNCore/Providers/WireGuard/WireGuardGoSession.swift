@@ -50,7 +50,7 @@ final class WireGuardGoSession: ProviderTunnel {
                 if let s = p.presharedKeySecret { psks[s] = String(decoding: try secrets.read(context.id, name: s), as: UTF8.self) }
             }
             try tunnel.start(wireguardGo: wg, logFD: context.outputFD, privateKey: privateKey, presharedKeys: psks)
-        } catch let f as WireGuardTunnel.Failure {
+        } catch let f as ProviderFailure {
             return context.finish(error: f.error, reason: f.stopReason)
         } catch {
             return context.finish(error: ConnectionError(.configurationFailed, "\(error)"), reason: .configurationFailed)

@@ -14,10 +14,7 @@ public final class WireGuardTunnel {
         public let keepalive: Int?
     }
 
-    public struct Failure: Error, Sendable {
-        public let error: ConnectionError
-        public let stopReason: StopReason
-    }
+    public typealias Failure = ProviderFailure
 
     let profileID: UUID
     let config: WireGuardConfiguration

@@ -124,21 +124,6 @@ struct OneStatusResult: Encodable {
     let profile: StatusJSON
 }
 
-extension Invocation {
-    var controller: TunnelController {
-        TunnelController(configDirectory: options.configDirectory, runDirectory: options.runDirectory)
-    }
-
-    func timeoutSeconds(default value: Int) throws -> Int {
-        guard let text = args.value("timeout") else { return value }
-        guard let n = Int(text), n > 0, n <= 86400 else {
-            throw VPNError.usage(L("invalid value '\(text)' for '--timeout <seconds>': expected a whole number of seconds (1–86400)"),
-                                 hint: L("See 'vpnctl help \(args.command.joined(separator: " "))'."))
-        }
-        return n
-    }
-}
-
 /// A one-line status for people: symbol, status, profile, interface, error.
 func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
     let symbol: String, colour: String
@@ -155,72 +140,4 @@ func statusCard(_ d: DerivedStatus, _ out: Output) -> String {
         s += "  " + out.paint("\(e.name): \(e.message)", "31")
     }
     return s
-}
-
-/// The command line's side of start, stop and toggle: the service's
-/// events rendered as they come (a spinner on a terminal, the supervisor's
-/// "[#]" lines with --verbose, warnings), and the outcome's notes.
-enum TunnelRendering {
-    /// Runs `work` with its events rendered; `onDemand` gets on-demand's
-    /// changes as they happen (toggle says them first; start and stop after).
-    static func during<R>(_ inv: Invocation, _ spinner: Spinner, onDemand: ((String, OnDemandChange) -> Void)? = nil,
-                          _ work: (ServiceEvents) throws -> R) throws -> R {
-        let events = CommandEvents(inv) { event in
-            switch event {
-            case .progress(let name, let action):
-                spinner.tick(action == "start" ? L("connecting \(name)") : L("disconnecting \(name)"))
-            case .change(let line):
-                if inv.options.verbose {
-                    spinner.clear()
-                    inv.output.note(line)
-                }
-            case .onDemand(let name, let change):
-                spinner.clear()
-                onDemand?(name, change)
-            case .onDemandPauseFailed(let name, let reason):
-                spinner.clear()
-                inv.output.note(L("warning: cannot pause on-demand for '\(name)' (\(reason)); the agent may start it again"))
-            case .watching, .transition, .logLine:
-                break
-            }
-            return true
-        }
-        defer { spinner.clear() }
-        return try work(events)
-    }
-
-    /// What a start or stop found, said in a note.
-    static func notes(_ inv: Invocation, _ r: TunnelReport) {
-        let name = r.status.name
-        switch r.outcome {
-        case .alreadyConnected: inv.output.note(L("'\(name)' is already connected (\(r.status.interface ?? "?"))"))
-        case .accepted: inv.output.note(L("start requested; status: \(r.status.status.displayName)"))
-        case .notRunning:
-            if !r.cleanedUp.isEmpty {
-                inv.output.note(L("'\(name)' had no live supervisor; cleaned up: \(r.cleanedUp.joined(separator: ", "))"))
-            } else {
-                inv.output.note(L("'\(name)' is not running"))
-            }
-        case .requested: inv.output.note(L("stop requested; status: \(VPNStatus.disconnecting.displayName)"))
-        case .connected, .stopped, .failed: break
-        }
-    }
-}
-
-/// Stops for the commands that replace or remove a profile (root's): as
-/// `vpnctl stop` renders them, on-demand left as it is.
-enum TunnelActions {
-    static func stop(_ inv: Invocation, _ profile: Profile, wait: Bool, timeout: Int) throws -> (ExitCode, DerivedStatus) {
-        let service = LocalService(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
-                                   path: inv.context.environment["PATH"])
-        let report = try TunnelRendering.during(inv, Spinner(for: inv, when: wait)) {
-            try service.stopOne(profile, wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
-        }
-        TunnelRendering.notes(inv, report)
-        return (.ok, report.status)
-    }
-}
-
-extension Substring {
-    func trimmingPrefixWhitespace() -> Substring { drop(while: { $0 == " " || $0 == "\t" }) }
 }

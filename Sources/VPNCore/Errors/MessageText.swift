@@ -94,6 +94,6 @@ extension ConnectionError: CustomStringConvertible {
     public var description: String { "\(name): \(message)" }
 }
 
-extension WireGuardTunnel.Failure: CustomStringConvertible {
+extension ProviderFailure: CustomStringConvertible {
     public var description: String { error.description }
 }

@@ -8,7 +8,7 @@ import VPNSystem
 /// openvpn attaches to by name, a management socket it connects back to, and
 /// the settings it pushes applied by the settings applier. Every change has
 /// an undo step; a failure at any step unwinds all of them.
-final class OpenVPNTunnel: ProviderTunnel {
+final class OpenVPNTunnel: EndingTunnel {
     let context: TunnelContext
     let config: OpenVPNConfiguration
     let program: String
@@ -48,18 +48,14 @@ final class OpenVPNTunnel: ProviderTunnel {
     func start() {
         do {
             guard let path = system.which(program, path: context.searchPath) else {
-                throw Failure(.pluginFailed, "\(program) is not installed", .providerFailed)
+                throw ProviderFailure(.pluginFailed, "\(program) is not installed", .providerFailed)
             }
             try makeInterface()
             let configPath = try writeRunFiles()
             password = try config.passwordSecret.map { String(decoding: try context.store.secrets.read(context.id, name: $0), as: UTF8.self) }
             try spawn(path, configPath)
-        } catch let f as Failure {
-            return fail(f.error, f.reason)
-        } catch let e as VPNError {
-            return fail(ConnectionError(.configurationFailed, e.message + (e.hint.map { " (\($0))" } ?? "")), .configurationFailed)
         } catch {
-            return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
+            return failStart(error)
         }
         context.transition(.connecting)
         tokens["listen"] = context.loop.watch(listenFD) { [weak self] in self?.acceptManagement() }
@@ -69,19 +65,10 @@ final class OpenVPNTunnel: ProviderTunnel {
         tokens["start"] = context.loop.after(context.startTimeoutMs) { [weak self] in self?.startTimedOut() }
     }
 
-    struct Failure: Error {
-        let error: ConnectionError
-        let reason: StopReason
-        init(_ name: ConnectionError.Kind, _ message: String, _ reason: StopReason) {
-            error = ConnectionError(name, message)
-            self.reason = reason
-        }
-    }
-
     /// 1. The persistent tun openvpn attaches to by name.
     func makeInterface() throws {
         guard let name = InterfaceNames.chooseFree(system) else {
-            throw Failure(.configurationFailed, "no free utunN name", .configurationFailed)
+            throw ProviderFailure(.configurationFailed, "no free utunN name", .configurationFailed)
         }
         try system.createPersistentTun(name)
         interface = name
@@ -142,7 +129,7 @@ final class OpenVPNTunnel: ProviderTunnel {
                                                    environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], passFDs: [],
                                                    logFD: context.outputFD)
         } catch {
-            throw Failure(.pluginFailed, "\(error)", .providerFailed)
+            throw ProviderFailure(.pluginFailed, "\(error)", .providerFailed)
         }
         let pid = providerPid
         context.log("[#] \(path) --config \(configPath) (pid \(pid))")
@@ -360,19 +347,7 @@ final class OpenVPNTunnel: ProviderTunnel {
 
     // MARK: the end
 
-    /// A failure: everything undone, disconnected with `error`.
-    func fail(_ error: ConnectionError, _ reason: StopReason) {
-        guard context.exitCode == nil else { return }
-        if context.status != .connecting && context.status != .disconnecting { context.transition(.disconnecting) }
-        end(error: error, reason: reason)
-    }
-
-    func end(error: ConnectionError?, reason: StopReason) {
-        guard context.exitCode == nil else { return }
-        for (_, token) in tokens { context.loop.cancel(token) }
-        tokens = [:]
+    func releaseAtEnd() {
         if management >= 0 { close(management); management = -1 }
-        undo.unwind()
-        context.finish(error: error, reason: reason)
     }
 }

@@ -11,7 +11,7 @@ import VPNSystem
 /// `child-updown` / `ike-rekey` and charon's log lines as events. The TUN is
 /// charon's (kernel-libipsec); its addresses and routes are the settings
 /// applier's. Every change has an undo step.
-final class CharonTunnel: ProviderTunnel {
+final class CharonTunnel: EndingTunnel {
     let context: TunnelContext
     let config: IKEv2Configuration
     let program: String
@@ -46,35 +46,22 @@ final class CharonTunnel: ProviderTunnel {
         undo = UndoStack(log: context.log)
     }
 
-    struct Failure: Error {
-        let error: ConnectionError
-        let reason: StopReason
-        init(_ name: ConnectionError.Kind, _ message: String, _ reason: StopReason) {
-            error = ConnectionError(name, message)
-            self.reason = reason
-        }
-    }
-
     // MARK: bring-up
 
     func start() {
         do {
             guard system.which(program, path: nil) != nil else {
-                throw Failure(.pluginFailed, "charon is not installed (\(program)); apt-get install --no-install-recommends \(CharonProvider.packages)",
+                throw ProviderFailure(.pluginFailed, "charon is not installed (\(program)); apt-get install --no-install-recommends \(CharonProvider.packages)",
                               .providerFailed)
             }
             guard let unshare = system.which("unshare", path: nil) else {
-                throw Failure(.pluginFailed, "unshare (util-linux) is not installed", .providerFailed)
+                throw ProviderFailure(.pluginFailed, "unshare (util-linux) is not installed", .providerFailed)
             }
             try readCredentials()
             try makeDirectory()
             try spawn(unshare)
-        } catch let f as Failure {
-            return fail(f.error, f.reason)
-        } catch let e as VPNError {
-            return fail(ConnectionError(.configurationFailed, e.message + (e.hint.map { " (\($0))" } ?? "")), .configurationFailed)
         } catch {
-            return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
+            return failStart(error)
         }
         context.transition(.connecting)
         tokens["socket"] = context.loop.after(50) { [weak self] in self?.connectVICI() }
@@ -92,7 +79,7 @@ final class CharonTunnel: ProviderTunnel {
         if let name = config.identitySecret {
             let (certs, k) = CharonLaunch.splitIdentity(try store.secrets.read(id, name: name))
             guard !certs.isEmpty, k != nil else {
-                throw Failure(.configurationFailed, "secret '\(name)' must hold the client certificate and its private key, both PEM", .configurationFailed)
+                throw ProviderFailure(.configurationFailed, "secret '\(name)' must hold the client certificate and its private key, both PEM", .configurationFailed)
             }
             identityCertificates = certs
             key = k
@@ -130,7 +117,7 @@ final class CharonTunnel: ProviderTunnel {
                                                                  "STRONGSWAN_CONF": "\(CharonLaunch.insideDirectory)/strongswan.conf"],
                                                    passFDs: [], logFD: context.outputFD)
         } catch {
-            throw Failure(.pluginFailed, "\(error)", .providerFailed)
+            throw ProviderFailure(.pluginFailed, "\(error)", .providerFailed)
         }
         let pid = providerPid
         context.log("[#] \(program) in a private mount namespace, \(directory) over /run (pid \(pid))")
@@ -153,7 +140,7 @@ final class CharonTunnel: ProviderTunnel {
         vici = fd
         tokens["vici"] = context.loop.watch(fd) { [weak self] in self?.readVICI() }
         context.log("[#] vici \(directory)/charon.vici connected")
-        do { try adoptInterface() } catch let f as Failure { return fail(f.error, f.reason) } catch {
+        do { try adoptInterface() } catch let f as ProviderFailure { return fail(f.error, f.stopReason) } catch {
             return fail(ConnectionError(.configurationFailed, "\(error)"), .configurationFailed)
         }
         for event in ["log", "ike-updown", "child-updown", "ike-rekey"] {
@@ -174,7 +161,7 @@ final class CharonTunnel: ProviderTunnel {
 
     func adoptInterface() throws {
         guard let name = findTun(providerPid) else {
-            throw Failure(.pluginFailed, "charon holds no TUN device: its kernel-libipsec plugin did not load (see \(context.runtime.logPath(context.id)))",
+            throw ProviderFailure(.pluginFailed, "charon holds no TUN device: its kernel-libipsec plugin did not load (see \(context.runtime.logPath(context.id)))",
                           .providerFailed)
         }
         interface = name
@@ -400,21 +387,10 @@ final class CharonTunnel: ProviderTunnel {
 
     // MARK: the end
 
-    func fail(_ error: ConnectionError, _ reason: StopReason) {
-        guard context.exitCode == nil else { return }
-        if context.status != .connecting && context.status != .disconnecting { context.transition(.disconnecting) }
-        end(error: error, reason: reason)
-    }
-
-    func end(error: ConnectionError?, reason: StopReason) {
-        guard context.exitCode == nil else { return }
+    func releaseAtEnd() {
         stopping = true
-        for (_, token) in tokens { context.loop.cancel(token) }
-        tokens = [:]
         credentials = []
         if vici >= 0 { close(vici); vici = -1 }
         if directoryFD >= 0 { close(directoryFD); directoryFD = -1 }
-        undo.unwind()
-        context.finish(error: error, reason: reason)
     }
 }

@@ -45,7 +45,7 @@ public struct PluginProvider: TunnelProvider {
 }
 
 /// One run of a plugin, on the supervisor's loop.
-final class PluginTunnel: ProviderTunnel {
+final class PluginTunnel: EndingTunnel {
     let context: TunnelContext
     let config: ProviderConfiguration
     let undo: UndoStack
@@ -360,18 +360,7 @@ final class PluginTunnel: ProviderTunnel {
 
     // MARK: the end
 
-    func fail(_ error: ConnectionError, _ reason: StopReason) {
-        guard context.exitCode == nil else { return }
-        if context.status != .connecting && context.status != .disconnecting { context.transition(.disconnecting) }
-        end(error: error, reason: reason)
-    }
-
-    /// Everything undone (the plugin stopped, if it still runs; the utun deleted).
-    func end(error: ConnectionError?, reason: StopReason) {
-        guard context.exitCode == nil else { return }
-        for (_, token) in tokens { context.loop.cancel(token) }
-        tokens = [:]
-        undo.unwind()
-        context.finish(error: error, reason: reason)
-    }
+    /// Nothing but its timers and undo steps (they stop the plugin, if it
+    /// still runs, and delete the utun).
+    func releaseAtEnd() {}
 }

@@ -1,0 +1,32 @@
+import VPNCore
+import VPNService
+
+enum ToggleCommand {
+    static let spec = CommandSpec(
+        name: "toggle", abstract: L("Connect if disconnected, disconnect if connected; then show a status card."),
+        examples: [
+            "vpnctl toggle office",
+        ],
+        options: [OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 20)."))],
+        positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
+        run: run)
+
+    static func run(_ inv: Invocation) throws -> ExitCode {
+        let timeout = try inv.timeoutSeconds(default: 20)
+        let spinner = Spinner(for: inv, when: true)
+        // The on-demand change comes first, as a stop or start by hand makes it.
+        let report = try TunnelRendering.during(inv, spinner, onDemand: { name, change in
+            inv.output.note(change == .paused ? L("on-demand paused for '\(name)' (vpnctl ondemand resume \(name))")
+                                              : L("on-demand resumed for '\(name)'"))
+        }) {
+            try inv.service.toggle(inv.args.positionals[0], timeout: timeout, changes: inv.options.verbose, $0)
+        }
+        if report.outcome != .failed { TunnelRendering.notes(inv, report) }
+        if inv.options.json {
+            inv.output.emit(OneStatusResult(action: report.action, profile: StatusJSON(status: report.status)))
+        } else {
+            inv.output.line(statusCard(report.status, inv.output))
+        }
+        return report.failure ?? .ok
+    }
+}

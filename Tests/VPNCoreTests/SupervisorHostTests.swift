@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import VPNCore
+import VPNSystem
+
+/// A system that answers from tables and records what it is asked to change.
+final class FakeSupervisorHost: SupervisorHost {
+    /// Live processes and their command lines.
+    var processes: [pid_t: [String]] = [:]
+    var links: [String: (index: Int32, alias: String?)] = [:]
+    /// "PREFIX table T"
+    var routes: Set<String> = []
+    var rules: Set<String> = []
+    var calls: [String] = []
+
+    func isAlive(_ pid: pid_t, startTime: UInt64?) -> Bool { processes[pid] != nil }
+
+    func commandLine(of pid: pid_t) -> [String]? { processes[pid] }
+
+    func signal(_ pid: pid_t, _ signal: Int32) -> Errno? {
+        calls.append("signal \(pid) \(signal)")
+        return processes.removeValue(forKey: pid) == nil ? Errno(ESRCH) : nil
+    }
+
+    func linkIndex(named name: String) throws -> Int32? { links[name]?.index }
+
+    func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? { links[name] }
+
+    func deleteLink(_ name: String) throws {
+        calls.append("delete link \(name)")
+        if links.removeValue(forKey: name) == nil { throw Errno(ENODEV) }
+    }
+
+    func deleteRoute(_ destination: String, table: UInt32) throws {
+        calls.append("delete route \(destination) table \(table)")
+        if routes.remove("\(destination) table \(table)") == nil { throw Errno(ESRCH) }
+    }
+
+    func deleteRule(to destination: String, table: UInt32, priority: UInt32) throws {
+        calls.append("delete rule to \(destination) table \(table) priority \(priority)")
+        if rules.remove("\(destination) table \(table)") == nil { throw Errno(ENOENT) }
+    }
+
+    func openLog(_ path: String) throws -> Int32 { throw Errno(EACCES) }
+}
+
+/// TunnelController against the fake: no root, no process or link of the machine.
+@Suite struct SupervisorHostTests {
+    let dir = TempDir()
+    let host = FakeSupervisorHost()
+    let profile = sampleProfile("office")
+    var controller: TunnelController {
+        TunnelController(configDirectory: dir.path + "/etc", runDirectory: dir.path + "/run", host: host)
+    }
+
+    /// A record of a connected tunnel whose supervisor (pid 4242) is gone; its
+    /// wireguard-go (4343) lives on, with utun7 (marked), an excluded route
+    /// and an enforceRoutes rule.
+    func deadSupervisorsRecord() throws -> RuntimeRecord {
+        var r = RuntimeRecord(id: profile.id, name: profile.name, status: .connected)
+        r.supervisorPid = 4242
+        r.supervisorStartTime = 1
+        r.providerPid = 4343
+        r.interface = "utun7"
+        r.ifindex = 7
+        var s = AppliedSettings()
+        s.excludedRoutes = ["198.18.5.1/32"]
+        s.enforcedTable = 51820
+        s.enforcedRoutes = ["0.0.0.0/1"]
+        r.settings = s
+        host.processes[4343] = ["wireguard-go", "-f", "utun7"]
+        host.links["utun7"] = (7, InterfaceMark.of(profile.id))
+        host.routes = ["198.18.5.1/32 table 254", "198.18.5.1/32 table 51820"]
+        host.rules = ["0.0.0.0/1 table 51820"]
+        try controller.runtime.prepare()
+        try controller.runtime.write(r)
+        return r
+    }
+
+    @Test func aDeadSupervisorIsCleanedUpThroughTheHost() throws {
+        _ = try deadSupervisorsRecord()
+        let derived = try controller.derive(profile)
+        #expect(!derived.supervisorAlive && derived.status == .disconnected)
+        let done = controller.cleanUpAfterDeadSupervisor(derived)
+        #expect(done == ["killed provider pid 4343", "deleted interface utun7", "deleted route 198.18.5.1/32",
+                         "deleted rule to 0.0.0.0/1 table 51820"])
+        #expect(host.calls == ["signal 4343 \(SIGKILL)", "delete link utun7", "delete route 198.18.5.1/32 table 254",
+                               "delete rule to 0.0.0.0/1 table 51820 priority \(SettingsApplier.enforcedRulePriority)",
+                               "delete route 198.18.5.1/32 table 51820"])
+        #expect(host.links.isEmpty && host.routes.isEmpty && host.rules.isEmpty && host.processes.isEmpty)
+        let after = try #require(try controller.runtime.read(profile.id))
+        #expect(after.status == .disconnected && after.stopReason == .providerFailed)
+        // Once: the record now says disconnected.
+        #expect(controller.cleanUpAfterDeadSupervisor(try controller.derive(profile)) == [])
+    }
+
+    /// A link of that name with another index, or without the mark, is not deleted.
+    @Test func aLinkThatIsNotTheTunnelsIsLeftAlone() throws {
+        _ = try deadSupervisorsRecord()
+        host.links["utun7"] = (7, nil)
+        var done = controller.cleanUpAfterDeadSupervisor(try controller.derive(profile))
+        #expect(done.contains("left interface utun7 alone (vpnctl did not create it: no mark)"))
+        #expect(!host.calls.contains("delete link utun7"))
+        _ = try deadSupervisorsRecord()
+        host.links["utun7"] = (8, InterfaceMark.of(profile.id))
+        done = controller.cleanUpAfterDeadSupervisor(try controller.derive(profile))
+        #expect(!done.contains { $0.contains("utun7") })
+        #expect(host.links["utun7"] != nil)
+    }
+
+    /// stop: a supervisor the record proves (pid, start time, command line)
+    /// is signalled through the host, and nothing is cleaned up under it; a
+    /// dead one's leftovers are cleaned up instead. The pid is a child of
+    /// this test (`sleep`), so that nothing else could be meant by it.
+    @Test func stopSignalsAProvenSupervisorAndCleansUpAfterADeadOne() throws {
+        let child = try Processes.spawn("/bin/sleep", ["sleep", "30"], environment: [:])
+        defer { kill(child, SIGKILL); waitpid(child, nil, 0) }
+        var r = try deadSupervisorsRecord()
+        r.supervisorPid = child
+        try controller.runtime.write(r)
+        host.processes[child] = ["vpnctl", "__supervise", profile.id.lowercasedString]
+        let use = TunnelUseCases(store: PreferencesStore(directory: dir.path + "/etc"), controller: controller, path: nil)
+
+        let requested = try use.stop(profile, wait: false, timeout: 1)
+        guard case .requested(let d) = requested else { Issue.record("stop: \(requested)"); return }
+        #expect(d.status == .disconnecting)
+        // SIGTERM to the supervisor, through the host; nothing cleaned up under a live supervisor.
+        #expect(host.calls == ["signal \(child) \(SIGTERM)"])
+
+        // The fake took the signalled supervisor away; its provider is left.
+        let after = try use.stop(profile, wait: false, timeout: 1)
+        guard case .notRunning(let gone, let cleanedUp) = after else { Issue.record("stop: \(after)"); return }
+        #expect(gone.status == .disconnected)
+        #expect(cleanedUp.prefix(2) == ["killed provider pid 4343", "deleted interface utun7"])
+    }
+
+    @Test func aLogThatCannotBeOpenedStopsTheSpawn() throws {
+        try controller.runtime.prepare()
+        #expect {
+            _ = try controller.spawnSupervisor(profile, timeout: 5, path: nil, executable: "/bin/true")
+        } throws: { error in
+            (error as? VPNError)?.message == "cannot open \(controller.runtime.logPath(profile.id)): permission denied"
+        }
+    }
+}
