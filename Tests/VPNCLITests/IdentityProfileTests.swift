@@ -106,6 +106,25 @@ import Testing
         #expect(try identitySecret(h, ok).contains("PRIVATE KEY-----"))
     }
 
+    /// A .p12 is opened by libcrypto, as a .mobileconfig's identity payload
+    /// is: the same words for a wrong password and for what is no PKCS#12.
+    @Test func aP12WithAWrongPasswordOrNoneAtAllIsNamedAsAnIdentityPayloadIs() throws {
+        let h = Harness()
+        let pki = try PKI()
+        _ = try Self.clientP12(pki, cn: "alice")
+        let p12 = pki.path("alice.p12")
+        h.stdin = Array("nope\n".utf8)
+        let wrong = create(h, "road", identity: p12)
+        #expect(wrong.code == 5)
+        #expect(wrong.stderr.hasPrefix("vpnctl: \(p12): wrong password for the PKCS#12 file (its integrity check fails)\n"), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("check the password (from --secret-file or standard input)"), "\(wrong.stderr)")
+        h.stdin = Array("p12-pass\n".utf8)
+        let notP12 = create(h, "road", identity: h.fixture("sswan/ca.pem"))
+        #expect(notP12.code == 5)
+        #expect(notP12.stderr.hasPrefix("vpnctl: \(h.fixture("sswan/ca.pem")): not a PKCS#12 file"), "\(notP12.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: h.configDir + "/preferences.json"))
+    }
+
     @Test func anIdentityNoVPNPayloadUsesIsNamedNotDropped() throws {
         let h = Harness()
         let pki = try PKI()

@@ -43,13 +43,6 @@ enum ApplyCommand {
         let notes: [String]
     }
 
-    /// One profile the files ask for.
-    struct Desired {
-        let origin: ProfileOrigin
-        var result: ImportResult
-        let source: String
-    }
-
     /// The files to read, and the subdirectories left out (named, never silently).
     /// Each file becomes managed profiles (run as root, with secrets and
     /// trust anchors), so the files and the directories given are held to the
@@ -154,39 +147,16 @@ enum ApplyCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let (paths, skipped) = try files(inv.args.positionals)
         let anchors = try inv.args.value("ca").map(MobileConfigImport.signerAnchors)
-        var desired: [Desired] = []
+        var desired: [DesiredProfile] = []
         var allAnchors: [String: [UInt8]] = [:]
         var notes: [String] = skipped.map { L("\($0): not a file; apply reads a directory's files, not what is below them") }
         var problems: [String] = []
         for path in paths {
             do {
-                let bytes = try read(path)
-                let base = ImportCommand.defaultName(path)
-                if MobileConfig.recognizes(bytes) {
-                    let c = try MobileConfig.read(bytes, source: path, defaultName: base,
-                                                  options: MobileConfig.Options(signerAnchors: Crypto.looksLikeCMS(bytes) ? anchors : nil))
-                    if anchors != nil && c.signer == nil {
-                        throw VPNError(.configurationInvalid, L("\(path) is not signed, and --ca asks for signed profiles"))
-                    }
-                    for a in c.anchors { allAnchors[a.fingerprint] = Array(a.pem.utf8) }
-                    for item in c.items {
-                        desired.append(Desired(origin: ProfileOrigin(profileIdentifier: c.identifier, payloadIdentifier: item.payloadIdentifier,
-                                                                     managedByApply: true),
-                                               result: item.result, source: path))
-                    }
-                    notes += c.notes + c.items.flatMap(\.result.notes)
-                } else {
-                    if let problem = ProfileName.problems(base).first {
-                        throw VPNError(.configurationInvalid, L("\(path): the file name gives the profile name \(base.quotedForMessage), which \(problem)"))
-                    }
-                    let r = try ImportFormat.importChecked(bytes, name: base, source: path,
-                                                           options: ImportOptions(baseDirectory: FileSystem.parentDirectory(of: path)))
-                    let fileName = path.split(separator: "/").last.map(String.init) ?? path
-                    desired.append(Desired(origin: ProfileOrigin(profileIdentifier: "file:" + fileName, payloadIdentifier: fileName,
-                                                                 managedByApply: true),
-                                           result: r, source: path))
-                    notes += r.notes.map { "\(path): \($0)" }
-                }
+                let file = try FleetFile(try read(path), path: path, signerAnchors: anchors)
+                desired += file.profiles
+                allAnchors.merge(file.anchors) { _, b in b }
+                notes += file.notes
             } catch let e as VPNError {
                 if e.code == .permissionDenied { throw e }
                 problems.append(e.message)
@@ -199,97 +169,38 @@ enum ApplyCommand {
                                               : L("apply changed nothing: \(files) files cannot be imported"),
                                    problems: problems, hint: L("fix the files and apply again"))
         }
-        for d in desired { for (fp, pem) in d.result.anchors { allAnchors[fp] = pem } }
-
-        let store = inv.store
-        let existing = try store.load()
-        let managed = existing.filter { $0.origin?.managedByApply == true }
-        func key(_ o: ProfileOrigin?) -> String { "\(o?.profileIdentifier ?? "")\u{0}\(o?.payloadIdentifier ?? "")" }
-        var names: [String: String] = [:], keys = Set<String>()
-        for d in desired {
-            if let other = names[d.result.profile.name] {
-                throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) and \(other) both make a profile named '\(d.result.profile.name)'"))
-            }
-            names[d.result.profile.name] = d.source
-            if !keys.insert(key(d.origin)).inserted {
-                throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) repeats PayloadIdentifier \(d.origin.payloadIdentifier.quotedForMessage) of \(d.origin.profileIdentifier.quotedForMessage)"))
-            }
-        }
-
-        var saving: [Profile] = []
-        var rows: [(MobileConfigImport.ProfileResult, ImportResult?)] = []
-        var applyRows: [Row] = []
-        for d in desired {
-            var p = d.result.profile
-            p.origin = d.origin
-            if let old = managed.first(where: { key($0.origin) == key(d.origin) }) {
-                p.id = old.id
-                p.revision = old.revision
-                p.enabled = old.enabled
-                p.policy = old.policy
-                if let clash = existing.first(where: { $0.name == p.name && $0.id != old.id }) {
-                    throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) renames '\(old.name)' to '\(p.name)', which another profile has (\(clash.id.lowercasedString))"))
-                }
-                let sameSecrets = d.result.secrets.allSatisfy { name, value in (try? store.secrets.read(old.id, name: name)) == value }
-                let change = p == old && sameSecrets ? "unchanged" : "updated"
-                if change == "updated" { saving.append(p) }
-                rows.append((result(p, d, change), change == "updated" ? d.result : nil))
-                applyRows.append(Row(name: p.name, id: p.id.lowercasedString, protocol: p.protocol.kind.rawValue, change: change, source: d.source))
-            } else {
-                if let clash = existing.first(where: { $0.name == p.name }) {
-                    let whose = clash.origin.map { "imported from \($0.profileIdentifier.quotedForMessage) by hand" } ?? "made by hand"
-                    throw VPNError(.configurationInvalid, L("apply changed nothing: \(d.source) makes a profile named '\(p.name)', and one exists (\(whose)); apply never touches it"),
-                                   hint: L("remove or rename that profile, or rename the file (or its UserDefinedName)"))
-                }
-                saving.append(p)
-                rows.append((result(p, d, "created"), d.result))
-                applyRows.append(Row(name: p.name, id: p.id.lowercasedString, protocol: p.protocol.kind.rawValue, change: "created", source: d.source))
-            }
-        }
-        let dropped = managed.filter { !keys.contains(key($0.origin)) }
+        let imports = ProfileImport(store: inv.store, runtime: inv.controller.runtime)
+        var plan = try imports.planReconcile(desired, scope: .managed, anchors: allAnchors)
         // An empty set is more often a missing mount or copy than an intent.
-        if desired.isEmpty && !dropped.isEmpty && !inv.args.flag("allow-empty") {
-            let given = inv.args.positionals.joined(separator: " ")
-            throw VPNError.usage(dropped.count == 1 ? L("no profile files in \(given): that would remove all 1 profile apply made")
-                                                    : L("no profile files in \(given): that would remove all \(dropped.count) profiles apply made"),
+        if desired.isEmpty && !plan.removed.isEmpty && !inv.args.flag("allow-empty") {
+            let given = inv.args.positionals.joined(separator: " "), count = plan.removed.count
+            throw VPNError.usage(count == 1 ? L("no profile files in \(given): that would remove all 1 profile apply made")
+                                            : L("no profile files in \(given): that would remove all \(count) profiles apply made"),
                                  hint: L("give --allow-empty to remove them all"))
         }
-        applyRows += dropped.map { Row(name: $0.name, id: $0.id.lowercasedString, protocol: $0.protocol.kind.rawValue, change: "removed",
-                                       source: $0.origin.map { $0.profileIdentifier.hasPrefix("file:") ? String($0.profileIdentifier.dropFirst(5)) : $0.profileIdentifier } ?? "") }
         let dryRun = inv.args.flag("dry-run")
-        let changed = applyRows.contains { $0.change != "unchanged" }
-        if !dryRun && changed {
-            for old in dropped {
-                let current = try inv.controller.derive(old)
-                if current.supervisorAlive {
-                    let (_, stopped) = try TunnelActions.stop(inv, old, wait: true, timeout: 10)
-                    if stopped.supervisorAlive {
-                        throw VPNError(.failure, L("'\(old.name)' is still running; apply changed nothing"), hint: L("stop it with: vpnctl stop \(old.name)"))
-                    }
-                    inv.output.note(L("stopped '\(old.name)' before removing it"))
+        if !dryRun {
+            if plan.changed {
+                try MobileConfigImport.stopRemoved(inv, plan) { old in
+                    (VPNError(.failure, L("'\(old.name)' is still running; apply changed nothing"), hint: L("stop it with: vpnctl stop \(old.name)")),
+                     L("stopped '\(old.name)' before removing it"))
                 }
             }
-            try MobileConfigImport.write(store, inv, saving: saving, rows: rows, dropped: dropped, anchors: allAnchors)
-            for old in dropped {
-                do {
-                    try store.secrets.removeAll(old.id)
-                    try inv.controller.runtime.remove(old.id)
-                } catch {
-                    inv.output.note(L("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)"))
-                }
-            }
-        } else if !dryRun && !allAnchors.isEmpty {
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fp, pem) in allAnchors.sorted(by: { $0.key < $1.key }) where !trust.exists(fp) { try trust.install(pem, fingerprint: fp) }
+            let outcome = try imports.commit(plan)
+            MobileConfigImport.noteLeftovers(inv, outcome)
+            plan = outcome.plan
         }
         for note in notes { inv.output.note(L("note: \(note)")) }
+        let rows = plan.changes.map { c in
+            Row(name: c.profile.name, id: c.profile.id.lowercasedString, protocol: c.profile.protocol.kind.rawValue, change: c.change.rawValue, source: c.source)
+        }
         if inv.options.json {
-            inv.output.emit(Result(dryRun: dryRun, changed: changed, profiles: applyRows, notes: notes))
+            inv.output.emit(Result(dryRun: dryRun, changed: plan.changed, profiles: rows, notes: notes))
             return .ok
         }
         if dryRun { inv.output.line(L("dry run: nothing was changed; the plan:")) }
-        for r in applyRows { inv.output.line(planLine(r, dryRun: dryRun)) }
-        if applyRows.isEmpty { inv.output.line(L("nothing to apply: no profile files and no managed profiles")) }
+        for r in rows { inv.output.line(planLine(r, dryRun: dryRun)) }
+        if rows.isEmpty { inv.output.line(L("nothing to apply: no profile files and no managed profiles")) }
         return .ok
     }
 
@@ -306,10 +217,5 @@ enum ApplyCommand {
         case ("unchanged", _): return L("unchanged '\(name)' (\(proto)) from \(source)")
         default: return "\(r.change) '\(name)' (\(proto)) from \(source)"
         }
-    }
-
-    static func result(_ p: Profile, _ d: Desired, _ change: String) -> MobileConfigImport.ProfileResult {
-        MobileConfigImport.ProfileResult(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue, revision: p.revision,
-                                         payloadIdentifier: d.origin.payloadIdentifier, change: change, secrets: d.result.secrets.keys.sorted())
     }
 }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import VPNCore
 import VPNSystem
@@ -108,8 +105,54 @@ enum CreateCommand {
         switch proto {
         case "wireguard": return try commit(inv, try wireGuard(inv, name: name))
         case "openvpn": return try commit(inv, try openVPN(inv, name: name))
-        default: break
+        default: return try commit(inv, try ikev2(inv, name: name))
         }
+    }
+
+    /// `create NAME ikev2`: a server, its identity, and psk, eap or a certificate.
+    static func ikev2(_ inv: Invocation, name: String) throws -> ImportResult {
+        try checkIKEv2Options(inv, name: name)
+        let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
+        var c = IKEv2Configuration(serverAddress: server!, remoteIdentifier: remoteID, localIdentifier: inv.args.value("local-id"))
+        var secrets: [String: [UInt8]] = [:]
+        switch auth! {
+        case "psk":
+            c.authenticationMethod = .sharedSecret
+            c.sharedSecretSecret = "shared-secret"
+            secrets["shared-secret"] = try readSecret(inv, what: "the shared secret")
+        case "eap":
+            c.authenticationMethod = .none
+            c.username = inv.args.value("username")
+            c.passwordSecret = "password"
+            secrets["password"] = try readSecret(inv, what: "the EAP password")
+        case "certificate":
+            c.authenticationMethod = .certificate
+            c.identitySecret = "identity"
+            if let p12 = inv.args.value("identity") {
+                secrets["identity"] = try identity(inv, p12)
+            } else {
+                let cert = try readFile(inv.args.value("cert")!, "the client certificate")
+                let key = try readFile(inv.args.value("key")!, "the private key")
+                secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
+            }
+        default:
+            throw VPNError(.usage, L("--auth \(auth!.quotedForMessage) is not psk, eap or certificate"))
+        }
+        var anchors: [String: [UInt8]] = [:]
+        if let ca = inv.args.value("ca") {
+            let blocks = PEM.blocks(String(decoding: try readFile(ca, "the CA certificate"), as: UTF8.self)).filter { $0.label == "CERTIFICATE" }
+            guard blocks.count == 1, let der = blocks[0].der else {
+                throw VPNError(.configurationInvalid, L("\(ca.abbreviated(200)) must hold exactly one PEM certificate (the CA's); it holds \(blocks.count)"))
+            }
+            let fp = SHA256.hex(der)
+            c.caFingerprint = fp
+            anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
+        }
+        return ImportResult(created: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, anchors: anchors)
+    }
+
+    /// The options `create NAME ikev2` cannot go without, named all at once.
+    static func checkIKEv2Options(_ inv: Invocation, name: String) throws {
         var missing: [String] = []
         let server = inv.args.value("server"), remoteID = inv.args.value("remote-id"), auth = inv.args.value("auth")
         if server == nil { missing.append("--server <host>") }
@@ -130,99 +173,28 @@ enum CreateCommand {
         if !missing.isEmpty {
             throw VPNError(.usage, L("create \(name) ikev2 needs \(missing.joined(separator: ", "))"), hint: L("see 'vpnctl help create'"))
         }
-        var c = IKEv2Configuration(serverAddress: server!, remoteIdentifier: remoteID, localIdentifier: inv.args.value("local-id"))
-        var secrets: [String: [UInt8]] = [:]
-        switch auth! {
-        case "psk":
-            c.authenticationMethod = .sharedSecret
-            c.sharedSecretSecret = "shared-secret"
-            secrets["shared-secret"] = try readSecret(inv, what: "the shared secret")
-        case "eap":
-            c.authenticationMethod = .none
-            c.username = inv.args.value("username")
-            c.passwordSecret = "password"
-            secrets["password"] = try readSecret(inv, what: "the EAP password")
-        case "certificate":
-            c.authenticationMethod = .certificate
-            c.identitySecret = "identity"
-            if let p12 = inv.args.value("identity") {
-                let bytes = try readFile(p12, "the identity", limit: ImportFormat.maximumSize)
-                if MobileConfig.recognizes(bytes) {
-                    secrets["identity"] = try identityPayload(inv, bytes, file: p12)
-                } else {
-                    if inv.args.value("identity-payload") != nil {
-                        throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
-                    }
-                    secrets["identity"] = try readPKCS12(p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
-                }
-            } else {
-                let cert = try readFile(inv.args.value("cert")!, "the client certificate")
-                let key = try readFile(inv.args.value("key")!, "the private key")
-                secrets["identity"] = cert + (cert.last == 0x0A ? [] : [0x0A]) + key
-            }
-        default:
-            throw VPNError(.usage, L("--auth \(auth!.quotedForMessage) is not psk, eap or certificate"))
+    }
+
+    /// `--identity FILE`: a .mobileconfig's identity payload, or a .p12.
+    static func identity(_ inv: Invocation, _ p12: String) throws -> [UInt8] {
+        let bytes = try readFile(p12, "the identity", limit: ImportFormat.maximumSize)
+        if MobileConfig.recognizes(bytes) { return try identityPayload(inv, bytes, file: p12) }
+        if inv.args.value("identity-payload") != nil {
+            throw VPNError.usage(L("--identity-payload picks a payload of a .mobileconfig, and \(p12.abbreviated(200)) is not one"))
         }
-        var anchors: [String: [UInt8]] = [:]
-        if let ca = inv.args.value("ca") {
-            let blocks = PEM.blocks(String(decoding: try readFile(ca, "the CA certificate"), as: UTF8.self)).filter { $0.label == "CERTIFICATE" }
-            guard blocks.count == 1, let der = blocks[0].der else {
-                throw VPNError(.configurationInvalid, L("\(ca.abbreviated(200)) must hold exactly one PEM certificate (the CA's); it holds \(blocks.count)"))
-            }
-            let fp = SHA256.hex(der)
-            c.caFingerprint = fp
-            anchors[fp] = Array(PEM.encode(label: "CERTIFICATE", der: der).utf8)
-        }
-        return try commit(inv, ImportResult(created: Profile(name: name, protocol: .ikev2(c)), secrets: secrets, anchors: anchors))
+        return try readPKCS12(bytes, file: p12, password: try readSecret(inv, what: "the password of \(p12.abbreviated(100))"))
     }
 
     /// Saves a new profile as import does: its secrets (0600 files, keyed by
     /// its id) and trust anchors first, then the profile; a failure removes
     /// the secrets again. The output is import's, `--json` included.
     static func commit(_ inv: Invocation, _ made: ImportResult) throws -> ExitCode {
-        let profile = made.profile, name = profile.name, secrets = made.secrets, anchors = made.anchors
-        let provider = try ProviderRegistry.provider(for: profile)
-        for (n, v) in secrets { try provider.checkSecret(name: n, value: v) }
-        let validator = ProfileValidator(secretExists: { secrets[$0] != nil })
-        let problems = validator.problems(in: profile)
-        if !problems.isEmpty {
-            throw VPNError.invalid(problems.count == 1 ? L("profile '\(name)' would be invalid (1 problem)")
-                                                       : L("profile '\(name)' would be invalid (\(problems.count) problems)"), problems: problems)
-        }
-        let store = inv.store
-        if try store.load().contains(where: { $0.name == name }) {
-            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"), hint: L("choose another name, or remove the old one first"))
-        }
-        var saved = profile
-        do {
-            for (n, v) in secrets.sorted(by: { $0.key < $1.key }) { try store.secrets.set(profile.id, name: n, value: v) }
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fp, pem) in anchors.sorted(by: { $0.key < $1.key }) { try trust.install(pem, fingerprint: fp) }
-            saved = try store.save(profile)
-        } catch {
-            try? store.secrets.removeAll(profile.id)
-            throw error
-        }
-        let kind = saved.protocol.kind.rawValue
-        let publicKey = saved.protocol.model.publicKey(readingSecret: { n in
-            guard let value = secrets[n] else { throw VPNError(.failure, L("no secret \(n)")) }
-            return value
-        })
-        for note in made.notes { inv.output.note(L("note: \(note)")) }
-        if inv.options.json {
-            // The same document as `import --json`'s: a script reads both alike.
-            inv.output.emit(ImportCommand.Result(id: saved.id.lowercasedString, name: saved.name, protocol: kind, revision: saved.revision,
-                                                 secrets: secrets.keys.sorted(), trustAnchors: anchors.keys.sorted(), notes: made.notes,
-                                                 publicKey: publicKey, summary: ImportSummary.of(saved, noEffect: made.noEffect)))
-        } else {
-            inv.output.line(L("created '\(saved.name)' (\(kind), id \(saved.id.lowercasedString))"))
-            inv.output.line(L("tunnel: \(ImportSummary.of(saved, noEffect: made.noEffect).text)"))
-            if !secrets.isEmpty { inv.output.line(L("secrets stored: \(secrets.keys.sorted().joined(separator: ", "))")) }
-            for fp in anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
-            if saved.protocol.kind != .ikev2 {
-                for step in ImportCommand.nextSteps(saved, publicKey: publicKey, stored: Set(secrets.keys)) { inv.output.line(step) }
-            }
-        }
+        let imports = ProfileImport(store: inv.store, runtime: inv.controller.runtime)
+        let c = try imports.commit(try imports.planCreate(made)).plan.changes[0]
+        for note in c.notes { inv.output.note(L("note: \(note)")) }
+        let p = c.profile
+        ImportCommand.render(inv, c, headline: L("created '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"),
+                             nextSteps: p.protocol.kind != .ikev2)
         return .ok
     }
 
@@ -383,49 +355,16 @@ enum CreateCommand {
         return value
     }
 
-    /// The client certificate and key of a .p12, as PEM, through
-    /// `openssl pkcs12` (the password goes to it on a pipe, fd 3, never argv).
-    static func readPKCS12(_ path: String, password: [UInt8]) throws -> [UInt8] {
-        guard let openssl = Processes.which("openssl", path: nil) else {
-            throw VPNError(.providerUnavailable, L("reading a .p12 needs openssl"),
-                           hint: L("apt-get install --no-install-recommends openssl, or give --cert and --key (PEM)"))
-        }
-        guard FileSystem.exists(path) else { throw VPNError(.failure, L("cannot read \(path.abbreviated(200)): no such file")) }
-        var out: [Int32] = [-1, -1], pw: [Int32] = [-1, -1]
-        func cloexecPipe(_ fds: inout [Int32]) -> Bool {
-            guard pipe(&fds) == 0 else { return false }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            return true
-        }
-        guard cloexecPipe(&out) else { throw VPNError(.failure, L("cannot make a pipe: \(Errno.current)")) }
-        defer { if out[0] >= 0 { close(out[0]) } }
-        guard cloexecPipe(&pw) else { close(out[1]); throw VPNError(.failure, L("cannot make a pipe: \(Errno.current)")) }
-        let line = password + [0x0A]
-        let written = line.withUnsafeBytes { write(pw[1], $0.baseAddress, $0.count) }
-        close(pw[1])
-        let pid: pid_t
+    /// The client certificate and key of a .p12, as PEM (certificate, then
+    /// key), opened with libcrypto as a .mobileconfig's identity payload is.
+    static func readPKCS12(_ bytes: [UInt8], file: String, password: [UInt8]) throws -> [UInt8] {
         do {
-            pid = try Processes.spawn(openssl, [openssl, "pkcs12", "-in", path, "-nodes", "-clcerts", "-passin", "fd:3"],
-                                      environment: ["PATH": "/usr/bin:/bin"], passFDs: [pw[0]], outputFD: out[1])
-        } catch {
-            close(pw[0]); close(out[1])
-            throw VPNError(.failure, L("cannot run openssl: \(error)"))
+            let id = try Crypto.pkcs12(bytes, password: String(decoding: password, as: UTF8.self))
+            return Array(id.certificate.pem.utf8) + id.privateKeyPEM
+        } catch let p as Crypto.Problem {
+            throw VPNError(.configurationInvalid, "\(file.abbreviated(200)): \(p.message)",
+                           hint: L("check the password (from --secret-file or standard input)"))
         }
-        close(pw[0]); close(out[1])
-        let output = (try? FileSystem.readAll(fd: out[0], path: "openssl's output", limit: SecretStore.maximumSize)) ?? []
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = String(decoding: output, as: UTF8.self)
-        let blocks = PEM.blocks(text)
-        let certs = blocks.filter { $0.label == "CERTIFICATE" }, keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }
-        guard written == line.count, status == 0, certs.count >= 1, keys.count == 1 else {
-            let said = text.split(separator: "\n").first { !$0.hasPrefix("Bag") && !$0.hasPrefix(" ") && !$0.isEmpty }.map(String.init) ?? ""
-            let file = path.abbreviated(200), openssl = said.abbreviated(200)
-            throw VPNError(.configurationInvalid, said.isEmpty ? L("cannot read the certificate and key from \(file)")
-                                                               : L("cannot read the certificate and key from \(file) (openssl: \(openssl))"),
-                           hint: L("check the .p12 password, or give --cert and --key (PEM)"))
-        }
-        return Array((certs + keys).compactMap { b in b.der.map { PEM.encode(label: b.label, der: $0) } }.joined().utf8)
     }
 
     static func readFile(_ path: String, _ what: String, limit: Int = SecretStore.maximumSize) throws -> [UInt8] {

@@ -63,7 +63,7 @@ enum ImportCommand {
         }
         if MobileConfig.recognizes(bytes) {
             return try MobileConfigImport.run(inv, bytes: bytes, file: file, source: file == "-" ? "standard input" : file,
-                                              defaultName: defaultName(file))
+                                              defaultName: ProfileImport.defaultName(file))
         }
         if inv.args.value("ca") != nil {
             throw VPNError.usage(L("--ca is for a .mobileconfig, and \(file == "-" ? "standard input" : file) is not one"))
@@ -72,142 +72,55 @@ enum ImportCommand {
         if inv.args.flag("identity-password-stdin") && !sswan {
             throw VPNError.usage(L("--identity-password-stdin is for a .mobileconfig or a strongSwan app profile (.sswan), and \(file == "-" ? "standard input" : file) is neither"))
         }
-        let name = inv.args.value("name") ?? defaultName(file)
+        let name = inv.args.value("name") ?? ProfileImport.defaultName(file)
         if let problem = ProfileName.problems(name).first {
             throw VPNError(.usage, L("invalid profile name \(name.quotedForMessage): \(problem)"), hint: L("choose another with --name NAME"))
         }
         let options = ImportOptions(username: inv.args.value("username"),
                                     baseDirectory: file == "-" ? nil : FileSystem.parentDirectory(of: file),
                                     identityPassword: sswan ? try MobileConfigImport.identityPassword(inv, file: file) : nil)
-        var result = try ImportFormat.importChecked(bytes, name: name, source: file == "-" ? "standard input" : file, options: options)
-        let store = inv.store
-        let existing = try store.load()
-        var keptSecrets = Set<String>()
-        let replaced = try placeInStore(&result, name: name, existing: existing, source: file == "-" ? "standard input" : file, inv)
-        if let replaced {
-            try replaceSaving(&result, over: replaced, store: store, inv, keptSecrets: &keptSecrets)
-        } else {
-            // Secrets first, keyed by the new id; if the save fails they go again,
-            // so a failed import leaves nothing behind.
-            do {
-                for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
-                    try store.secrets.set(result.profile.id, name: secretName, value: value)
-                }
-                try installAnchors(result, inv)
-                result.profile = try store.save(result.profile)
-            } catch {
-                try? store.secrets.removeAll(result.profile.id)
-                throw error
-            }
-        }
-        for note in result.notes { inv.output.note(L("note: \(note)")) }
-        if let replaced, (try? inv.controller.derive(replaced))?.isActive == true {
+        let source = file == "-" ? "standard input" : file
+        let result = try ImportFormat.importChecked(bytes, name: name, source: source, options: options)
+        let imports = ProfileImport(store: inv.store, runtime: inv.controller.runtime)
+        let plan = try imports.planImport(result, name: name, source: source, replace: inv.args.flag("replace"), keepID: inv.args.flag("keep-id"))
+        let outcome = try imports.commit(plan)
+        let c = outcome.plan.changes[0]
+        for note in c.notes { inv.output.note(L("note: \(note)")) }
+        MobileConfigImport.noteLeftovers(inv, outcome)
+        if let replaced = c.previous, (try? inv.controller.derive(replaced))?.isActive == true {
             inv.output.note(L("note: '\(name)' is running and keeps its old settings until restarted: vpnctl stop \(name.shellQuoted); vpnctl start \(name.shellQuoted)"))
         }
-        let p = result.profile
-        for w in ProfileValidator(secretExists: { _ in true }).warnings(in: p) { inv.output.note(L("warning: \(w)")) }
+        for w in ProfileValidator(secretExists: { _ in true }).warnings(in: c.profile) { inv.output.note(L("warning: \(w)")) }
+        let p = c.profile
+        render(inv, c, headline: c.change == .updated ? L("updated '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString), revision \(p.revision))")
+                                                      : L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"),
+               nextSteps: true)
+        return .ok
+    }
+
+    /// import's and create's output: the profile as stored, what the tunnel
+    /// will do, the secrets and anchors written, and (`nextSteps`) what to do next.
+    static func render(_ inv: Invocation, _ c: PlannedChange, headline: String, nextSteps showSteps: Bool) {
+        let p = c.profile
         let publicKey = p.protocol.model.publicKey(readingSecret: { name in
-            guard let value = result.secrets[name] else { throw VPNError(.failure, L("no secret \(name)")) }
+            guard let value = c.secrets[name] else { throw VPNError(.failure, L("no secret \(name)")) }
             return value
         })
         if inv.options.json {
             inv.output.emit(Result(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue,
-                                   revision: p.revision, secrets: result.secrets.keys.sorted(),
-                                   trustAnchors: result.anchors.keys.sorted(), notes: result.notes, publicKey: publicKey,
-                                   summary: result.summary))
-        } else {
-            inv.output.line(replaced != nil ? L("updated '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString), revision \(p.revision))")
-                                            : L("imported '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"))
-            inv.output.line(L("tunnel: \(result.summary.text)"))
-            if !result.secrets.isEmpty {
-                inv.output.line(L("secrets stored: \(result.secrets.keys.sorted().joined(separator: ", "))"))
-            }
-            for fp in result.anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
-            for step in nextSteps(p, publicKey: publicKey, stored: Set(result.secrets.keys).union(keptSecrets)) { inv.output.line(step) }
+                                   revision: p.revision, secrets: c.secrets.keys.sorted(),
+                                   trustAnchors: c.anchors.keys.sorted(), notes: c.notes, publicKey: publicKey,
+                                   summary: c.summary))
+            return
         }
-        return .ok
-    }
-
-    /// The id the new profile takes (--keep-id: the file's), and the stored
-    /// profile it replaces (--replace), or nil for a new one.
-    static func placeInStore(_ result: inout ImportResult, name: String, existing: [Profile], source: String, _ inv: Invocation) throws -> Profile? {
-        let replace = inv.args.flag("replace")
-        let named = existing.first { $0.name == name }
-        if inv.args.flag("keep-id") {
-            guard let id = result.fileID else {
-                throw VPNError.usage(L("\(source) names no profile id (vpnctl's exports do: a '# vpnctl profile id:' line, or the JSON id)"),
-                                     hint: L("import it without --keep-id (it gets a new id)"))
-            }
-            if let other = existing.first(where: { $0.id == id }), other.name != name {
-                throw VPNError(.configurationInvalid, L("the id \(id.lowercasedString) is the profile '\(other.name)''s"),
-                               hint: L("update that one with: vpnctl import \(source.shellQuoted) --name \(other.name.shellQuoted) --replace"))
-            }
-            if let named, named.id != id {
-                throw VPNError(.configurationInvalid, L("'\(name)' has the id \(named.id.lowercasedString), and \(source) names \(id.lowercasedString)"),
-                               hint: L("leave out --keep-id to update '\(name)' keeping its id, or import under another --name"))
-            }
-            result.profile.id = id
+        inv.output.line(headline)
+        inv.output.line(L("tunnel: \(c.summary.text)"))
+        if !c.secrets.isEmpty {
+            inv.output.line(L("secrets stored: \(c.secrets.keys.sorted().joined(separator: ", "))"))
         }
-        guard let named else { return nil }
-        guard replace else {
-            throw VPNError(.configurationInvalid, L("a profile named '\(name)' already exists"),
-                           hint: L("update it in place with --replace, choose another name with --name NAME, or remove the old one first"))
-        }
-        if named.origin?.managedByApply == true {
-            throw VPNError(.configurationInvalid, L("'\(name)' is managed by 'vpnctl apply'; its file there decides what it is"),
-                           hint: L("change the file that 'vpnctl apply' reads, or import under another --name"))
-        }
-        // The file decides the tunnel; what the user set here stays (who may
-        // use it, on-demand, enabled). A JSON profile is the whole profile.
-        var p = result.profile
-        p.id = named.id
-        p.revision = named.revision
-        p.origin = named.origin
-        if !result.isWholeProfile {
-            var kept = named
-            kept.protocol = p.protocol
-            p = kept
-        }
-        result.profile = p
-        return named
-    }
-
-    /// --replace: the file's secrets written over the old ones (what the file
-    /// leaves out keeps its value), the profile saved, the secrets it no longer
-    /// names removed; a failure puts the old values back.
-    static func replaceSaving(_ result: inout ImportResult, over old: Profile, store: PreferencesStore, _ inv: Invocation,
-                              keptSecrets: inout Set<String>) throws {
-        var before: [String: [UInt8]?] = [:]
-        for name in result.secrets.keys { before[name] = try? store.secrets.read(old.id, name: name) }
-        do {
-            for (secretName, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
-                try store.secrets.set(old.id, name: secretName, value: value)
-            }
-            try installAnchors(result, inv)
-            result.profile = try store.save(result.profile)
-        } catch {
-            for (name, value) in before {
-                if let value { try? store.secrets.set(old.id, name: name, value: value) } else { try? store.secrets.remove(old.id, name: name) }
-            }
-            throw error
-        }
-        let named = Set(result.profile.secretReferences.map(\.name))
-        for ref in old.secretReferences where !named.contains(ref.name) { try? store.secrets.remove(old.id, name: ref.name) }
-        // What the file left out keeps the value it had here.
-        let leftOut = result.profile.secretReferences.map(\.name).filter { result.secrets[$0] == nil }
-        let kept = leftOut.filter { store.secrets.exists(old.id, name: $0) }
-        if !kept.isEmpty {
-            result.notes.removeAll { $0.hasPrefix(ExportMarker.unsetNote([])) }
-            result.notes.append(L("the secrets the file leaves out keep the values set here: \(kept.joined(separator: ", "))"))
-            keptSecrets = Set(kept)
-        }
-    }
-
-    static func installAnchors(_ result: ImportResult, _ inv: Invocation) throws {
-        let trust = TrustStore(configDirectory: inv.options.configDirectory)
-        for (fingerprint, pem) in result.anchors.sorted(by: { $0.key < $1.key }) {
-            try trust.install(pem, fingerprint: fingerprint)
-        }
+        for fp in c.anchors.keys.sorted() { inv.output.line(L("trust anchor: \(fp)")) }
+        guard showSteps else { return }
+        for step in nextSteps(p, publicKey: publicKey, stored: Set(c.secrets.keys).union(c.keptSecrets)) { inv.output.line(step) }
     }
 
     /// What the user does next: give the server the public key (WireGuard),
@@ -261,12 +174,5 @@ enum ImportCommand {
             return !n.isEmpty && n.allSatisfy { $0.isASCII && $0.isNumber }
         }
         return false
-    }
-
-    static func defaultName(_ file: String) -> String {
-        if file == "-" { return "imported" }
-        var base = file.split(separator: "/").last.map(String.init) ?? file
-        if let dot = base.lastIndex(of: "."), dot != base.startIndex { base = String(base[..<dot]) }
-        return base
     }
 }

@@ -90,90 +90,43 @@ enum MobileConfigImport {
         let options = MobileConfig.Options(name: inv.args.value("name"), username: inv.args.value("username"), signerAnchors: anchors,
                                            identityPassword: try identityPassword(inv, file: file))
         let contents = try MobileConfig.read(bytes, source: source, defaultName: defaultName, options: options)
-        let store = inv.store
-        let existing = try store.load()
-        let mine = existing.filter { $0.origin?.profileIdentifier == contents.identifier }
-
-        var saving: [Profile] = []
-        var rows: [(ProfileResult, ImportResult?)] = []
-        for item in contents.items {
-            var p = item.result.profile
-            p.origin = ProfileOrigin(profileIdentifier: contents.identifier, payloadIdentifier: item.payloadIdentifier)
-            if let old = mine.first(where: { $0.origin?.payloadIdentifier == item.payloadIdentifier }) {
-                p.id = old.id
-                p.revision = old.revision
-                // What the administrator set here stays: enabled and who may control it.
-                p.enabled = old.enabled
-                p.policy = old.policy
-                p.origin?.managedByApply = old.origin?.managedByApply ?? false
-                let sameSecrets = item.result.secrets.allSatisfy { name, value in
-                    (try? store.secrets.read(old.id, name: name)) == value
-                }
-                if p == old && sameSecrets {
-                    rows.append((row(old, item, "unchanged"), nil))
-                    continue
-                }
-                saving.append(p)
-                rows.append((row(p, item, "updated"), item.result))
-            } else {
-                if let clash = existing.first(where: { $0.name == p.name }) {
-                    let whose = clash.origin.map { "imported from \($0.profileIdentifier.quotedForMessage)" } ?? "made by hand"
-                    throw VPNError(.configurationInvalid, L("\(source): a profile named '\(p.name)' already exists (\(whose)); nothing was imported"),
-                                   hint: L("remove or rename the other profile, or import with --name NAME (one VPN payload only)"))
-                }
-                saving.append(p)
-                rows.append((row(p, item, "created"), item.result))
-            }
+        let desired = contents.items.map {
+            DesiredProfile(origin: ProfileOrigin(profileIdentifier: contents.identifier, payloadIdentifier: $0.payloadIdentifier),
+                           result: $0.result, source: source)
         }
-        let kept = Set(contents.items.map(\.payloadIdentifier))
-        let dropped = mine.filter { !kept.contains($0.origin?.payloadIdentifier ?? "") }
-
-        var allAnchors: [String: [UInt8]] = [:]
-        for a in contents.anchors { allAnchors[a.fingerprint] = Array(a.pem.utf8) }
-        for item in contents.items { allAnchors.merge(item.result.anchors) { a, _ in a } }
-
+        var certificates: [String: [UInt8]] = [:]
+        for a in contents.anchors { certificates[a.fingerprint] = Array(a.pem.utf8) }
+        let imports = ProfileImport(store: inv.store, runtime: inv.controller.runtime)
+        let plan = try imports.planReconcile(desired, scope: .configurationProfile(identifier: contents.identifier, source: source),
+                                             anchors: certificates)
         // Profiles the new version dropped are stopped before they go.
-        for old in dropped {
-            let controller = inv.controller
-            let current = try controller.derive(old)
-            if current.supervisorAlive {
-                let (_, stopped) = try TunnelActions.stop(inv, old, wait: true, timeout: 10)
-                if stopped.supervisorAlive {
-                    throw VPNError(.failure, L("'\(old.name)' (dropped from \(source)) is still running; nothing was changed"),
-                                   hint: L("stop it with: vpnctl stop \(old.name)"))
-                }
-                inv.output.note(L("stopped '\(old.name)' before removing it (its payload is gone from \(source))"))
-            }
+        try stopRemoved(inv, plan) { old in
+            (VPNError(.failure, L("'\(old.name)' (dropped from \(source)) is still running; nothing was changed"),
+                      hint: L("stop it with: vpnctl stop \(old.name)")),
+             L("stopped '\(old.name)' before removing it (its payload is gone from \(source))"))
         }
+        let outcome = try imports.commit(plan)
+        noteLeftovers(inv, outcome)
+        render(inv, contents, outcome.plan)
+        return .ok
+    }
 
-        try write(store, inv, saving: saving, rows: rows, dropped: dropped, anchors: allAnchors)
-        for old in dropped {
-            do {
-                try store.secrets.removeAll(old.id)
-                try inv.controller.runtime.remove(old.id)
-            } catch {
-                inv.output.note(L("note: '\(old.name)' was removed, but not all of its files: \(VPNError.from(error).message)"))
-            }
-        }
-
-        var results = rows.map(\.0).map { r -> ProfileResult in
-            guard r.change != "unchanged", let saved = saving.first(where: { $0.id.lowercasedString == r.id }) else { return r }
-            return ProfileResult(id: r.id, name: r.name, protocol: r.protocol, revision: saved.revision + 1,
-                                 payloadIdentifier: r.payloadIdentifier, change: r.change, secrets: r.secrets)
-        }
-        results += dropped.map {
-            ProfileResult(id: $0.id.lowercasedString, name: $0.name, protocol: $0.protocol.kind.rawValue, revision: $0.revision,
-                          payloadIdentifier: $0.origin?.payloadIdentifier ?? "", change: "removed", secrets: [])
+    static func render(_ inv: Invocation, _ contents: MobileConfig.Contents, _ plan: ImportPlan) {
+        let results = plan.changes.map { c in
+            ProfileResult(id: c.profile.id.lowercasedString, name: c.profile.name, protocol: c.profile.protocol.kind.rawValue,
+                          revision: c.profile.revision, payloadIdentifier: c.profile.origin?.payloadIdentifier ?? "", change: c.change.rawValue,
+                          secrets: c.change == .removed ? [] : c.secrets.keys.sorted(),
+                          // As before the use case: only an unchanged profile's row carries its summary.
+                          summary: c.change == .unchanged ? c.summary : nil)
         }
         let anchorRows = contents.anchors.map { Anchor(fingerprint: $0.fingerprint, subject: $0.subject, notAfter: $0.notAfter) }
         let signer = contents.signer.map { Signer(subject: $0.subject, issuer: $0.issuer, notAfter: $0.notAfter, chainVerified: contents.chainVerified) }
         let notes = contents.notes + contents.items.flatMap(\.result.notes)
         for note in notes { inv.output.note(L("note: \(note)")) }
-        let changed = results.contains { $0.change != "unchanged" }
         if inv.options.json {
-            inv.output.emit(Result(identifier: contents.identifier, signer: signer, changed: changed, profiles: results,
+            inv.output.emit(Result(identifier: contents.identifier, signer: signer, changed: plan.changed, profiles: results,
                                    trustAnchors: anchorRows, notes: notes))
-            return .ok
+            return
         }
         if let s = signer {
             inv.output.line(s.chainVerified ? L("signed by: \(s.subject) (signature verified, chain checked against --ca)")
@@ -194,45 +147,30 @@ enum MobileConfigImport {
             if let summary = r.summary, r.change != "unchanged" { inv.output.line(L("  tunnel: \(summary.text)")) }
         }
         for a in anchorRows { inv.output.line(L("trust anchor: \(a.fingerprint) \(a.subject) (expires \(a.notAfter))")) }
-        return .ok
     }
 
-    static func row(_ p: Profile, _ item: MobileConfig.Item, _ change: String) -> ProfileResult {
-        ProfileResult(id: p.id.lowercasedString, name: p.name, protocol: p.protocol.kind.rawValue, revision: p.revision,
-                      payloadIdentifier: item.payloadIdentifier, change: change, secrets: item.result.secrets.keys.sorted(),
-                      summary: ImportSummary.of(p, noEffect: item.result.noEffect))
+    /// Stops each running profile the plan removes, before anything is
+    /// written; one that keeps running stops the import (`refusal`: the error
+    /// and the note for a stopped one, in the front door's words).
+    static func stopRemoved(_ inv: Invocation, _ plan: ImportPlan, refusal: (Profile) -> (VPNError, String)) throws {
+        for old in plan.removed {
+            let current = try inv.controller.derive(old)
+            guard current.supervisorAlive else { continue }
+            let (_, stopped) = try TunnelActions.stop(inv, old, wait: true, timeout: 10)
+            let (error, note) = refusal(old)
+            if stopped.supervisorAlive { throw error }
+            inv.output.note(note)
+        }
     }
 
-    /// Secrets, anchors, then one store write. On failure the secrets are put
-    /// back as they were, so a failed import leaves nothing behind.
-    static func write(_ store: PreferencesStore, _ inv: Invocation, saving: [Profile], rows: [(ProfileResult, ImportResult?)],
-                      dropped: [Profile], anchors: [String: [UInt8]]) throws {
-        var undo: [() -> Void] = []
-        do {
-            for (row, result) in rows {
-                guard let result, let p = saving.first(where: { $0.id.lowercasedString == row.id }) else { continue }
-                let isNew = row.change == "created"
-                if isNew { undo.append { try? store.secrets.removeAll(p.id) } }
-                for (name, value) in result.secrets.sorted(by: { $0.key < $1.key }) {
-                    if !isNew {
-                        let old = try? store.secrets.read(p.id, name: name)
-                        undo.append {
-                            if let old { try? store.secrets.set(p.id, name: name, value: old) } else { try? store.secrets.remove(p.id, name: name) }
-                        }
-                    }
-                    try store.secrets.set(p.id, name: name, value: value)
-                }
+    /// What a commit could not remove once the store was written.
+    static func noteLeftovers(_ inv: Invocation, _ outcome: ImportOutcome) {
+        for left in outcome.leftovers {
+            if let secret = left.secret {
+                inv.output.note(L("note: '\(left.profile.name)' no longer names the secret \(secret), which could not be removed: \(left.error.message)"))
+            } else {
+                inv.output.note(L("note: '\(left.profile.name)' was removed, but not all of its files: \(left.error.message)"))
             }
-            let trust = TrustStore(configDirectory: inv.options.configDirectory)
-            for (fingerprint, pem) in anchors.sorted(by: { $0.key < $1.key }) {
-                try trust.install(pem, fingerprint: fingerprint)
-            }
-            if !saving.isEmpty || !dropped.isEmpty {
-                try store.commit(saving: saving, removing: dropped.map(\.id))
-            }
-        } catch {
-            for step in undo.reversed() { step() }
-            throw error
         }
     }
 }

@@ -155,81 +155,9 @@ public enum ProfileExport {
             vpn["RemoteAddress"] = .string(w.peers.first?.endpoint ?? "")
             vpn["AuthenticationMethod"] = .string("Password")
         case .openvpn(let o):
-            payload["VPNType"] = .string("VPN")
-            payload["VPNSubType"] = .string("net.openvpn.connect.app")
-            var vendor: [String: PropertyList] = ["client": .string("NOARGS"), "dev": .string("tun")]
-            for (i, r) in o.remotes.enumerated() { vendor["remote.\(i + 1)"] = .string("\(r.host) \(r.port) \(r.proto)") }
-            var counts: [String: Int] = [:]
-            for option in o.options {
-                let words = OpenVPNDirectives.tokenize(option) ?? []
-                guard let name = words.first else { continue }
-                let rest = words.dropFirst().joined(separator: " ")
-                counts[name, default: 0] += 1
-                let key = counts[name]! == 1 ? name : "\(name).\(counts[name]!)"
-                vendor[key] = .string(rest.isEmpty ? "NOARGS" : rest)
-            }
-            if counts.values.contains(where: { $0 > 1 }) {
-                // Every occurrence numbered, so the importer keeps their order.
-                for (name, n) in counts where n > 1 {
-                    vendor["\(name).1"] = vendor.removeValue(forKey: name)
-                }
-            }
-            // The importer ends each inline file with one line break: write none.
-            func inline(_ s: String) -> PropertyList {
-                var body = Substring(s)
-                while body.last == "\n" { body = body.dropLast() }
-                return .string(String(body).replacingAll("\n", with: "\\n"))
-            }
-            if !o.caFingerprints.isEmpty { vendor["ca"] = inline(try o.caFingerprints.map(anchor).joined()) }
-            if let c = o.certificate { vendor["cert"] = inline(c) }
-            if let k = secret(o.keySecret) { vendor["key"] = inline(k) }
-            if let k = secret(o.tlsCryptSecret) { vendor["tls-crypt"] = inline(k) }
-            if let k = secret(o.tlsAuthSecret) { vendor["tls-auth"] = inline(k) }
-            if let k = secret(o.tlsCryptV2Secret) { vendor["tls-crypt-v2"] = inline(k) }
-            if o.username != nil || o.passwordSecret != nil { vendor["auth-user-pass"] = .string("NOARGS") }
-            if let u = o.username { vpn["AuthName"] = .string(u) }
-            if let pw = secret(o.passwordSecret) { vpn["AuthPassword"] = .string(pw) }
-            payload["VendorConfig"] = .dict(vendor)
-            vpn["RemoteAddress"] = .string("DEFAULT")
-            vpn["AuthenticationMethod"] = .string(o.certificate != nil ? "Certificate" : "Password")
+            try openVPNPayload(o, payload: &payload, vpn: &vpn, secret: secret, anchor: anchor)
         case .ikev2(let i):
-            payload["VPNType"] = .string("IKEv2")
-            var ike: [String: PropertyList] = ["RemoteAddress": .string(i.serverAddress)]
-            if let r = i.remoteIdentifier { ike["RemoteIdentifier"] = .string(r) }
-            if let l = i.localIdentifier { ike["LocalIdentifier"] = .string(l) }
-            switch i.authenticationMethod {
-            case .none: ike["AuthenticationMethod"] = .string("None")
-            case .sharedSecret:
-                ike["AuthenticationMethod"] = .string("SharedSecret")
-                if let s = secret(i.sharedSecretSecret) { ike["SharedSecret"] = .string(s) }
-            case .certificate:
-                ike["AuthenticationMethod"] = .string("Certificate")
-                if let identity = secret(i.identitySecret) {
-                    // The file holds secrets already: the PKCS#12 password goes beside it.
-                    var rng = SystemRandomNumberGenerator()
-                    let password = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &rng), radix: 16) }.joined()
-                    let uuid = UUID().uuidString
-                    let p12 = try Crypto.pkcs12(identityPEM: Array(identity.utf8), password: password)
-                    others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
-                                         "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
-                                         "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
-                                         "PayloadContent": .data(p12)]))
-                    ike["PayloadCertificateUUID"] = .string(uuid)
-                }
-            }
-            if let u = i.username {
-                ike["ExtendedAuthEnabled"] = .integer(1)
-                ike["AuthName"] = .string(u)
-                if let pw = secret(i.passwordSecret) { ike["AuthPassword"] = .string(pw) }
-            }
-            if let fp = i.caFingerprint {
-                let pem = try anchor(fp)
-                if let der = PEM.blocks(pem).first?.der {
-                    others.append(.dict(["PayloadType": .string("com.apple.security.root"), "PayloadVersion": .integer(1),
-                                         "PayloadIdentifier": .string("\(payloadID).ca"), "PayloadUUID": .string(UUID().uuidString),
-                                         "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
-                }
-            }
+            var ike = try ikev2Payload(i, p, payloadID: payloadID, payload: &payload, others: &others, secret: secret, anchor: anchor)
             ikev2Tuning(i, into: &ike, notExpressible: &notExpressible)
             onDemand(p.onDemand, into: &ike)
             flags(p, into: &ike)
@@ -267,6 +195,93 @@ public enum ProfileExport {
         if !notExpressible.isEmpty { description.append("not expressible in Apple's keys: \(notExpressible.joined(separator: "; "))") }
         if !description.isEmpty { top["PayloadDescription"] = .string("Exported by vpnctl; " + description.joined(separator: "; ")) }
         return .dict(top)
+    }
+
+    /// OpenVPN Connect's VendorConfig: a key per directive (repeats numbered), inline files.
+    static func openVPNPayload(_ o: OpenVPNConfiguration, payload: inout [String: PropertyList], vpn: inout [String: PropertyList],
+                               secret: (String?) -> String?, anchor: (String) throws -> String) throws {
+        payload["VPNType"] = .string("VPN")
+        payload["VPNSubType"] = .string("net.openvpn.connect.app")
+        var vendor: [String: PropertyList] = ["client": .string("NOARGS"), "dev": .string("tun")]
+        for (i, r) in o.remotes.enumerated() { vendor["remote.\(i + 1)"] = .string("\(r.host) \(r.port) \(r.proto)") }
+        var counts: [String: Int] = [:]
+        for option in o.options {
+            let words = OpenVPNDirectives.tokenize(option) ?? []
+            guard let name = words.first else { continue }
+            let rest = words.dropFirst().joined(separator: " ")
+            counts[name, default: 0] += 1
+            let key = counts[name]! == 1 ? name : "\(name).\(counts[name]!)"
+            vendor[key] = .string(rest.isEmpty ? "NOARGS" : rest)
+        }
+        if counts.values.contains(where: { $0 > 1 }) {
+            // Every occurrence numbered, so the importer keeps their order.
+            for (name, n) in counts where n > 1 {
+                vendor["\(name).1"] = vendor.removeValue(forKey: name)
+            }
+        }
+        // The importer ends each inline file with one line break: write none.
+        func inline(_ s: String) -> PropertyList {
+            var body = Substring(s)
+            while body.last == "\n" { body = body.dropLast() }
+            return .string(String(body).replacingAll("\n", with: "\\n"))
+        }
+        if !o.caFingerprints.isEmpty { vendor["ca"] = inline(try o.caFingerprints.map(anchor).joined()) }
+        if let c = o.certificate { vendor["cert"] = inline(c) }
+        if let k = secret(o.keySecret) { vendor["key"] = inline(k) }
+        if let k = secret(o.tlsCryptSecret) { vendor["tls-crypt"] = inline(k) }
+        if let k = secret(o.tlsAuthSecret) { vendor["tls-auth"] = inline(k) }
+        if let k = secret(o.tlsCryptV2Secret) { vendor["tls-crypt-v2"] = inline(k) }
+        if o.username != nil || o.passwordSecret != nil { vendor["auth-user-pass"] = .string("NOARGS") }
+        if let u = o.username { vpn["AuthName"] = .string(u) }
+        if let pw = secret(o.passwordSecret) { vpn["AuthPassword"] = .string(pw) }
+        payload["VendorConfig"] = .dict(vendor)
+        vpn["RemoteAddress"] = .string("DEFAULT")
+        vpn["AuthenticationMethod"] = .string(o.certificate != nil ? "Certificate" : "Password")
+    }
+
+    /// The IKEv2 dictionary: server, identities, authentication (a PKCS#12
+    /// identity payload and the CA as payloads of their own, in `others`).
+    static func ikev2Payload(_ i: IKEv2Configuration, _ p: Profile, payloadID: String, payload: inout [String: PropertyList],
+                             others: inout [PropertyList], secret: (String?) -> String?,
+                             anchor: (String) throws -> String) throws -> [String: PropertyList] {
+        payload["VPNType"] = .string("IKEv2")
+        var ike: [String: PropertyList] = ["RemoteAddress": .string(i.serverAddress)]
+        if let r = i.remoteIdentifier { ike["RemoteIdentifier"] = .string(r) }
+        if let l = i.localIdentifier { ike["LocalIdentifier"] = .string(l) }
+        switch i.authenticationMethod {
+        case .none: ike["AuthenticationMethod"] = .string("None")
+        case .sharedSecret:
+            ike["AuthenticationMethod"] = .string("SharedSecret")
+            if let s = secret(i.sharedSecretSecret) { ike["SharedSecret"] = .string(s) }
+        case .certificate:
+            ike["AuthenticationMethod"] = .string("Certificate")
+            if let identity = secret(i.identitySecret) {
+                // The file holds secrets already: the PKCS#12 password goes beside it.
+                var rng = SystemRandomNumberGenerator()
+                let password = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &rng), radix: 16) }.joined()
+                let uuid = UUID().uuidString
+                let p12 = try Crypto.pkcs12(identityPEM: Array(identity.utf8), password: password)
+                others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
+                                     "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
+                                     "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
+                                     "PayloadContent": .data(p12)]))
+                ike["PayloadCertificateUUID"] = .string(uuid)
+            }
+        }
+        if let u = i.username {
+            ike["ExtendedAuthEnabled"] = .integer(1)
+            ike["AuthName"] = .string(u)
+            if let pw = secret(i.passwordSecret) { ike["AuthPassword"] = .string(pw) }
+        }
+        if let fp = i.caFingerprint {
+            let pem = try anchor(fp)
+            if let der = PEM.blocks(pem).first?.der {
+                others.append(.dict(["PayloadType": .string("com.apple.security.root"), "PayloadVersion": .integer(1),
+                                     "PayloadIdentifier": .string("\(payloadID).ca"), "PayloadUUID": .string(UUID().uuidString),
+                                     "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
+            }
+        }
+        return ike
     }
 }
 

@@ -51,6 +51,12 @@ public enum MobileConfig {
 
     static let vpnType = "com.apple.vpn.managed"
     static let trustTypes: Set<String> = ["com.apple.security.root", "com.apple.security.pkcs1", "com.apple.security.pem"]
+    /// A VendorConfig key's directive and its repeat number: `remote.2` is ("remote", 2).
+    static func directiveOrder(_ k: String) -> (String, Int) {
+        if let dot = k.lastIndex(of: "."), let n = Int(k[k.index(after: dot)...]) { return (String(k[..<dot]), n) }
+        return (k, 0)
+    }
+
     static let identityType = "com.apple.security.pkcs12"
     static let openVPNSubTypes: Set<String> = ["net.openvpn.connect.app", "net.openvpn.OpenVPN-Connect.vpnplugin"]
 
@@ -223,6 +229,45 @@ public enum MobileConfig {
             guard let top = plist.dict else {
                 throw VPNError(.configurationInvalid, L("\(source): the property list is \(plist.kindName), not a configuration profile (a dictionary)"))
             }
+            let (identifier, content) = try readTop(top)
+
+            var payloads: [(String, [String: PropertyList])] = []
+            for (i, value) in content.enumerated() {
+                guard let p = value.dict else {
+                    problems.append(L("payload \(i + 1): \(value.kindName), not a dictionary"))
+                    continue
+                }
+                payloads.append((label(p, index: i), p))
+            }
+            // Certificates and identities first: VPN payloads refer to them.
+            for (label, p) in payloads {
+                let type = p["PayloadType"]?.string ?? ""
+                if MobileConfig.trustTypes.contains(type) { readAnchor(p, label) }
+                else if type == MobileConfig.identityType { readIdentity(p, label) }
+            }
+            try refuseIdentitiesOnly(payloads)
+            let items = readVPNPayloads(payloads)
+            if options.name != nil && items.count > 1 {
+                throw VPNError.usage(L("--name names one profile, and \(source) has \(items.count) VPN payloads"),
+                                     hint: L("import it without --name: each payload's UserDefinedName names its profile"))
+            }
+            if !problems.isEmpty {
+                throw VPNError.invalid(problems.count == 1 ? L("\(source) cannot be imported (1 problem); nothing was imported")
+                                      : L("\(source) cannot be imported (\(problems.count) problems); nothing was imported"),
+                                       problems: problems, hint: L("fix the profile and import it again"))
+            }
+            if items.isEmpty && anchors.isEmpty {
+                throw VPNError(.configurationInvalid, L("\(source) has no VPN or certificate payload; nothing to import"))
+            }
+            var c = Contents(identifier: identifier, displayName: top["PayloadDisplayName"]?.string)
+            c.items = items
+            c.anchors = anchors
+            c.notes = notes
+            return c
+        }
+
+        /// The profile's own keys: its type, identifier and version; its payloads.
+        mutating func readTop(_ top: [String: PropertyList]) throws -> (identifier: String, content: [PropertyList]) {
             if MobileConfig.flag(top["IsEncrypted"]) == true || top["EncryptedPayloadContent"] != nil {
                 throw VPNError(.configurationInvalid, L("\(source) is an encrypted profile (IsEncrypted): its payloads are encrypted for one device's key, which vpnctl does not have"),
                                hint: L("ask the publisher (your MDM) for an unencrypted export of the profile"))
@@ -250,21 +295,11 @@ public enum MobileConfig {
                                          "ConsentText", "HasRemovalPasscode", "IsEncrypted", "TargetDeviceType", "PayloadEnabled"]
             let unknown = top.keys.filter { !topKnown.contains($0) }.sorted()
             if !unknown.isEmpty { notes.append("profile: unknown keys, not imported: \(unknown.joined(separator: ", "))") }
+            return (identifier, content)
+        }
 
-            var payloads: [(String, [String: PropertyList])] = []
-            for (i, value) in content.enumerated() {
-                guard let p = value.dict else {
-                    problems.append(L("payload \(i + 1): \(value.kindName), not a dictionary"))
-                    continue
-                }
-                payloads.append((label(p, index: i), p))
-            }
-            // Certificates and identities first: VPN payloads refer to them.
-            for (label, p) in payloads {
-                let type = p["PayloadType"]?.string ?? ""
-                if MobileConfig.trustTypes.contains(type) { readAnchor(p, label) }
-                else if type == MobileConfig.identityType { readIdentity(p, label) }
-            }
+        /// A file of identities alone is for `create --identity`, not for import.
+        func refuseIdentitiesOnly(_ payloads: [(String, [String: PropertyList])]) throws {
             let types = payloads.map { $0.1["PayloadType"]?.string ?? "" }
             let identityNames = payloads.filter { $0.1["PayloadType"]?.string == MobileConfig.identityType }
                 .map { ($0.1["PayloadDisplayName"]?.string ?? $0.1["PayloadIdentifier"]?.string ?? $0.1["PayloadUUID"]?.string ?? "?") }
@@ -275,6 +310,11 @@ public enum MobileConfig {
                     ? L("\(source) holds only an identity (PKCS#12 \(shown[0])); use it with vpnctl create NAME ikev2 --identity \(file)")
                     : L("\(source) holds only identities (PKCS#12 \(shown.joined(separator: ", "))); use one with vpnctl create NAME ikev2 --identity \(file) --identity-payload \(shown[0])"))
             }
+        }
+
+        /// The VPN payloads, each a profile (names and identifiers distinct);
+        /// other payloads are noted.
+        mutating func readVPNPayloads(_ payloads: [(String, [String: PropertyList])]) -> [Item] {
             var items: [Item] = []
             for (label, p) in payloads {
                 guard let type = p["PayloadType"]?.string else {
@@ -304,23 +344,7 @@ public enum MobileConfig {
                     notes.append(L("\(label): no VPN payload uses this identity, so it is not imported; use it with vpnctl create NAME ikev2 --identity FILE"))
                 }
             }
-            if options.name != nil && items.count > 1 {
-                throw VPNError.usage(L("--name names one profile, and \(source) has \(items.count) VPN payloads"),
-                                     hint: L("import it without --name: each payload's UserDefinedName names its profile"))
-            }
-            if !problems.isEmpty {
-                throw VPNError.invalid(problems.count == 1 ? L("\(source) cannot be imported (1 problem); nothing was imported")
-                                      : L("\(source) cannot be imported (\(problems.count) problems); nothing was imported"),
-                                       problems: problems, hint: L("fix the profile and import it again"))
-            }
-            if items.isEmpty && anchors.isEmpty {
-                throw VPNError(.configurationInvalid, L("\(source) has no VPN or certificate payload; nothing to import"))
-            }
-            var c = Contents(identifier: identifier, displayName: top["PayloadDisplayName"]?.string)
-            c.items = items
-            c.anchors = anchors
-            c.notes = notes
-            return c
+            return items
         }
 
         // MARK: Certificates
@@ -466,13 +490,61 @@ public enum MobileConfig {
         /// a flag, `remote.1`/`remote.2` for repeats, inline files with literal
         /// `\n`), rewritten as an .ovpn and read by the .ovpn importer.
         mutating func openvpn(_ vendor: [String: PropertyList], _ vpn: [String: PropertyList], _ label: String, name: String) -> ImportResult? {
+            let order = MobileConfig.directiveOrder
+            guard let directives = vendorDirectives(vendor, label) else { return nil }
+            var lines = directives.lines, blocks = directives.blocks
+            if !directives.skipped.isEmpty {
+                notes.append("\(label): OpenVPN Connect settings not imported: \(directives.skipped.joined(separator: ", "))")
+            }
+            let hasCA = blocks.contains { order($0.key).0 == "ca" } || lines.contains { order($0.key).0 == "ca" }
+            if !hasCA, !anchors.isEmpty {
+                blocks.append(("(certificate payloads)", "<ca>\n" + anchors.map(\.pem).joined() + "</ca>"))
+            }
+            let username = options.username ?? vpn["AuthName"]?.string
+            let password = vpn["AuthPassword"]?.string
+            let hasAuthUserPass = lines.contains { order($0.key).0 == "auth-user-pass" }
+            if (username != nil || password != nil) && !hasAuthUserPass {
+                lines.append(("VPN.AuthName", "auth-user-pass"))
+            }
+            guard identityBlocks(vpn, label, &blocks) else { return nil }
+            let all = lines + blocks
+            let text = all.map(\.text).joined(separator: "\n") + "\n"
+            // The importer numbers lines of this text: name the key instead.
+            var firstLine: [Int: String] = [:]
+            var n = 1
+            for entry in all {
+                firstLine[n] = entry.key
+                n += entry.text.split(separator: "\n", omittingEmptySubsequences: false).count
+            }
+            func rename(_ message: String) -> String {
+                guard message.hasPrefix("line "), let colon = message.firstIndex(of: ":"),
+                      let line = Int(message.dropFirst(5).prefix(while: \.isNumber)), let key = firstLine[line] else { return message }
+                return "VendorConfig.\(key)\(message[colon...])"
+            }
+            do {
+                var r = try OpenVPNImport.parse(text, name: name, source: "VendorConfig",
+                                                options: ImportOptions(username: hasAuthUserPass || username != nil || password != nil ? username : nil))
+                r.notes = r.notes.map(rename)
+                if let password, case .openvpn(let o) = r.profile.protocol, let secret = o.passwordSecret {
+                    r.secrets[secret] = Array(password.utf8)
+                    r.notes.removeAll { $0.contains("set the password with") }
+                }
+                return r
+            } catch {
+                absorb(error, label, rename: rename)
+                return nil
+            }
+        }
+
+        /// VendorConfig's keys as .ovpn lines and inline blocks, in key order
+        /// (`remote.2` after `remote.1`), and the app's own settings skipped;
+        /// nil when one cannot be carried.
+        mutating func vendorDirectives(_ vendor: [String: PropertyList], _ label: String)
+            -> (lines: [(key: String, text: String)], blocks: [(key: String, text: String)], skipped: [String])? {
             var lines: [(key: String, text: String)] = []
             var blocks: [(key: String, text: String)] = []
             var skipped: [String] = []
-            func order(_ k: String) -> (String, Int) {
-                if let dot = k.lastIndex(of: "."), let n = Int(k[k.index(after: dot)...]) { return (String(k[..<dot]), n) }
-                return (k, 0)
-            }
+            let order = MobileConfig.directiveOrder
             let keys = vendor.keys.sorted { order($0) < order($1) }
             let before = problems.count
             for key in keys {
@@ -511,27 +583,21 @@ public enum MobileConfig {
                 lines.append((key, raw == "NOARGS" ? directive : "\(directive) \(raw)"))
             }
             guard problems.count == before else { return nil }
-            if !skipped.isEmpty { notes.append("\(label): OpenVPN Connect settings not imported: \(skipped.joined(separator: ", "))") }
-            let hasCA = blocks.contains { order($0.key).0 == "ca" } || lines.contains { order($0.key).0 == "ca" }
-            if !hasCA, !anchors.isEmpty {
-                blocks.append(("(certificate payloads)", "<ca>\n" + anchors.map(\.pem).joined() + "</ca>"))
-            }
-            let username = options.username ?? vpn["AuthName"]?.string
-            let password = vpn["AuthPassword"]?.string
-            let hasAuthUserPass = lines.contains { order($0.key).0 == "auth-user-pass" }
-            if (username != nil || password != nil) && !hasAuthUserPass {
-                lines.append(("VPN.AuthName", "auth-user-pass"))
-            }
-            var identity: Crypto.Identity? = nil
+            return (lines, blocks, skipped)
+        }
+
+        /// The identity payload VPN.PayloadCertificateUUID names, as the
+        /// <cert> and <key> blocks the file does not have; false when it names none.
+        mutating func identityBlocks(_ vpn: [String: PropertyList], _ label: String, _ blocks: inout [(key: String, text: String)]) -> Bool {
+            let order = MobileConfig.directiveOrder
             if let uuid = vpn["PayloadCertificateUUID"]?.string {
                 guard let id = identities[uuid] else {
                     if !brokenIdentities.contains(uuid) {
                         problems.append(L("\(label): VPN.PayloadCertificateUUID \(uuid.quotedForMessage) names no identity (com.apple.security.pkcs12) payload in this profile"))
                     }
-                    return nil
+                    return false
                 }
                 usedIdentities.insert(uuid)
-                identity = id
                 if !blocks.contains(where: { order($0.key).0 == "cert" }) {
                     blocks.append(("(identity payload)", "<cert>\n\(id.certificate.pem)</cert>"))
                 }
@@ -539,34 +605,7 @@ public enum MobileConfig {
                     blocks.append(("(identity payload)", "<key>\n\(String(decoding: id.privateKeyPEM, as: UTF8.self))</key>"))
                 }
             }
-            let all = lines + blocks
-            let text = all.map(\.text).joined(separator: "\n") + "\n"
-            // The importer numbers lines of this text: name the key instead.
-            var firstLine: [Int: String] = [:]
-            var n = 1
-            for entry in all {
-                firstLine[n] = entry.key
-                n += entry.text.split(separator: "\n", omittingEmptySubsequences: false).count
-            }
-            func rename(_ message: String) -> String {
-                guard message.hasPrefix("line "), let colon = message.firstIndex(of: ":"),
-                      let line = Int(message.dropFirst(5).prefix(while: \.isNumber)), let key = firstLine[line] else { return message }
-                return "VendorConfig.\(key)\(message[colon...])"
-            }
-            do {
-                var r = try OpenVPNImport.parse(text, name: name, source: "VendorConfig",
-                                                options: ImportOptions(username: hasAuthUserPass || username != nil || password != nil ? username : nil))
-                r.notes = r.notes.map(rename)
-                if let password, case .openvpn(let o) = r.profile.protocol, let secret = o.passwordSecret {
-                    r.secrets[secret] = Array(password.utf8)
-                    r.notes.removeAll { $0.contains("set the password with") }
-                }
-                _ = identity
-                return r
-            } catch {
-                absorb(error, label, rename: rename)
-                return nil
-            }
+            return true
         }
 
         mutating func provider(_ sub: String, _ vendor: [String: PropertyList], _ vpn: [String: PropertyList], _ label: String, name: String) -> ImportResult? {

@@ -672,28 +672,7 @@ public enum NMKeyfileImport {
                 c.authenticationMethod = .sharedSecret
                 c.sharedSecretSecret = secret("vpn-secrets", "password", flags: (v, "password-flags"), as: "shared-secret", required: true)
             case "key", "cert":
-                c.authenticationMethod = .certificate
-                guard let cert = material(v, "usercert"), let key = material(v, "userkey") else {
-                    for k in ["usercert", "userkey"] where entry(v, k) == nil {
-                        problems.append(L("vpn.\(k): missing (method \(method) needs the client certificate and its key)"))
-                    }
-                    return nil
-                }
-                let keyText = String(decoding: key, as: UTF8.self)
-                guard String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") else {
-                    problems.append(L("\(at(v, "usercert")): no PEM certificate in it"))
-                    return nil
-                }
-                guard keyText.containsUTF8("PRIVATE KEY-----"), !keyText.containsUTF8("ENCRYPTED") else {
-                    problems.append(L("\(at(v, "userkey")): not an unencrypted PEM private key (decrypt it with openssl pkey -in KEY -out PLAIN, and import again)"))
-                    return nil
-                }
-                var identity = cert
-                if identity.last != 0x0A { identity.append(0x0A) }
-                secrets["identity"] = identity + key
-                c.identitySecret = "identity"
-                _ = int(v, "password-flags", 0...15)
-                if string("vpn-secrets", "password") != nil { notes.append(L("vpn-secrets.password is not kept: the key is not encrypted")) }
+                guard strongSwanCertificate(&c, method: method) else { return nil }
             default:
                 problems.append(L("\(at(v, "method")): \(method.quotedForMessage) is not supported; vpnctl imports eap, psk and key (a certificate and its key file), not an ssh-agent or a smartcard"))
                 return nil
@@ -709,18 +688,7 @@ public enum NMKeyfileImport {
             } else if entry(v, "certificate") == nil && method != "psk" {
                 problems.append(L("vpn.certificate: missing: the plugin would trust the system's CAs; vpnctl needs the CA that signs the server's certificate (certificate=FILE)"))
             }
-            if let virtual = bool(v, "virtual") { c.useServerVirtualIP = virtual }
-            if isTrue(v, "proposal") {
-                let ike = (string(v, "ike") ?? "").split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
-                let esp = (string(v, "esp") ?? "").split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
-                if !ike.isEmpty { c.ikeProposals = ike }
-                if !esp.isEmpty { c.childProposals = esp }
-            } else {
-                for k in ["ike", "esp"] where entry(v, k) != nil {
-                    used.insert("vpn.\(k)")
-                    notes.append(L("\(at(v, k)): not used, since vpn.proposal is not yes (the plugin ignores it too)"))
-                }
-            }
+            readStrongSwanProposals(&c)
             // Set to yes these change the tunnel, and vpnctl cannot: listed as not carried.
             for k in ["encap", "ipcomp"] where bool(v, k) == true { used.remove("vpn.\(k)") }
             for family in ["ipv4", "ipv6"] {
@@ -736,6 +704,52 @@ public enum NMKeyfileImport {
                 p.dnsSettings = DNSSettings(servers: d.servers, searchDomains: d.search, matchDomains: d.match)
             }
             return p
+        }
+
+        /// method key (or cert): the client certificate and its unencrypted
+        /// key, as the secret 'identity'; false when they cannot be used.
+        mutating func strongSwanCertificate(_ c: inout IKEv2Configuration, method: String) -> Bool {
+            let v = "vpn"
+            c.authenticationMethod = .certificate
+            guard let cert = material(v, "usercert"), let key = material(v, "userkey") else {
+                for k in ["usercert", "userkey"] where entry(v, k) == nil {
+                    problems.append(L("vpn.\(k): missing (method \(method) needs the client certificate and its key)"))
+                }
+                return false
+            }
+            let keyText = String(decoding: key, as: UTF8.self)
+            guard String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") else {
+                problems.append(L("\(at(v, "usercert")): no PEM certificate in it"))
+                return false
+            }
+            guard keyText.containsUTF8("PRIVATE KEY-----"), !keyText.containsUTF8("ENCRYPTED") else {
+                problems.append(L("\(at(v, "userkey")): not an unencrypted PEM private key (decrypt it with openssl pkey -in KEY -out PLAIN, and import again)"))
+                return false
+            }
+            var identity = cert
+            if identity.last != 0x0A { identity.append(0x0A) }
+            secrets["identity"] = identity + key
+            c.identitySecret = "identity"
+            _ = int(v, "password-flags", 0...15)
+            if string("vpn-secrets", "password") != nil { notes.append(L("vpn-secrets.password is not kept: the key is not encrypted")) }
+            return true
+        }
+
+        /// vpn.virtual, and the proposals when vpn.proposal is yes.
+        mutating func readStrongSwanProposals(_ c: inout IKEv2Configuration) {
+            let v = "vpn"
+            if let virtual = bool(v, "virtual") { c.useServerVirtualIP = virtual }
+            if isTrue(v, "proposal") {
+                let ike = (string(v, "ike") ?? "").split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
+                let esp = (string(v, "esp") ?? "").split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty }
+                if !ike.isEmpty { c.ikeProposals = ike }
+                if !esp.isEmpty { c.childProposals = esp }
+            } else {
+                for k in ["ike", "esp"] where entry(v, k) != nil {
+                    used.insert("vpn.\(k)")
+                    notes.append(L("\(at(v, k)): not used, since vpn.proposal is not yes (the plugin ignores it too)"))
+                }
+            }
         }
     }
 

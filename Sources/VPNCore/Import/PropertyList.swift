@@ -458,21 +458,9 @@ struct BinaryPropertyListReader {
         }
     }
 
-    mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
-        guard index < objectCount else { throw fail(L("reference to object \(index), but there are \(objectCount)")) }
-        guard depth <= PropertyList.maximumDepth else { throw fail(L("nested more than \(PropertyList.maximumDepth) deep")) }
-        guard !decoding.contains(index) else { throw fail(L("object \(index) contains itself (a reference cycle)")) }
-        values += 1
-        guard values <= PropertyList.maximumValues else { throw fail(L("more than \(PropertyList.maximumValues) values (shared objects counted each time)")) }
-        let o = try offset(of: index)
-        let marker = b[o]
+    /// An integer, a real or a date (markers 0x1, 0x2, 0x3).
+    mutating func number(_ marker: UInt8, at o: Int, index: Int) throws -> PropertyList {
         switch marker >> 4 {
-        case 0x0:
-            switch marker {
-            case 0x08: return .bool(false)
-            case 0x09: return .bool(true)
-            default: throw fail(L("object \(index): marker 0x\(String(marker, radix: 16)) (null or fill) is not a value"))
-            }
         case 0x1:
             let size = 1 << Int(marker & 0x0F)
             guard size <= 16 else { throw fail(L("object \(index): integer of \(size) bytes")) }
@@ -495,6 +483,28 @@ struct BinaryPropertyListReader {
             let t = Double(bitPattern: uint(o + 1, 8))
             guard PlistDate.range.contains(t) else { throw fail(L("object \(index): a date outside the years 0001–9999")) }
             return .date(t)
+        default:
+            throw fail(L("object \(index): unknown marker 0x\(String(marker, radix: 16))"))
+        }
+    }
+
+    mutating func object(_ index: Int, depth: Int) throws -> PropertyList {
+        guard index < objectCount else { throw fail(L("reference to object \(index), but there are \(objectCount)")) }
+        guard depth <= PropertyList.maximumDepth else { throw fail(L("nested more than \(PropertyList.maximumDepth) deep")) }
+        guard !decoding.contains(index) else { throw fail(L("object \(index) contains itself (a reference cycle)")) }
+        values += 1
+        guard values <= PropertyList.maximumValues else { throw fail(L("more than \(PropertyList.maximumValues) values (shared objects counted each time)")) }
+        let o = try offset(of: index)
+        let marker = b[o]
+        switch marker >> 4 {
+        case 0x0:
+            switch marker {
+            case 0x08: return .bool(false)
+            case 0x09: return .bool(true)
+            default: throw fail(L("object \(index): marker 0x\(String(marker, radix: 16)) (null or fill) is not a value"))
+            }
+        case 0x1, 0x2, 0x3:
+            return try number(marker, at: o, index: index)
         case 0x4:
             let (n, start) = try count(marker, at: o)
             try checkSpan(start, n, 1, "data")

@@ -157,6 +157,30 @@ public enum StrongSwanProfile {
             var anchors: [String: [UInt8]] = [:]
             var chain: [Crypto.Certificate] = []
 
+            guard readAuthentication(&c, local: local, type: type, certificateAuth: certificateAuth, eap: eap,
+                                     secrets: &secrets, chain: &chain) else { return nil }
+
+            readServerTrust(&c, remote: remote, chain: chain, certificateAuth: certificateAuth, anchors: &anchors)
+
+            readTuning(r, &c)
+
+            var profile = Profile(name: name, protocol: .ikev2(c))
+            readNetwork(r, &profile)
+            if problems.isEmpty {
+                notes.append(L("name is the app's own label: the profile is '\(name)'; with --keep-id its id is the file's uuid"))
+            }
+            var result = ImportResult(profile: profile, secrets: secrets, notes: notes, anchors: anchors)
+            result.fileID = uuid
+            result.noEffect = noEffect
+            return result
+        }
+
+        /// subnets: the remote traffic selectors (a split tunnel); block-ipv4
+        /// and block-ipv6 together: the kill switch.
+        /// The client's credentials: the certificate of local.p12, the EAP
+        /// username; false when the profile cannot be made.
+        mutating func readAuthentication(_ c: inout IKEv2Configuration, local: JSONReader?, type: String, certificateAuth: Bool, eap: Bool,
+                                         secrets: inout [String: [UInt8]], chain: inout [Crypto.Certificate]) -> Bool {
             if certificateAuth {
                 c.authenticationMethod = .certificate
                 if let p12Text = local.flatMap({ l in value({ try l.string("p12") }) }) {
@@ -175,7 +199,7 @@ public enum StrongSwanProfile {
             if eap {
                 guard let user = options.username ?? local.flatMap({ l in value({ try l.string("eap_id") }) }), !user.isEmpty else {
                     problems.append(L("local.eap_id: missing (the EAP username of type \(type)); give it with --username"))
-                    return nil
+                    return false
                 }
                 c.username = user
                 c.passwordSecret = "password"
@@ -187,8 +211,12 @@ public enum StrongSwanProfile {
                 noEffect.append("local.rsa-pss")
                 notes.append(L("local.rsa-pss has no effect here: charon chooses the signature scheme the server offers (RFC 7427)"))
             }
+            return true
+        }
 
-            // The server's trust anchor: remote.cert, else the CA that came with the client certificate.
+        /// The server's trust anchor: remote.cert, else the CA that came with the client certificate.
+        mutating func readServerTrust(_ c: inout IKEv2Configuration, remote: JSONReader, chain: [Crypto.Certificate], certificateAuth: Bool,
+                                      anchors: inout [String: [UInt8]]) {
             if let certText = value({ try remote.string("cert") }) {
                 if let cert = certificate(certText) {
                     anchors[cert.fingerprint] = Array(cert.pem.utf8)
@@ -219,7 +247,10 @@ public enum StrongSwanProfile {
                     notes.append(L("remote.revocation has no effect here: charon checks CRLs and OCSP where the certificate names them"))
                 }
             }
+        }
 
+        /// Proposals, MTU and NAT keepalive.
+        mutating func readTuning(_ r: JSONReader, _ c: inout IKEv2Configuration) {
             for (key, ike) in [("ike-proposal", true), ("esp-proposal", false)] {
                 guard let text = value({ try r.string(key) }) else { continue }
                 let list = StrongSwanProfile.words(text)
@@ -238,8 +269,10 @@ public enum StrongSwanProfile {
                 noEffect.append("nat-keepalive")
                 notes.append(L("nat-keepalive \(k) has no effect here: charon sends NAT keepalives at its own interval (20 s)"))
             }
+        }
 
-            var profile = Profile(name: name, protocol: .ikev2(c))
+        /// DNS, split tunneling, and what vpnctl cannot carry (proxy, per-app).
+        mutating func readNetwork(_ r: JSONReader, _ profile: inout Profile) {
             if let text = value({ try r.string("dns-servers") }) {
                 let servers = StrongSwanProfile.words(text)
                 for s in servers where IPAddress(s) == nil {
@@ -259,17 +292,8 @@ public enum StrongSwanProfile {
                 guard let apps = value({ try r.optional(key)?.stringArray() }), !apps.isEmpty else { continue }
                 problems.append(L("\(key): per-app VPN is not supported; vpnctl routes the whole host"))
             }
-            if problems.isEmpty {
-                notes.append(L("name is the app's own label: the profile is '\(name)'; with --keep-id its id is the file's uuid"))
-            }
-            var result = ImportResult(profile: profile, secrets: secrets, notes: notes, anchors: anchors)
-            result.fileID = uuid
-            result.noEffect = noEffect
-            return result
         }
 
-        /// subnets: the remote traffic selectors (a split tunnel); block-ipv4
-        /// and block-ipv6 together: the kill switch.
         mutating func readSplit(_ split: JSONReader, into profile: inout Profile) {
             guard case .ikev2(var c) = profile.protocol else { return }
             if let text = value({ try split.string("subnets") }) {
