@@ -131,6 +131,20 @@ public enum UnixSocket {
     }
 
     /// A connected pair of stream sockets (socketpair), both close-on-exec.
+    /// Sends all of `bytes` on a stream socket, going on after EINTR and
+    /// short writes, never raising SIGPIPE; false once the peer is gone (or,
+    /// with MSG_DONTWAIT in `flags`, once its buffer is full).
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], flags: Int32 = 0) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL) | flags) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
     public static func pair() throws -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
         if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) != 0 {

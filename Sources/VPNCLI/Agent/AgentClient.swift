@@ -96,14 +96,7 @@ final class RemoteService: TunnelService {
         let fd: Int32
         do { fd = try UnixSocket.connect(to: socketPath) } catch { throw notRunning() }
         defer { close(fd) }
-        let request = Array(request.serialized.utf8)
-        var offset = 0
-        while offset < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, request.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { throw lost() }
-            offset += n
-        }
+        guard UnixSocket.sendAll(fd, Array(request.serialized.utf8)) else { throw lost() }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {

@@ -308,17 +308,10 @@ public final class AgentServer {
         defer { close(pair[1]) }
         // The order (under 10 KiB) fits the pair's buffer: written whole now,
         // read by the worker when it runs.
-        let bytes = Array(order.serialized.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(pair[0], $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let e = SystemError("send the request to", path: "a worker", errno: .current)
-                close(pair[0])
-                throw e
-            }
-            offset += n
+        guard UnixSocket.sendAll(pair[0], Array(order.serialized.utf8), flags: Int32(MSG_DONTWAIT)) else {
+            let e = SystemError("send the request to", path: "a worker", errno: .current)
+            close(pair[0])
+            throw e
         }
         close(pair[0])
         return try Processes.spawn(executable, [executable, "__agent-run", "--config-dir", settings.configDirectory,
@@ -338,13 +331,7 @@ public final class AgentServer {
             var size = Int32(min(all.count * 2 + (64 << 10), 64 << 20))
             _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
         }
-        var offset = 0
-        while offset < all.count {
-            let n = all.withUnsafeBytes { send(fd, $0.baseAddress! + offset, all.count - offset, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            offset += n
-        }
+        _ = UnixSocket.sendAll(fd, all, flags: Int32(MSG_DONTWAIT))
         close(fd)
     }
 

@@ -69,7 +69,7 @@ public enum AgentWorker {
         AgentAuthorization.speak(order.request)
         let caller = Caller.fromSystem(uid: order.uid, gid: order.gid)
         let outcome = perform(order.request.call, caller: caller, settings: settings, path: path, events: SocketEvents(socket))
-        _ = SocketEvents.sendAll(socket, outcome.line)
+        _ = UnixSocket.sendAll(socket, outcome.line)
         if let e = outcome.error {
             let call = order.request.call
             log("uid=\(order.uid)(\(caller.userName ?? "?")) \(call.name)\(call.profile.map { " '\($0)'" } ?? ""): exit \(e.code.rawValue): \(e.message)")
@@ -129,7 +129,7 @@ final class SocketEvents: ServiceEvents {
 
     func emit(_ event: ServiceEvent) -> Bool {
         guard !failed, let line = try? ServiceReply.line(event: event) else { return false }
-        if !SocketEvents.sendAll(fd, line) { failed = true }
+        if !UnixSocket.sendAll(fd, line) { failed = true }
         return !failed
     }
 
@@ -142,17 +142,6 @@ final class SocketEvents: ServiceEvents {
     }
 
     var hangupDescriptor: Int32? { fd }
-
-    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
-    }
 }
 
 /// The reply an older vpnctl (protocol 1) can read: frames of stderr text
