@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CNetlink
 
 /// Why a socket call failed: the step, with the kernel's errno, or the
 /// deadline passing first.
