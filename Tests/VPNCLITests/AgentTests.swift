@@ -273,6 +273,40 @@ import Testing
     }
 }
 
+/// Issue 32: `show` and the on-demand pause as typed calls, not as a
+/// store the user reads (or cannot read) directly.
+extension AgentExecutionTests {
+    @Test func showThroughTheAgentIsRootsShowWithoutASecret() throws {
+        let root = h.run("show", "office", "--json")
+        let mine = agent("show", "office", "--json", as: alice)
+        #expect(root.code == 0 && mine.code == 0, "\(mine.stderr)")
+        #expect(mine.stdout == root.stdout)
+        #expect(mine.stdout.contains(#""set":true"#) && mine.stdout.contains(#""publicKey":""#))
+        let text = agent("show", "office", as: alice)
+        #expect(text.stdout == h.run("show", "office").stdout && text.stdout.contains("(set)"))
+        for r in [mine, text] { #expect(!r.stdout.contains("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=")) }
+        // The status right is enough; a profile the caller may not see is absent.
+        #expect(agent("show", "lab", as: bob).code == 0)
+        #expect(agent("show", "office", as: mallory).code == 9)
+    }
+
+    @Test func aPauseNeedsTheStopRightAndAResumeTheStartRight() throws {
+        let id = try #require(try PreferencesStore(directory: h.configDir).load().first { $0.name == "office" }?.id)
+        let pauses = OnDemandPauses(runDirectory: h.runDir)
+        let paused = agent("ondemand", "pause", "office", as: alice)
+        #expect(paused.code == 0, "\(paused.stderr)")
+        #expect(paused.stdout == "on-demand paused for 'office'; the tunnel is left as it is\n")
+        #expect(pauses.isPaused(id))
+        #expect(h.run("ondemand", "pause", "office").stdout == "on-demand is already paused for 'office'\n")
+        // bob may only see lab's status: neither a pause nor a resume.
+        #expect(agent("ondemand", "pause", "lab", as: bob).code == 11)
+        #expect(agent("ondemand", "resume", "lab", as: bob).code == 11)
+        let resumed = agent("ondemand", "resume", "office", "--json", as: alice)
+        #expect(resumed.code == 0 && resumed.stdout.contains(#""paused":false"#) && resumed.stdout.contains(#""changed":true"#))
+        #expect(!pauses.isPaused(id))
+    }
+}
+
 /// Issue 29, item 6, the same leak elsewhere: an error made while running a
 /// request names no profile the caller may not see.
 @Suite struct AgentNamesOnlyVisibleProfilesTests {

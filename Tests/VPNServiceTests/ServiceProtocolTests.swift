@@ -18,6 +18,7 @@ import Testing
         .stop(profile: nil, wait: true, timeout: 10, changes: false), .stop(profile: "office", wait: false, timeout: 3, changes: true),
         .toggle(profile: "office", timeout: 20, changes: false), .verify(profile: "office", probe: "198.18.1.1:80", dns: "probe.lab.test", timeout: 5),
         .stats(profile: "office"), .logs(profile: "office", since: Date(timeIntervalSince1970: 1_764_000_000), follow: true),
+        .show(profile: "office"), .pauseOnDemand(profile: "office", paused: true), .pauseOnDemand(profile: "office", paused: false),
     ]
 
     @Test(arguments: calls)

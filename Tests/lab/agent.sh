@@ -162,7 +162,8 @@ test_item8_agent_logs() {
 # Issue 32: the agent driven by a client written against its typed protocol
 # alone (Tests/lab/agent-client.py, Python), as a test user: typed results,
 # events while a start waits, errors as data, a watch that streams
-# transitions, and version skew refused by name.
+# transitions, show without a secret, the on-demand pause by its right, and
+# version skew refused by name.
 test_agent_typed_client() {
   use office second || return 1
   agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
@@ -197,6 +198,17 @@ test_agent_typed_client() {
   expect_eq "the refusal, typed" "permissionDenied second" "$(reply 'r["error"]["name"] + " " + r["error"]["remedy"]["grant"]["profile"]')" || return 1
   expect_run "status of no such profile" 9 py status profile='"nosuch"' || return 1
   expect_eq "the error's name" configurationUnknown "$(reply 'r["error"]["name"]')" || return 1
+  # show: the profile as stored, each secret named with whether it is set, never its value.
+  expect_ok "show by the Python client" py show profile='"second"' || return 1
+  expect_eq "the profile and its secret, typed" "second privateKey True" "$(reply 'r["result"]["profile"]["name"] + " " + r["result"]["secrets"][0]["field"] + " " + str(r["result"]["secrets"][0]["set"])')" || return 1
+  local key; key=$(awk '/^PrivateKey/ {print $3}' "$LAB_DIR/second.conf")
+  expect_eq "the private key in show's reply" 0 "$(printf '%s' "$OUT" | grep -cF -- "$key")" || return 1
+  # A pause needs the stop right, which second's policy does not give.
+  expect_run "a pause of a status-only profile" 11 py pauseOnDemand profile='"second"' || return 1
+  expect_ok "a pause of office" py pauseOnDemand profile='"office"' || return 1
+  expect_eq "the pause, typed" "True True" "$(reply 'str(r["result"]["paused"]) + " " + str(r["result"]["changed"])')" || return 1
+  expect_contains "root sees it" '"paused":true' "$(cn "$V" ondemand status --json)" || return 1
+  expect_ok "a resume of office" py resumeOnDemand profile='"office"' || return 1
   expect_run "a call the agent does not serve" 2 py import profile='"x"' || return 1
   expect_contains "its refusal" "unknown call 'import'" "$(reply 'r["error"]["message"]')" || return 1
   # An older client (protocol 1, binary frames) is told in its own frames.

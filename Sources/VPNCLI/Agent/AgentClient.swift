@@ -62,12 +62,27 @@ final class RemoteService: TunnelService {
         try stream(.logs(profile: profile, since: since, follow: true), events)
     }
 
+    func show(_ profile: String) throws -> ProfileDetails {
+        let bytes = try result(.show(profile: profile), NoEvents())
+        do { return try ProfileDetails(json: bytes) } catch { throw malformed(error) }
+    }
+
+    func pauseOnDemand(_ profile: String, _ paused: Bool) throws -> OnDemandPauseAnswer {
+        try call(.pauseOnDemand(profile: profile, paused: paused))
+    }
+
     func call<R: Decodable>(_ call: ServiceCall, _ events: ServiceEvents = NoEvents()) throws -> R {
-        let request = ServiceRequest(call, language: language)
-        guard let bytes = try transport.map({ try $0(request, events) }) ?? exchange(request, events) else { throw lost() }
+        let bytes = try result(call, events)
         do { return try ServiceReply.decoder().decode(R.self, from: Data(bytes)) } catch {
             throw malformed(error)
         }
+    }
+
+    /// The result's JSON.
+    func result(_ call: ServiceCall, _ events: ServiceEvents) throws -> [UInt8] {
+        let request = ServiceRequest(call, language: language)
+        guard let bytes = try transport.map({ try $0(request, events) }) ?? exchange(request, events) else { throw lost() }
+        return bytes
     }
 
     /// A stream: it ends when `events` wants no more, or with the agent's error.

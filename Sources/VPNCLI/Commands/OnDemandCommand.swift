@@ -104,22 +104,20 @@ enum OnDemandCommand {
     }
 
     static func setPaused(_ inv: Invocation, _ paused: Bool) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        try inv.controller.runtime.prepare()
-        let changed = try pauses(inv).set(profile.id, paused: paused)
+        let answer = try inv.service.pauseOnDemand(inv.args.positionals[0], paused)
+        let name = answer.name, changed = answer.changed
         if inv.options.json {
-            inv.output.emit(ChangeResult(name: profile.name, id: profile.id.lowercasedString, enabled: profile.onDemand.enabled,
+            inv.output.emit(ChangeResult(name: answer.name, id: answer.id.lowercasedString, enabled: answer.enabled,
                                          paused: paused, changed: changed))
             return .ok
         }
         if paused {
-            inv.output.line(changed ? L("on-demand paused for '\(profile.name)'; the tunnel is left as it is")
-                                    : L("on-demand is already paused for '\(profile.name)'"))
+            inv.output.line(changed ? L("on-demand paused for '\(name)'; the tunnel is left as it is")
+                                    : L("on-demand is already paused for '\(name)'"))
         } else {
-            inv.output.line(changed ? L("on-demand resumed for '\(profile.name)'") : L("on-demand was not paused for '\(profile.name)'"))
+            inv.output.line(changed ? L("on-demand resumed for '\(name)'") : L("on-demand was not paused for '\(name)'"))
         }
-        if !profile.onDemand.enabled { inv.output.note(L("on-demand is disabled for '\(profile.name)': vpnctl ondemand enable \(profile.name)")) }
+        if !answer.enabled { inv.output.note(L("on-demand is disabled for '\(name)': vpnctl ondemand enable \(name)")) }
         return .ok
     }
 

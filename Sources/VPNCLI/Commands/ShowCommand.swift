@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VPNCore
+import VPNService
 
 enum ShowCommand {
     static let spec = CommandSpec(
@@ -11,41 +12,27 @@ enum ShowCommand {
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
-    struct SecretRow: Encodable {
-        let field: String
-        let name: String
-        let isSet: Bool
-        enum CodingKeys: String, CodingKey { case field, name, isSet = "set" }
-    }
-
     struct Result: Encodable {
         var schemaVersion = 1
         let profile: Profile
-        let secrets: [SecretRow]
+        let secrets: [ProfileDetails.SecretState]
         /// WireGuard: the interface's public key, derived from the private key.
         let publicKey: String?
     }
 
+    /// Root reads the store here; anyone else asks the agent, which shows
+    /// the profiles their policy lets them see the status of.
     static func run(_ inv: Invocation) throws -> ExitCode {
-        let manager = try inv.loadedManager()
-        let profile = try manager.profile(named: inv.args.positionals[0])
-        let secrets = manager.store.secrets
-        let rows = profile.secretReferences.map {
-            SecretRow(field: $0.field, name: $0.name, isSet: secrets.exists(profile.id, name: $0.name))
-        }
-        let publicKey = derivedPublicKey(profile, secrets)
+        let details = try inv.service.show(inv.args.positionals[0])
         if inv.options.json {
-            inv.output.emit(Result(profile: profile, secrets: rows, publicKey: publicKey))
+            inv.output.emit(Result(profile: details.profile, secrets: details.secrets, publicKey: details.publicKey))
             return .ok
         }
-        for line in describe(profile, publicKey: publicKey, secretIsSet: { secrets.exists(profile.id, name: $0) }) {
+        let set = Set(details.secrets.filter(\.isSet).map(\.name))
+        for line in describe(details.profile, publicKey: details.publicKey, secretIsSet: { set.contains($0) }) {
             inv.output.line(line)
         }
         return .ok
-    }
-
-    static func derivedPublicKey(_ profile: Profile, _ secrets: SecretStore) -> String? {
-        profile.protocol.model.publicKey(readingSecret: { try secrets.read(profile.id, name: $0) })
     }
 
     /// The text view. Secret fields print as the secret's name and whether it

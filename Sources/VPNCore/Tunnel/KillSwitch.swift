@@ -140,21 +140,34 @@ public enum TunnelBypass {
     /// tunnel on `interface` with the routes `tunnelRoutes`.
     public static func routes(_ routes: [KernelRoute], interface: String, tunnelRoutes: [String],
                               addresses: [InterfaceAddress], servers: [String] = []) -> [String] {
+        self.routes(routes, interface: interface, tunnelRoutes: tunnelRoutes, addresses: { addresses }, servers: servers)
+    }
+
+    /// The same, asking for the addresses only when a route is a candidate:
+    /// on most systems none is, and the addresses cost a netlink dump.
+    public static func routes(_ routes: [KernelRoute], interface: String, tunnelRoutes: [String],
+                              addresses: () -> [InterfaceAddress], servers: [String] = []) -> [String] {
         let tunnel = tunnelRoutes.compactMap(CIDR.init).map(\.network)
         guard !tunnel.isEmpty else { return [] }
         // The underlay's own subnets (connected routes) are not pulled off the tunnel by anyone.
-        let own = Set(addresses.compactMap { a in IPAddress(bytes: a.bytes).flatMap { CIDR("\($0)/\(a.prefixLength)")?.network } })
+        var own: Set<CIDR>?
+        func isOwn(_ dst: CIDR) -> Bool {
+            if own == nil {
+                own = Set(addresses().compactMap { a in IPAddress(bytes: a.bytes).flatMap { CIDR("\($0)/\(a.prefixLength)")?.network } })
+            }
+            return own!.contains(dst)
+        }
         let serverIPs = servers.compactMap(IPAddress.init)
         var out: [String] = []
         for r in routes where r.interface != interface {
             guard let ip = IPAddress(bytes: r.destination), let dst = CIDR("\(ip)/\(r.prefixLength)")?.network else { continue }
-            if own.contains(dst) { continue }
             if dst.prefixLength == (ip.isIPv6 ? 128 : 32), serverIPs.contains(ip) { continue }
             if ip.isIPv6 && r.destination[0] == 0xFE && r.destination[1] & 0xC0 == 0x80 { continue }
             // Equally specific counts too: the kernel may prefer it (a lower metric), except two default routes.
             guard tunnel.contains(where: { t in
                 t.contains(dst.address) && (t.prefixLength < dst.prefixLength || t.prefixLength == dst.prefixLength && dst.prefixLength > 0)
             }) else { continue }
+            if isOwn(dst) { continue }
             let s = "\(dst) dev \(r.interface)"
             if !out.contains(s) { out.append(s) }
         }
@@ -164,6 +177,13 @@ public enum TunnelBypass {
     /// What `routes` is asked about: the live routes and addresses.
     public static func liveSystem() -> (routes: [KernelRoute], addresses: [InterfaceAddress]) {
         (KernelRoutes.current(), (try? InterfaceAddresses.current()) ?? [])
+    }
+
+    /// The live routes now, and the addresses when first asked for, once.
+    public final class LiveSystem {
+        public let routes = KernelRoutes.current()
+        public lazy var addresses: [InterfaceAddress] = (try? InterfaceAddresses.current()) ?? []
+        public init() {}
     }
 
     /// The live system's bypassing routes for a tunnel.

@@ -18,7 +18,7 @@ public struct StatusUseCase {
     public func statuses(of profiles: [Profile], readActivity: Bool = true) throws -> [DerivedStatus] {
         let recorded = profiles.count > 8 ? controller.runtime.recordFileNames() : nil
         // The route files and addresses are read once for every tunnel, and only when one is up.
-        var system: (routes: [KernelRoute], addresses: [InterfaceAddress])?
+        var system: TunnelBypass.LiveSystem?
         return try profiles.map { p in
             var d = try controller.derive(p, recorded: recorded)
             // A kill switch is what nftables holds, not what the record says.
@@ -29,9 +29,9 @@ public struct StatusUseCase {
             // enforceRoutes puts the tunnel's routes in a table of their own, ahead of main.
             if d.status == .connected || d.status == .reasserting, !p.enforceRoutes, let i = d.interface,
                let routes = d.record?.settings?.routes, !routes.isEmpty {
-                let s = system ?? TunnelBypass.liveSystem()
+                let s = system ?? TunnelBypass.LiveSystem()
                 system = s
-                d.bypassRoutes = TunnelBypass.routes(s.routes, interface: i, tunnelRoutes: routes, addresses: s.addresses,
+                d.bypassRoutes = TunnelBypass.routes(s.routes, interface: i, tunnelRoutes: routes, addresses: { s.addresses },
                                                      servers: p.protocol.model.serverHosts)
             }
             if readActivity { d.activity = TunnelActivity.read(d, profile: p) }

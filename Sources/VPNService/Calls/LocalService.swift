@@ -110,6 +110,24 @@ public final class LocalService: TunnelService {
     public func stats(_ reference: String) throws -> StatsAnswer {
         StatsAnswer(status: try controller.derive(try profile(reference)))
     }
+
+    public func show(_ reference: String) throws -> ProfileDetails {
+        let m = try manager()
+        let p = try m.profile(named: reference)
+        let secrets = m.store.secrets
+        let rows = p.secretReferences.map {
+            ProfileDetails.SecretState(field: $0.field, name: $0.name, isSet: secrets.exists(p.id, name: $0.name))
+        }
+        let publicKey = p.protocol.model.publicKey(readingSecret: { try secrets.read(p.id, name: $0) })
+        return ProfileDetails(profile: p, secrets: rows, publicKey: publicKey)
+    }
+
+    public func pauseOnDemand(_ reference: String, _ paused: Bool) throws -> OnDemandPauseAnswer {
+        let p = try profile(reference)
+        try controller.runtime.prepare()
+        let changed = try pauses.set(p.id, paused: paused)
+        return OnDemandPauseAnswer(name: p.name, id: p.id, enabled: p.onDemand.enabled, paused: paused, changed: changed)
+    }
 }
 
 extension Caller {

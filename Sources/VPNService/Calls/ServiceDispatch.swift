@@ -41,6 +41,8 @@ public enum ServiceDispatch {
                 if !follow { return try result(service.logs(p, since: since)) }
                 try service.followLogs(p, since: since, events)
                 return try result(StreamEnd())
+            case .show(let p): return try result(service.show(p))
+            case .pauseOnDemand(let p, let paused): return try result(service.pauseOnDemand(p, paused))
             }
         } catch {
             return failure(VPNError.from(error))

@@ -22,6 +22,9 @@ public protocol TunnelService {
     func logs(_ profile: String, since: Date?) throws -> LogsAnswer
     /// Reports the lines written since `since`, then each new one, until `events` wants no more.
     func followLogs(_ profile: String, since: Date?, _ events: ServiceEvents) throws
+    func show(_ profile: String) throws -> ProfileDetails
+    /// Pauses (true) or resumes (false) the profile's on-demand rules.
+    func pauseOnDemand(_ profile: String, _ paused: Bool) throws -> OnDemandPauseAnswer
 }
 
 /// Who the service acts for, and what that lets it see.

@@ -21,6 +21,10 @@ public enum ServiceCall: Equatable, Sendable {
     /// What `stats --profile` samples: the profile's tunnel interface and session.
     case stats(profile: String)
     case logs(profile: String, since: Date?, follow: Bool)
+    /// The profile as stored, secrets named and never shown.
+    case show(profile: String)
+    /// `ondemand pause` (true) and `ondemand resume` (false).
+    case pauseOnDemand(profile: String, paused: Bool)
 
     /// The name on the wire.
     public var name: String {
@@ -36,17 +40,20 @@ public enum ServiceCall: Equatable, Sendable {
         case .verify: return "verify"
         case .stats: return "stats"
         case .logs: return "logs"
+        case .show: return "show"
+        case .pauseOnDemand(_, let paused): return paused ? "pauseOnDemand" : "resumeOnDemand"
         }
     }
 
-    public static let names = ["list", "can", "isConnected", "status", "watch", "start", "stop", "toggle", "verify", "stats", "logs"]
+    public static let names = ["list", "can", "isConnected", "status", "watch", "start", "stop", "toggle", "verify", "stats", "logs", "show",
+                                "pauseOnDemand", "resumeOnDemand"]
 
     /// The profile the call names, if any.
     public var profile: String? {
         switch self {
         case .list: return nil
         case .can(_, let p), .isConnected(let p), .start(let p, _, _, _), .toggle(let p, _, _), .verify(let p, _, _, _),
-             .stats(let p), .logs(let p, _, _):
+             .stats(let p), .logs(let p, _, _), .show(let p), .pauseOnDemand(let p, _):
             return p
         case .status(let p), .watch(let p), .stop(let p, _, _, _):
             return p
@@ -67,17 +74,22 @@ public enum ServiceCall: Equatable, Sendable {
         case .verify(_, let p, let d, let t): return .verify(profile: profile, probe: p, dns: d, timeout: t)
         case .stats: return .stats(profile: profile)
         case .logs(_, let s, let f): return .logs(profile: profile, since: s, follow: f)
+        case .show: return .show(profile: profile)
+        case .pauseOnDemand(_, let paused): return .pauseOnDemand(profile: profile, paused: paused)
         }
     }
 
     /// The policy action the call takes on its profile; nil for list and
-    /// can (which decide nothing on the caller's behalf).
+    /// can (which decide nothing on the caller's behalf). Showing a profile
+    /// is part of its status. A pause keeps the tunnel from being started,
+    /// so it is the stop right; a resume lets the agent start it, the start right.
     public var action: PolicyAction? {
         switch self {
         case .start: return .start
         case .stop: return .stop
         case .toggle: return .toggle
-        case .status, .watch, .isConnected, .logs: return .status
+        case .status, .watch, .isConnected, .logs, .show: return .status
+        case .pauseOnDemand(_, let paused): return paused ? .stop : .start
         case .verify: return .verify
         case .stats: return .stats
         case .list, .can: return nil
@@ -89,7 +101,7 @@ public enum ServiceCall: Equatable, Sendable {
     /// that waits or streams).
     public var runsInline: Bool {
         switch self {
-        case .list, .can, .isConnected, .status, .stats: return true
+        case .list, .can, .isConnected, .status, .stats, .show, .pauseOnDemand: return true
         case .logs(_, _, let follow): return !follow
         case .watch, .start, .stop, .toggle, .verify: return false
         }
@@ -133,7 +145,7 @@ public struct ServiceRequest: Equatable, Sendable {
         switch call {
         case .list: break
         case .can(let action, let p): add("action", .string(action.rawValue)); add("profile", .string(p))
-        case .isConnected(let p), .stats(let p): add("profile", .string(p))
+        case .isConnected(let p), .stats(let p), .show(let p), .pauseOnDemand(let p, _): add("profile", .string(p))
         case .status(let p), .watch(let p): if let p { add("profile", .string(p)) }
         case .start(let p, let wait, let timeout, let changes):
             add("profile", .string(p)); add("wait", .bool(wait)); add("timeout", .number(String(timeout))); add("changes", .bool(changes))
@@ -216,6 +228,9 @@ public struct ServiceRequest: Equatable, Sendable {
                 since = d
             }
             return .logs(profile: try required("profile"), since: since, follow: try r.bool("follow") ?? false)
+        case "show": return .show(profile: try required("profile"))
+        case "pauseOnDemand": return .pauseOnDemand(profile: try required("profile"), paused: true)
+        case "resumeOnDemand": return .pauseOnDemand(profile: try required("profile"), paused: false)
         default:
             throw ServiceProtocolError("unknown call \(name.abbreviated(64).quotedForMessage)")
         }

@@ -152,3 +152,65 @@ public final class NoEvents: ServiceEvents {
     public func isOpen() -> Bool { true }
     public var hangupDescriptor: Int32? { nil }
 }
+
+/// `show`: one profile as stored, its secrets named with whether each is
+/// set (never their values), and a WireGuard profile's public key (derived
+/// from the private key; it is not a secret).
+public struct ProfileDetails: Encodable, Equatable, Sendable {
+    public struct SecretState: Codable, Equatable, Sendable {
+        /// The profile field that refers to it ("privateKey").
+        public let field: String
+        public let name: String
+        public let isSet: Bool
+        enum CodingKeys: String, CodingKey { case field, name, isSet = "set" }
+
+        public init(field: String, name: String, isSet: Bool) {
+            self.field = field
+            self.name = name
+            self.isSet = isSet
+        }
+    }
+
+    public let profile: Profile
+    public let secrets: [SecretState]
+    public let publicKey: String?
+
+    public init(profile: Profile, secrets: [SecretState], publicKey: String?) {
+        self.profile = profile
+        self.secrets = secrets
+        self.publicKey = publicKey
+    }
+
+    /// Read back from the wire with the store's own profile reader: a
+    /// profile has one decoding, the preferences file's.
+    public init(json bytes: [UInt8]) throws {
+        let r = try JSONReader(parsing: bytes)
+        guard let profile = try r.optional("profile") else { throw ServiceProtocolError("show's result has no profile") }
+        self.profile = try Profile(json: profile)
+        secrets = try (r.optional("secrets")?.array() ?? []).map { s in
+            guard let field = try s.string("field"), let name = try s.string("name") else {
+                throw ServiceProtocolError("show's result names a secret without a field or name")
+            }
+            return SecretState(field: field, name: name, isSet: try s.bool("set") ?? false)
+        }
+        publicKey = try r.string("publicKey")
+    }
+}
+
+/// `ondemand pause` and `ondemand resume`.
+public struct OnDemandPauseAnswer: Codable, Equatable, Sendable {
+    public let name: String
+    public let id: UUID
+    public let enabled: Bool
+    public let paused: Bool
+    /// False when it already was so.
+    public let changed: Bool
+
+    public init(name: String, id: UUID, enabled: Bool, paused: Bool, changed: Bool) {
+        self.name = name
+        self.id = id
+        self.enabled = enabled
+        self.paused = paused
+        self.changed = changed
+    }
+}
