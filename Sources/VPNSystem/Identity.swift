@@ -13,24 +13,66 @@ public enum UserDatabase {
     public static var passwdPath = "/etc/passwd"
     public static var groupPath = "/etc/group"
 
-    /// The colon-separated records of a database file.
-    static func records(_ path: String) -> [[Substring]] {
-        guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true) else { return [] }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
-            if line.hasPrefix("#") || line.hasPrefix("+") || line.hasPrefix("-") { return nil }
-            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+    /// One line of a database file, its fields as bytes (no String is made
+    /// until a name is returned: the agent asks for every request).
+    typealias Record = [ArraySlice<UInt8>]
+
+    /// The colon-separated records of a database file, parsed again only
+    /// when the file changed (another inode, size, mtime or ctime): every
+    /// decision sees the file as it is now, without parsing it each time.
+    static func records(_ path: String) -> [Record] {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return [] }
+        let stamp = FileStamp(st)
+        return cache.withLock { entries in
+            if let hit = entries[path], hit.stamp == stamp { return hit.records }
+            guard let bytes = try? FileSystem.readFileIfPresent(path, followSymlinks: true) else { return [] }
+            let records = parse(bytes)
+            entries[path] = (stamp, records)
+            return records
+        }
+    }
+
+    static func parse(_ bytes: [UInt8]) -> [Record] {
+        bytes.split(separator: 0x0A).compactMap { line in
+            // Comments and NIS compat lines ("+", "-") are not entries.
+            if let first = line.first, first == UInt8(ascii: "#") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-") { return nil }
+            let fields = line.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
             return fields.count >= 4 ? fields : nil
         }
     }
 
+    struct FileStamp: Equatable {
+        let device: UInt64, inode: UInt64, size: Int64
+        let modified: (Int, Int), changed: (Int, Int)
+
+        init(_ st: stat) {
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
+            size = Int64(st.st_size)
+            modified = (st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+            changed = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec)
+        }
+
+        static func == (a: FileStamp, b: FileStamp) -> Bool {
+            a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified == b.modified && a.changed == b.changed
+        }
+    }
+
+    static let cache = Locked<[String: (stamp: FileStamp, records: [Record])]>([:])
+
+    static func text(_ field: ArraySlice<UInt8>) -> String { String(decoding: field, as: UTF8.self) }
+
     /// The passwd name of `uid`, or nil (the first entry wins, as in getpwuid).
     public static func userName(_ uid: uid_t) -> String? {
-        records(passwdPath).first { $0[2] == Substring(String(uid)) }.map { String($0[0]) }
+        let id = Array(String(uid).utf8)
+        return records(passwdPath).first { $0[2].elementsEqual(id) }.map { text($0[0]) }
     }
 
     /// The group name of `gid`, or nil.
     public static func groupName(_ gid: gid_t) -> String? {
-        records(groupPath).first { $0[2] == Substring(String(gid)) }.map { String($0[0]) }
+        let id = Array(String(gid).utf8)
+        return records(groupPath).first { $0[2].elementsEqual(id) }.map { text($0[0]) }
     }
 
     /// The names of every group a user is in: the primary group (`gid`),
@@ -39,14 +81,34 @@ public enum UserDatabase {
     public static func groupNames(uid: uid_t, gid: gid_t, userName: String?) -> [String] {
         let groups = records(groupPath)
         var names: [String] = []
-        let primary = Substring(String(gid))
-        if let g = groups.first(where: { $0[2] == primary }) { names.append(String(g[0])) }
-        if let user = userName.map({ Substring($0) }) {
-            for g in groups where g[3].split(separator: ",").contains(user) && !names.contains(String(g[0])) {
-                names.append(String(g[0]))
+        let primary = Array(String(gid).utf8)
+        if let g = groups.first(where: { $0[2].elementsEqual(primary) }) { names.append(text(g[0])) }
+        if let user = userName.map({ Array($0.utf8) }) {
+            for g in groups where g[3].split(separator: UInt8(ascii: ",")).contains(where: { $0.elementsEqual(user) }) {
+                let name = text(g[0])
+                if !names.contains(name) { names.append(name) }
             }
         }
         return names
+    }
+}
+
+/// A value behind a mutex, for the little state shared across threads.
+public final class Locked<Value>: @unchecked Sendable {
+    var value: Value
+    var mutex = pthread_mutex_t()
+
+    public init(_ value: Value) {
+        self.value = value
+        pthread_mutex_init(&mutex, nil)
+    }
+
+    deinit { pthread_mutex_destroy(&mutex) }
+
+    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body(&value)
     }
 }
 

@@ -54,8 +54,16 @@ public final class PreferencesStore: @unchecked Sendable {
         } catch {
             throw storeError(error)
         }
-        return try PreferencesCodec.decode(bytes, path: path)
+        if let last = PreferencesStore.lastRead.withLock({ $0[path] }), last.bytes == bytes { return last.preferences }
+        let preferences = try PreferencesCodec.decode(bytes, path: path)
+        PreferencesStore.lastRead.withLock { $0[path] = (bytes, preferences) }
+        return preferences
     }
+
+    /// The last file read at each path and what it decoded to: the agent
+    /// reads the store for every request (to decide, then to answer), and
+    /// the same bytes decode the same. The file is read each time.
+    static let lastRead = Locked<[String: (bytes: [UInt8], preferences: Preferences)]>([:])
 
     /// Saves one profile: a new one (revision 0) is added; an existing one must
     /// carry the stored revision, or the save fails with configurationStale.
