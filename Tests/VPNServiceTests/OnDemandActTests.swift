@@ -117,9 +117,10 @@ final class RecordingHost: SupervisorHost {
                                + "--on-demand-rule 2 --on-demand-reason on ethernet \(id)"])
         #expect(st.startPending)
         #expect(try runner.controller.derive(profile).record?.supervisorPid == 7000)
-        // The tunnel on its way up is not started again.
+        // The tunnel on its way up is not started again, nor tried.
         try act(.connect, &st, on: ethernet)
         #expect(host.calls.count == 1)
+        #expect(log.all.filter { $0.hasPrefix("on-demand: starting 'office'") }.count == 1, "\(log.all)")
     }
 
     @Test func aFailedStartBacksOffAndIsNotRetriedBeforeTheDelay() throws {
