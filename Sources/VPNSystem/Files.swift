@@ -102,7 +102,12 @@ extension Files {
     /// Each directory above `path` must be owned by the effective user or
     /// root and not writable by others unless sticky.
     public func checkAncestors(of path: String) throws {
-        let absolute = path.hasPrefix("/") ? path : (try currentDirectory()) + "/" + path
+        var absolute = path
+        if !path.hasPrefix("/") {
+            do { absolute = try currentDirectory() + "/" + path } catch let e as SystemError {
+                throw SystemError(e.operation, path: path, errno: e.errno)
+            }
+        }
         let me = effectiveUser
         var ancestor = FileSystem.parentDirectory(of: FileSystem.normalized(absolute))
         while true {
