@@ -153,27 +153,9 @@ public enum FileSystem {
 
     /// Creates a directory (and missing parents) with `mode`, then checks that
     /// the final directory is a real directory owned by us (or root) and not
-    /// writable by others.
+    /// writable by others. The rules are `Files`', kept in one place.
     public static func ensurePrivateDirectory(_ path: String, mode: mode_t = 0o700) throws {
-        if try info(path) == nil {
-            let parent = parentDirectory(of: path)
-            if parent != path, try info(parent) == nil {
-                try ensureDirectory(parent, mode: 0o755)
-            }
-            if mkdir(path, mode) != 0 && errno != EEXIST {
-                throw SystemError("create directory", path: path, errno: .current)
-            }
-        }
-        try checkTrustedDirectory(path)
-    }
-
-    static func ensureDirectory(_ path: String, mode: mode_t) throws {
-        if try info(path) != nil { return }
-        let parent = parentDirectory(of: path)
-        if parent != path { try ensureDirectory(parent, mode: mode) }
-        if mkdir(path, mode) != 0 && errno != EEXIST {
-            throw SystemError("create directory", path: path, errno: .current)
-        }
+        try SystemFiles().ensurePrivateDirectory(path, mode: UInt32(mode))
     }
 
     /// Why a file was not read: it is not what vpnctl reads, or it is too large.
@@ -263,16 +245,9 @@ public enum FileSystem {
     /// A state directory must be a real directory, owned by the effective user
     /// (or root), and writable by nobody else; each directory above it must be
     /// owned by the effective user or root and not writable by others unless
-    /// sticky (as /tmp), so nobody else can swap it.
+    /// sticky (as /tmp), so nobody else can swap it. (`Files.checkTrustedDirectory`.)
     public static func checkTrustedDirectory(_ path: String) throws {
-        let path = normalized(path)
-        guard let i = try info(path) else {
-            throw SystemError("open directory", path: path, errno: .notFound)
-        }
-        if i.isSymlink { throw TrustProblem.symlink(path) }
-        if !i.isDirectory { throw TrustProblem.notDirectory(path) }
-        try checkOwnerAndMode(path, i)
-        try checkAncestors(of: path)
+        try SystemFiles().checkTrustedDirectory(path)
     }
 
     /// A file vpnctl acts on must be a regular file (never a symlink), owned by
@@ -280,17 +255,7 @@ public enum FileSystem {
     /// it does not exist.
     @discardableResult
     public static func checkTrustedFile(_ path: String) throws -> Info? {
-        guard let i = try info(path) else { return nil }
-        if i.isSymlink { throw TrustProblem.symlink(path) }
-        if !i.isRegular { throw TrustProblem.notRegularFile(path) }
-        try checkOwnerAndMode(path, i)
-        return i
-    }
-
-    static func checkOwnerAndMode(_ path: String, _ i: Info) throws {
-        let me = geteuid()
-        if i.owner != me && i.owner != 0 { throw TrustProblem.wrongOwner(path, owner: i.owner, expected: me) }
-        if i.mode & 0o022 != 0 { throw TrustProblem.writableByOthers(path, mode: i.mode) }
+        try SystemFiles().checkTrustedFile(path)
     }
 
     /// "1 MiB", "64 KiB", "512 bytes": limits as messages name them.
@@ -304,29 +269,7 @@ public enum FileSystem {
     /// root and not writable by others unless sticky (what
     /// `checkTrustedDirectory` asks of a state directory's ancestors).
     public static func checkAncestors(of path: String) throws {
-        var absolute = path
-        if !path.hasPrefix("/") {
-            var buf = [CChar](repeating: 0, count: 4096)
-            guard getcwd(&buf, buf.count) != nil else { throw SystemError("find the current directory for", path: path, errno: .current) }
-            absolute = String(cString: buf) + "/" + path
-        }
-        let me = geteuid()
-        var ancestor = parentDirectory(of: normalized(absolute))
-        while true {
-            var st = stat()
-            // Ancestors may be symlinks (/var/run -> /run): what matters is
-            // who can change the directory they lead to.
-            if stat(ancestor, &st) != 0 { throw SystemError("inspect", path: ancestor, errno: .current) }
-            if st.st_uid != me && st.st_uid != 0 {
-                throw TrustProblem.untrustedAncestor(ancestor, of: path, why: "is owned by uid \(st.st_uid)")
-            }
-            if st.st_mode & 0o022 != 0 && st.st_mode & UInt32(S_ISVTX) == 0 {
-                throw TrustProblem.untrustedAncestor(ancestor, of: path,
-                                                     why: "others can write (mode \(String(st.st_mode & 0o7777, radix: 8)))")
-            }
-            if ancestor == "/" { break }
-            ancestor = parentDirectory(of: ancestor)
-        }
+        try SystemFiles().checkAncestors(of: path)
     }
 
     public static func parentDirectory(of path: String) -> String {
@@ -356,6 +299,26 @@ public enum FileSystem {
             names.append(name)
         }
         return names.sorted()
+    }
+
+    /// Opens a regular file to append (created with `mode`, close-on-exec),
+    /// never through a symlink and never blocking: a FIFO, a device or a
+    /// socket in its place is refused by name.
+    public static func openForAppending(_ path: String, mode: mode_t = 0o600) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode)
+        if fd < 0 {
+            // ENXIO: a FIFO that nobody reads.
+            if errno == ENXIO { throw FileProblem(path: path, kind: .notRegular("FIFO")) }
+            if errno == ELOOP { throw FileProblem(path: path, kind: .symlink) }
+            throw SystemError("open", path: path, errno: .current)
+        }
+        var st = stat()
+        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+            close(fd)
+            throw FileProblem(path: path, kind: .notRegular(typeName(st.st_mode & S_IFMT)))
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
     }
 
     public static func remove(_ path: String) throws {

@@ -41,7 +41,33 @@ final class FakeSupervisorHost: SupervisorHost {
         if rules.remove("\(destination) table \(table)") == nil { throw Errno(ENOENT) }
     }
 
-    func openLog(_ path: String) throws -> Int32 { throw Errno(EACCES) }
+    /// Why the log cannot be opened (nil: it opens, on /dev/null).
+    var logError: Errno? = nil
+    func openLog(_ path: String) throws -> Int32 {
+        if let logError { throw logError }
+        calls.append("open log \(path)")
+        return open("/dev/null", O_WRONLY | O_CLOEXEC)
+    }
+
+    /// Supervisors "spawned": nothing runs; `onSpawn` plays the supervisor's
+    /// part (its first record) before the pid is handed back.
+    var spawned: [(pid: pid_t, argv: [String], environment: [String: String])] = []
+    var spawnError: Errno? = nil
+    var nextPid: pid_t = 5000
+    var onSpawn: ((pid_t, [String]) throws -> Void)? = nil
+    func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
+                         notifyFD: Int32, logFD: Int32) throws -> pid_t {
+        calls.append("spawn \(argv.dropFirst().joined(separator: " "))")
+        if let spawnError { throw spawnError }
+        let pid = nextPid
+        nextPid += 1
+        spawned.append((pid, argv, environment))
+        processes[pid] = argv
+        try onSpawn?(pid, argv)
+        return pid
+    }
+
+    func watchExit(of pid: pid_t) -> ProcessWatch? { nil }
 }
 
 /// TunnelController against the fake: no root, no process or link of the machine.
@@ -136,10 +162,12 @@ final class FakeSupervisorHost: SupervisorHost {
 
     @Test func aLogThatCannotBeOpenedStopsTheSpawn() throws {
         try controller.runtime.prepare()
+        host.logError = Errno(EACCES)
         #expect {
             _ = try controller.spawnSupervisor(profile, timeout: 5, path: nil, executable: "/bin/true")
         } throws: { error in
             (error as? VPNError)?.message == "cannot open \(controller.runtime.logPath(profile.id)): permission denied"
         }
+        #expect(host.spawned.isEmpty)
     }
 }

@@ -6,16 +6,20 @@ import VPNSystem
 
 /// The run directory: `<id>.json` (the record), `<id>.events` (JSON lines,
 /// one per transition, bounded: `eventsCap`) and `<id>.log` (the supervisor's log).
+/// Every read and write goes through `files`: the system's, or a unit
+/// test's `MemoryFiles`.
 public struct RuntimeStore: Sendable {
     public let directory: String
+    public let files: any Files
     /// The run dir (and each directory above it) is checked once per store,
     /// not once per record: `status` reads every profile's record.
     private let trusted = OnceFlag()
 
     private let normalizedDirectory: String
 
-    public init(directory: String) {
+    public init(directory: String, files: any Files = SystemFiles()) {
         self.directory = directory
+        self.files = files
         normalizedDirectory = FileSystem.normalized(directory)
     }
 
@@ -45,8 +49,8 @@ public struct RuntimeStore: Sendable {
 
     public func prepare() throws {
         do {
-            try FileSystem.ensurePrivateDirectory(directory)
-            try FileSystem.ensurePrivateDirectory(logDirectory)
+            try files.ensurePrivateDirectory(directory)
+            try files.ensurePrivateDirectory(logDirectory)
         } catch {
             throw storeError(error)
         }
@@ -66,7 +70,7 @@ public struct RuntimeStore: Sendable {
     /// where a status of a thousand profiles would otherwise look for a
     /// thousand files that are not there. Nil when it cannot be listed.
     public func recordFileNames() -> Set<String>? {
-        guard let names = try? FileSystem.listAll(directory) else { return nil }
+        guard let names = try? files.listAll(directory) else { return nil }
         return Set(names.lazy.filter { $0.hasSuffix(".json") })
     }
 
@@ -78,12 +82,12 @@ public struct RuntimeStore: Sendable {
             // A record makes vpnctl signal processes and delete interfaces:
             // it counts only from a run dir nobody else can write.
             if !trusted.isSet {
-                guard try FileSystem.info(normalizedDirectory) != nil else { return nil }
-                try FileSystem.checkTrustedDirectory(directory)
+                guard try files.info(normalizedDirectory) != nil else { return nil }
+                try files.checkTrustedDirectory(directory)
                 trusted.set()
             }
-            guard try FileSystem.checkTrustedFile(path) != nil,
-                  let b = try FileSystem.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
+            guard try files.checkTrustedFile(path) != nil,
+                  let b = try files.readFileIfPresent(path, limit: RuntimeStore.maximumRecordSize) else { return nil }
             bytes = b
         } catch {
             throw storeError(error)
@@ -98,42 +102,29 @@ public struct RuntimeStore: Sendable {
 
     public func write(_ record: RuntimeRecord) throws {
         let bytes = Array(try RuntimeStore.makeEncoder().encode(record)) + [0x0A]
-        do { try AtomicFile.write(bytes, to: recordPath(record.id), mode: 0o600, durable: false) } catch { throw storeError(error) }
+        do { try files.writeAtomically(bytes, to: recordPath(record.id), mode: 0o600, durable: false) } catch { throw storeError(error) }
     }
 
     public func appendEvent(_ event: TransitionEvent, id: UUID) throws {
         let line = Array(try RuntimeStore.makeEncoder().encode(event)) + [0x0A]
         let path = eventsPath(id)
-        var fd = try openEvents(path)
-        defer { close(fd) }
-        var st = stat()
-        if fstat(fd, &st) == 0, Int(st.st_size) + line.count > eventsCap, st.st_size > 0 {
-            // Rotated by rename, so that a reader holding the old file (or
-            // its offset in it) can tell, and finish it from `<id>.events.1`.
-            if rename(path, path + ".1") != 0 {
-                throw storeError(SystemError("rotate", path: path, errno: .current))
+        do {
+            if let i = try files.info(path), i.isRegular, i.size > 0, i.size + line.count > eventsCap {
+                // Rotated by rename, so that a reader holding the old file (or
+                // its offset in it) can tell, and finish it from `<id>.events.1`.
+                try files.rename(path, to: path + ".1")
             }
-            close(fd)
-            fd = try openEvents(path)
+            try files.append(line, to: path, mode: 0o600)
+        } catch {
+            throw storeError(error)
         }
-        let n = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        if n != line.count { throw storeError(SystemError("append to", path: path, errno: n < 0 ? .current : Errno(EIO))) }
     }
 
-    func openEvents(_ path: String) throws -> Int32 {
-        // O_NONBLOCK: a FIFO in place of the log fails at once instead of blocking the supervisor.
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        if fd < 0 {
-            // ENXIO: a FIFO that nobody reads.
-            if errno == ENXIO { throw storeError(FileSystem.FileProblem(path: path, kind: .notRegular("FIFO"))) }
-            throw storeError(SystemError("open", path: path, errno: .current))
-        }
-        var st = stat()
-        if fstat(fd, &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
-            close(fd)
-            throw storeError(FileSystem.FileProblem(path: path, kind: .notRegular(FileSystem.typeName(st.st_mode & S_IFMT))))
-        }
-        return fd
+    /// Taken by `start` from deciding to spawn a supervisor until it is
+    /// accepted; starts of one profile take turns. Released when the returned
+    /// object goes.
+    public func lockStart(_ id: UUID) throws -> AnyObject {
+        do { return try files.lock(startLockPath(id)) } catch { throw storeError(error) }
     }
 
     /// Forgets a removed profile: its record, events, log and lock files.
@@ -142,7 +133,7 @@ public struct RuntimeStore: Sendable {
         let log = logPath(id)
         do {
             for path in [recordPath(id), eventsPath(id), eventsPath(id) + ".1", startLockPath(id), base + ".lock",
-                         log, log + ".1", log + ".new"] { try FileSystem.remove(path) }
+                         log, log + ".1", log + ".new"] { try files.remove(path) }
         } catch {
             throw storeError(error)
         }

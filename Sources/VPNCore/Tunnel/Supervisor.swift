@@ -86,7 +86,7 @@ public final class Supervisor {
         defer { logFile.flushRepeats() }
         let signals: SignalQueue
         do { signals = try SignalQueue() } catch { log("[!] \(error)"); return 1 }
-        guard let lock = try? FileLock.tryLock(path: "\(options.runDirectory)/\(id.lowercasedString).lock") else {
+        guard let lock = try? runtime.files.tryLock("\(options.runDirectory)/\(id.lowercasedString).lock") else {
             log("[!] another supervisor runs this profile")
             return 1
         }

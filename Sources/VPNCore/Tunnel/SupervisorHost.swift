@@ -4,8 +4,9 @@ import Glibc
 import VPNSystem
 
 /// What the controller asks of the system about a supervisor and what a dead
-/// one left: processes, its log, and links, routes and rules in this network
-/// namespace. `SystemSupervisorHost` is the real one; unit tests use a fake.
+/// one left: processes (spawning the supervisor among them), its log, and
+/// links, routes and rules in this network namespace. `SystemSupervisorHost`
+/// is the real one; unit tests use a fake.
 public protocol SupervisorHost {
     /// The pid is alive and started at `startTime` (nil: any start time).
     func isAlive(_ pid: pid_t, startTime: UInt64?) -> Bool
@@ -21,10 +22,16 @@ public protocol SupervisorHost {
     /// The supervisor's log, opened to append (created 0600, never through a
     /// symlink, close-on-exec).
     func openLog(_ path: String) throws -> Int32
+    /// Starts the detached supervisor `argv` (in a session of its own), its
+    /// output on `logFD` and `notifyFD` as its fd 3; returns its pid.
+    func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
+                         notifyFD: Int32, logFD: Int32) throws -> pid_t
+    /// A pidfd that becomes readable when `pid` exits (nil: gone, or no pidfds).
+    func watchExit(of pid: pid_t) -> ProcessWatch?
 }
 
-/// The system itself: /proc, kill(2), open(2) and rtnetlink (a socket per
-/// call; only a clean-up makes more than one).
+/// The system itself: /proc, kill(2), posix_spawn, pidfds, the log file and
+/// rtnetlink (a socket per call; only a clean-up makes more than one).
 public struct SystemSupervisorHost: SupervisorHost {
     public init() {}
 
@@ -51,9 +58,16 @@ public struct SystemSupervisorHost: SupervisorHost {
         try NetlinkRouteSocket().changeRule(to: destination, table: table, priority: priority, add: false)
     }
 
+    /// A FIFO or a device in the log's place is refused rather than blocking the start.
     public func openLog(_ path: String) throws -> Int32 {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 { throw Errno.current }
-        return fd
+        // The caller names the path; the errno alone says why.
+        do { return try FileSystem.openForAppending(path, mode: 0o600) } catch let e as SystemError { throw e.errno }
     }
+
+    public func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
+                                notifyFD: Int32, logFD: Int32) throws -> pid_t {
+        try Processes.spawn(executable, argv, environment: environment, passFDs: [notifyFD], outputFD: logFD, newSession: true)
+    }
+
+    public func watchExit(of pid: pid_t) -> ProcessWatch? { ProcessWatch(pid: pid) }
 }

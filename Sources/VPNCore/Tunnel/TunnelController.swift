@@ -94,9 +94,11 @@ public struct TunnelController {
     /// Processes, the log and netlink: the system, or a unit test's fake.
     public let host: any SupervisorHost
 
-    public init(configDirectory: String, runDirectory: String, host: any SupervisorHost = SystemSupervisorHost()) {
+    /// `files` holds the run directory: the system's, or a unit test's `MemoryFiles`.
+    public init(configDirectory: String, runDirectory: String, host: any SupervisorHost = SystemSupervisorHost(),
+                files: any Files = SystemFiles()) {
         self.configDirectory = configDirectory
-        runtime = RuntimeStore(directory: runDirectory)
+        runtime = RuntimeStore(directory: runDirectory, files: files)
         self.host = host
     }
 
@@ -236,8 +238,8 @@ public struct TunnelController {
                             "--timeout", String(timeout), "--notify-fd", "3"]
                 if let o = startedBy { argv += ["--on-demand-rule", String(o.rule), "--on-demand-reason", o.reason] }
                 // The id stays last: that is how a live supervisor is recognised.
-                let pid = try Processes.spawn(exe, argv + [profile.id.lowercasedString],
-                                              environment: env, passFDs: [bell.ringer], outputFD: logFD, newSession: true)
+                let pid = try host.spawnSupervisor(exe, argv + [profile.id.lowercasedString], environment: env,
+                                                   notifyFD: bell.ringer, logFD: logFD)
                 return (pid, bell.listener)
             } catch {
                 close(bell.listener)
@@ -259,7 +261,7 @@ public struct TunnelController {
                      watchRecords: Bool = true,
                      onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
         try runtime.prepare()
-        let exitWatch = supervisor.flatMap { ProcessWatch(pid: $0) }
+        let exitWatch = supervisor.flatMap { host.watchExit(of: $0) }
         let pidfd = exitWatch?.fd ?? -1
         var bell = doorbell ?? -1
         let watch = bell < 0 && (watchRecords || pidfd < 0)
@@ -305,7 +307,7 @@ extension TunnelController {
         guard KillSwitch.wanted(by: profile) else { return .noKillSwitch }
         try runtime.prepare()
         var record = (try? runtime.read(profile.id)) ?? RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
-        if TunnelController.isSupervisor(record) { return .running }
+        if TunnelController.isSupervisor(record, host: host) { return .running }
         let killSwitch = KillSwitch(profile: profile, firewall: try NftFirewall(searchPath: searchPath,
                                                                               scratch: "\(runtime.directory)/\(profile.id.lowercasedString).nft"),
                                     log: log)

@@ -117,8 +117,7 @@ public struct TunnelUseCases {
         try controller.runtime.prepare()
         // Starts of one profile take turns until one is accepted; a start
         // that finds the tunnel on its way up waits for the same outcome.
-        let startLock: FileLock
-        do { startLock = try FileLock(path: controller.runtime.startLockPath(profile.id)) } catch { throw storeError(error) }
+        let startLock = try controller.runtime.lockStart(profile.id)
         let current = try controller.derive(profile)
         if current.status == .connected {
             return .alreadyConnected(current)

@@ -59,7 +59,19 @@ final class OnDemandRunner {
     }
 
     var store: PreferencesStore { PreferencesStore(directory: settings.configDirectory) }
-    var controller: TunnelController { TunnelController(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory) }
+    /// The processes and links, the run directory's files and the privilege
+    /// check the starts and stops use: the system's, or a unit test's fakes.
+    var host: any SupervisorHost = SystemSupervisorHost()
+    var files: any Files = SystemFiles()
+    var canAdministerNetwork: () -> Bool = Privileges.canAdministerNetwork
+    var controller: TunnelController {
+        TunnelController(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory, host: host, files: files)
+    }
+    var useCases: TunnelUseCases {
+        var u = TunnelUseCases(store: store, controller: controller, path: path)
+        u.canAdministerNetwork = canAdministerNetwork
+        return u
+    }
 
     /// Sets up the watches and evaluates once at once.
     func begin() {
@@ -276,8 +288,7 @@ final class OnDemandRunner {
                st.stoppedOn != snapshot || s.record?.startedBy != nil {
                 st.stoppedOn = snapshot
                 do {
-                    _ = try TunnelUseCases(store: store, controller: controller, path: path)
-                        .stop(p, wait: false, timeout: 10)
+                    _ = try useCases.stop(p, wait: false, timeout: 10)
                     log("stopping '\(p.name)' (\(origin.text))")
                 } catch { log("cannot stop '\(p.name)': \(error)") }
             }
@@ -306,8 +317,7 @@ final class OnDemandRunner {
     func start(_ p: Profile, _ origin: StartOrigin, _ st: inout ProfileState, now: Int64) {
         log("starting '\(p.name)' (\(origin.text))")
         do {
-            let outcome = try TunnelUseCases(store: store, controller: controller, path: path)
-                .start(p, wait: false, timeout: Self.startTimeoutSeconds, startedBy: origin)
+            let outcome = try useCases.start(p, wait: false, timeout: Self.startTimeoutSeconds, startedBy: origin)
             if case .alreadyConnected = outcome { return }
             st.startPending = true
         } catch {

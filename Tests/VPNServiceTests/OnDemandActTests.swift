@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import VPNCore
+@testable import VPNService
+import VPNSystem
+
+/// Processes from a table; spawns and signals recorded, nothing run or sent.
+final class RecordingHost: SupervisorHost {
+    var processes: [pid_t: [String]] = [:]
+    var calls: [String] = []
+    var spawnError: Errno?
+    var nextPid: pid_t = 7000
+    /// The supervisor's part: its first record.
+    var onSpawn: ((pid_t) throws -> Void)?
+
+    func isAlive(_ pid: pid_t, startTime: UInt64?) -> Bool { processes[pid] != nil }
+    func commandLine(of pid: pid_t) -> [String]? { processes[pid] }
+    func signal(_ pid: pid_t, _ signal: Int32) -> Errno? {
+        calls.append("signal \(pid) \(signal)")
+        return processes.removeValue(forKey: pid) == nil ? Errno(ESRCH) : nil
+    }
+    func linkIndex(named name: String) throws -> Int32? { nil }
+    func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? { nil }
+    func deleteLink(_ name: String) throws { calls.append("delete link \(name)") }
+    func deleteRoute(_ destination: String, table: UInt32) throws { calls.append("delete route \(destination)") }
+    func deleteRule(to destination: String, table: UInt32, priority: UInt32) throws { calls.append("delete rule \(destination)") }
+    func openLog(_ path: String) throws -> Int32 { open("/dev/null", O_WRONLY | O_CLOEXEC) }
+    func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
+                         notifyFD: Int32, logFD: Int32) throws -> pid_t {
+        calls.append("spawn \(argv.dropFirst().joined(separator: " "))")
+        if let spawnError { throw spawnError }
+        let pid = nextPid
+        nextPid += 1
+        processes[pid] = argv
+        try onSpawn?(pid)
+        return pid
+    }
+    func watchExit(of pid: pid_t) -> ProcessWatch? { nil }
+}
+
+/// On-demand's decision → action step (`OnDemandRunner.act`) against a fake
+/// host and run directory: which decision starts or stops a tunnel, through
+/// the same use cases as `vpnctl start` and `stop`. (The decisions themselves
+/// are OnDemandEvaluatorTests'; the backoff's steps OnDemandBackoffTests'.)
+@Suite struct OnDemandActTests {
+    final class Scratch {
+        let path: String
+        init() {
+            var template = Array("/tmp/vpnctl-ondemand-XXXXXX".utf8CString)
+            path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+    let scratch = Scratch()
+    var dir: String { scratch.path }
+    let host = RecordingHost()
+    let files = MemoryFiles(effectiveUser: geteuid(), directories: [])
+    let runner: OnDemandRunner
+    let profile = Profile(name: "office", protocol: .wireguard(WireGuardConfiguration(
+        privateKeySecret: "private-key", addresses: ["10.0.0.2/32"],
+        peers: [WireGuardPeer(publicKey: "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", allowedIPs: ["0.0.0.0/0"],
+                              endpoint: "198.18.0.1:51820")])))
+    let ethernet = NetworkSnapshot(primary: .init(name: "eth0", ifindex: 2, type: .ethernet))
+    let wifi = NetworkSnapshot(primary: .init(name: "wlan0", ifindex: 3, type: .wifi, ssid: "cafe"))
+    final class Lines { var all: [String] = [] }
+    let log = Lines()
+
+    init() throws {
+        let dir = scratch.path
+        let store = PreferencesStore(directory: dir + "/etc")
+        try store.save(profile)
+        try store.secrets.set(profile.id, name: "private-key", value: Array("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=".utf8))
+        // What preflight looks for on PATH; never run.
+        mkdir(dir + "/bin", 0o755)
+        _ = FileManager.default.createFile(atPath: dir + "/bin/wireguard-go", contents: Data("#!/bin/false\n".utf8),
+                                       attributes: [.posixPermissions: 0o755])
+        files.addDirectory("/run", owner: 0)
+        runner = OnDemandRunner(settings: AgentSettings(configDirectory: dir + "/etc", runDirectory: "/run/vpnctl", adminGroup: "vpnctl"),
+                                loop: EventLoop(), path: dir + "/bin") { [log] in log.all.append($0) }
+        runner.host = host
+        runner.files = files
+        runner.canAdministerNetwork = { true }
+        let controller = runner.controller
+        host.onSpawn = { [profile] pid in
+            var r = RuntimeRecord(id: profile.id, name: profile.name, status: .connecting)
+            r.supervisorPid = pid
+            r.startedBy = StartOrigin(rule: 2, reason: "on ethernet")
+            try controller.runtime.write(r)
+        }
+    }
+
+    var id: String { profile.id.lowercasedString }
+
+    func act(_ action: OnDemandRule.Action, _ st: inout OnDemandRunner.ProfileState, on snapshot: NetworkSnapshot, now: Int64 = 0) throws {
+        var wake = Int64.max
+        let status = try runner.controller.derive(profile)
+        runner.act(action, rule: 2, reason: "on ethernet", profile, &st, status: status, on: snapshot, now: now, wake: &wake)
+    }
+
+    /// A tunnel its supervisor (`pid`) runs, started by hand or by a rule.
+    func running(_ pid: pid_t, startedBy: StartOrigin?) throws {
+        try runner.controller.runtime.prepare()
+        var r = RuntimeRecord(id: profile.id, name: profile.name, status: .connected)
+        r.supervisorPid = pid
+        r.startedBy = startedBy
+        try runner.controller.runtime.write(r)
+        host.processes[pid] = ["vpnctl", "__supervise", id]
+    }
+
+    @Test func aConnectDecisionStartsOnceAndNamesItsRule() throws {
+        var st = OnDemandRunner.ProfileState()
+        try act(.connect, &st, on: ethernet)
+        #expect(host.calls == ["spawn __supervise --config-dir \(dir)/etc --run-dir /run/vpnctl --timeout 20 --notify-fd 3 "
+                               + "--on-demand-rule 2 --on-demand-reason on ethernet \(id)"])
+        #expect(st.startPending)
+        #expect(try runner.controller.derive(profile).record?.supervisorPid == 7000)
+        // The tunnel on its way up is not started again, nor tried.
+        try act(.connect, &st, on: ethernet)
+        #expect(host.calls.count == 1)
+        #expect(log.all.filter { $0.hasPrefix("on-demand: starting 'office'") }.count == 1, "\(log.all)")
+    }
+
+    @Test func aFailedStartBacksOffAndIsNotRetriedBeforeTheDelay() throws {
+        host.spawnError = Errno(EAGAIN)
+        var st = OnDemandRunner.ProfileState()
+        try act(.connect, &st, on: ethernet)
+        #expect(host.calls.count == 1 && !st.startPending && st.backoff.failures == 1)
+        #expect(log.all.contains { $0.hasPrefix("on-demand: cannot start 'office': cannot start the tunnel supervisor") }, "\(log.all)")
+        try act(.connect, &st, on: ethernet, now: 1)
+        #expect(host.calls.count == 1, "no second try within the backoff")
+        let due = st.backoff.notBeforeMs
+        try act(.connect, &st, on: ethernet, now: due)
+        #expect(host.calls.count == 2)
+    }
+
+    @Test func aDisconnectDecisionSignalsTheSupervisorOnce() throws {
+        try running(4242, startedBy: StartOrigin(rule: 2, reason: "on ethernet"))
+        var st = OnDemandRunner.ProfileState()
+        try act(.disconnect, &st, on: ethernet)
+        #expect(host.calls == ["signal 4242 \(SIGTERM)"])
+        #expect(st.stoppedOn == ethernet && !st.startPending)
+    }
+
+    /// A start by hand after a disconnect rule stopped the tunnel stays, on
+    /// that network; on another one the rule applies again.
+    @Test func aTunnelStartedByHandAfterAStopStaysOnThatNetwork() throws {
+        var st = OnDemandRunner.ProfileState()
+        st.stoppedOn = ethernet
+        try running(4242, startedBy: nil)
+        try act(.disconnect, &st, on: ethernet)
+        #expect(host.calls.isEmpty)
+        try act(.disconnect, &st, on: wifi)
+        #expect(host.calls == ["signal 4242 \(SIGTERM)"])
+    }
+
+    @Test func ignoreAndEvaluateConnectionLeaveTheTunnelAlone() throws {
+        try running(4242, startedBy: nil)
+        var st = OnDemandRunner.ProfileState()
+        try act(.ignore, &st, on: ethernet)
+        try act(.evaluateConnection, &st, on: ethernet)
+        #expect(host.calls.isEmpty)
+        #expect(log.all.last?.contains("the tunnel is left as it is") == true)
+    }
+}
