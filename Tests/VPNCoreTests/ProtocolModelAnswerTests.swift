@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func everyProtocolHasItsDefaultExportFormat() {
-        #expect(Self.all.map { ProfileExport.nativeFormat($0) } == [.wgQuick, .ovpn, .mobileconfig, .mobileconfig])
+        #expect(Self.all.map(\.protocol.model.defaultExportFormat) == [.wgQuick, .ovpn, .mobileconfig, .mobileconfig])
     }
 
     /// json and mobileconfig for every protocol; wg-quick and .ovpn for their own only, refused by name otherwise.
@@ -30,6 +30,7 @@ import Testing
         let expected: [[ProfileExport.Format]] = [[.json, .wgQuick, .mobileconfig], [.json, .ovpn, .mobileconfig],
                                                   [.json, .mobileconfig], [.json, .mobileconfig]]
         for (p, formats) in zip(Self.all, expected) {
+            #expect(p.protocol.model.exportFormats == formats, "\(p.name)")
             for f in ProfileExport.Format.allCases {
                 do {
                     _ = try export(p, f)
@@ -140,4 +141,11 @@ import Testing
         #expect(summary(narrowed) == "split tunnel: 10.3.0.0/16; no DNS of its own (the system's resolver); kept outside: vpn.example.net; kill switch: includeAllNetworks, excludeLocalNetworks")
     }
 
+    @Test func thePasswordSecretAndCreatesNextSteps() {
+        #expect(Self.all.map(\.protocol.model.passwordSecret) == [nil, "password", nil, nil])
+        var eap = IKEv2Configuration(serverAddress: "s")
+        eap.passwordSecret = "password"
+        #expect(eap.passwordSecret == "password" && (eap as any ConfigurationModel).passwordSecret == "password")
+        #expect(Self.all.map(\.protocol.model.createPrintsNextSteps) == [true, true, false, true])
+    }
 }
