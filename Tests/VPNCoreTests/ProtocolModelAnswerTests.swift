@@ -85,6 +85,17 @@ import Testing
         #expect(payload["VendorConfig"]?.dict == ["server": .string("relay.example.net"), "token": .string("v-token")])
     }
 
+    /// A provider's secrets left out are named in key order, every time (a
+    /// dictionary's order is not the same from one process to the next).
+    @Test func aProvidersSecretsLeftOutAreNamedInKeyOrder() throws {
+        let keys = (0..<12).map { String(UnicodeScalar(UInt8(ascii: "a") + UInt8($0))) }
+        let p = Profile(name: "p", protocol: .provider(ProviderConfiguration(
+            providerIdentifier: "com.example.vpn", secrets: Dictionary(uniqueKeysWithValues: keys.map { ($0, "s-\($0)") }))))
+        let out = try ProfileExport.export(p, as: .mobileconfig, secret: { _ in nil }, anchor: { _ in "" })
+        #expect(out.secretsLeftOut == keys.map { "s-\($0)" })
+        #expect(out.secretsLeftOut == p.secretReferences.map(\.name))
+    }
+
     @Test func wgQuickAndOvpnAreTheProtocolsOwnFiles() throws {
         let id = "# vpnctl profile id: "
         #expect(try export(Self.wireguard, .wgQuick) == """

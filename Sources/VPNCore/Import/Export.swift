@@ -227,11 +227,13 @@ public enum ProfileExport {
 
     /// A provider's configuration as its VendorConfig, secrets inline; the
     /// secret "password" under the key "password" is Apple's AuthPassword.
+    /// The secrets are asked for in key order, so the ones left out are
+    /// named in the same order on every run (and as the JSON export names them).
     static func providerPayload(_ pr: ProviderConfiguration, into m: inout VPNPayload, secret: (String?) -> String?) {
         m.keys["VPNType"] = .string("VPN")
         m.keys["VPNSubType"] = .string(pr.providerIdentifier)
         var vendor = pr.providerConfiguration.mapValues(PropertyList.string)
-        for (key, name) in pr.secrets {
+        for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
             guard let v = secret(name) else { continue }
             if key == "password" && name == "password" { m.settings["AuthPassword"] = .string(v) } else { vendor[key] = .string(v) }
         }
