@@ -66,9 +66,11 @@ public enum ProfileExport {
         }
     }
 
+    /// A format that is not the profile's own, refused naming the protocol it is for.
     static func notFor(_ p: Profile, _ f: Format) -> VPNError {
         let kind = p.protocol.kind.rawValue, target = f == .wgQuick ? "wireguard" : "openvpn"
-        return VPNError(.usage, kind == "openvpn" || kind == "ikev2"
+        // "an openvpn", "an ikev2": the article goes by the name's first letter.
+        return VPNError(.usage, kind.first.map("aeiou".contains) == true
                             ? L("'\(p.name)' is an \(kind) profile; --format \(f.rawValue) is for \(target) profiles")
                             : L("'\(p.name)' is a \(kind) profile; --format \(f.rawValue) is for \(target) profiles"),
                         hint: L("use --format \(p.protocol.model.defaultExportFormat.rawValue), mobileconfig or json"))
