@@ -23,7 +23,7 @@ public enum VPNCLI {
         ("enable", { EnableCommand.enableSpec }), ("disable", { EnableCommand.disableSpec }), ("secret", { SecretCommand.spec }),
         ("trust", { TrustCommand.spec }), ("start", { StartCommand.spec }), ("stop", { StopCommand.spec }), ("block", { BlockCommand.spec }),
         ("toggle", { ToggleCommand.spec }), ("status", { StatusCommand.spec }), ("is-connected", { IsConnectedCommand.spec }),
-        ("logs", { LogsCommand.spec }), ("genkey", { KeyCommands.genkeySpec }), ("pubkey", { KeyCommands.pubkeySpec }),
+        ("logs", { LogsCommand.spec }), ("genkey", { GenkeyCommand.spec }), ("pubkey", { PubkeyCommand.spec }),
         ("ondemand", { OnDemandCommand.spec }), ("verify", { VerifyCommand.spec }), ("stats", { StatsCommand.spec }),
         ("export", { ExportCommand.spec }), ("apply", { ApplyCommand.spec }), ("providers", { ProvidersCommand.spec }),
         ("can", { CanCommand.spec }), ("agent", { AgentCommand.spec }), ("completion", { CompletionCommand.spec }),

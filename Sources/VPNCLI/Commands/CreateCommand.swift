@@ -194,7 +194,7 @@ enum CreateCommand {
         for note in c.notes { inv.output.note(L("note: \(note)")) }
         let p = c.profile
         ImportCommand.render(inv, c, headline: L("created '\(p.name)' (\(p.protocol.kind.rawValue), id \(p.id.lowercasedString))"),
-                             nextSteps: p.protocol.kind != .ikev2)
+                             nextSteps: p.protocol.model.createPrintsNextSteps)
         return .ok
     }
 

@@ -37,7 +37,7 @@ enum ExportCommand {
             }
             format = parsed
         } else {
-            format = ProfileExport.nativeFormat(profile)
+            format = profile.protocol.model.defaultExportFormat
         }
         let include = inv.args.flag("include-secrets")
         if include && geteuid() != 0 {

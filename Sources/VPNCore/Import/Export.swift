@@ -14,13 +14,24 @@ public enum ProfileExport {
         public var secretsLeftOut: [String]
     }
 
-    /// The format a profile is exported in when none is asked for.
-    public static func nativeFormat(_ p: Profile) -> Format {
-        switch p.protocol {
-        case .wireguard: return .wgQuick
-        case .openvpn: return .ovpn
-        case .ikev2, .provider: return .mobileconfig
-        }
+    /// The VPN payload of a configuration profile, as a protocol's model
+    /// fills it in (`ConfigurationModel.writeVPNPayload`); the export adds
+    /// the on-demand rules, the kill-switch flags and the DNS.
+    public struct VPNPayload: Sendable {
+        /// The profile it is written for (the identity payload names it).
+        public let profile: Profile
+        /// The payload's PayloadIdentifier, which the payloads beside it extend.
+        public let payloadID: String
+        /// The payload's own keys: VPNType, VPNSubType, VendorConfig, ...
+        public var keys: [String: PropertyList]
+        /// The protocol's settings dictionary ("VPN", or "IKEv2" for IKEv2),
+        /// which the on-demand rules and kill-switch flags join.
+        public var settingsKey = "VPN"
+        public var settings: [String: PropertyList] = [:]
+        /// Payloads of their own (an identity, a CA), before it in PayloadContent.
+        public var others: [PropertyList] = []
+        /// What Apple's keys cannot say; the PayloadDescription names it.
+        public var notExpressible: [String] = []
     }
 
     /// `secret(name)` gives a secret's value, or nil to leave it out;
@@ -42,15 +53,10 @@ public enum ProfileExport {
             leftOut = p.secretReferences.map(\.name)
             if out.isEmpty { out = [] }
             return Output(bytes: out, secretsLeftOut: leftOut)
-        case .wgQuick:
-            guard case .wireguard(let w) = p.protocol else { throw notFor(p, format) }
-            var text = WGQuick.export(w, secret: value)
-            text = "\(ExportMarker.idPrefix)\(p.id.lowercasedString)\n" + text
-            if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
-            return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
-        case .ovpn:
-            guard case .openvpn(let o) = p.protocol else { throw notFor(p, format) }
-            var text = try ovpn(o, secret: value, anchor: anchor)
+        case .wgQuick, .ovpn:
+            let model = p.protocol.model
+            guard model.exportFormats.contains(format),
+                  var text = try model.exportedText(as: format, secret: value, anchor: anchor) else { throw notFor(p, format) }
             text = "\(ExportMarker.idPrefix)\(p.id.lowercasedString)\n" + text
             if !leftOut.isEmpty { text = "\(ExportMarker.prefix)\(leftOut.joined(separator: ", "))\n" + text }
             return Output(bytes: Array(text.utf8), secretsLeftOut: leftOut)
@@ -60,12 +66,14 @@ public enum ProfileExport {
         }
     }
 
+    /// A format that is not the profile's own, refused naming the protocol it is for.
     static func notFor(_ p: Profile, _ f: Format) -> VPNError {
         let kind = p.protocol.kind.rawValue, target = f == .wgQuick ? "wireguard" : "openvpn"
-        return VPNError(.usage, kind == "openvpn" || kind == "ikev2"
+        // "an openvpn", "an ikev2": the article goes by the name's first letter.
+        return VPNError(.usage, kind.first.map("aeiou".contains) == true
                             ? L("'\(p.name)' is an \(kind) profile; --format \(f.rawValue) is for \(target) profiles")
                             : L("'\(p.name)' is a \(kind) profile; --format \(f.rawValue) is for \(target) profiles"),
-                        hint: L("use --format \(nativeFormat(p).rawValue), mobileconfig or json"))
+                        hint: L("use --format \(p.protocol.model.defaultExportFormat.rawValue), mobileconfig or json"))
     }
 
     /// An .ovpn with inline blocks, as the .ovpn importer reads it.
@@ -139,69 +147,40 @@ public enum ProfileExport {
                              leftOut: () -> [String]) throws -> PropertyList {
         let identifier = p.origin?.profileIdentifier ?? "vpnctl.\(p.id.lowercasedString)"
         let payloadID = p.origin?.payloadIdentifier ?? "\(identifier).vpn"
-        var payload: [String: PropertyList] = [
+        var vpn = VPNPayload(profile: p, payloadID: payloadID, keys: [
             "PayloadType": .string("com.apple.vpn.managed"), "PayloadVersion": .integer(1),
             "PayloadIdentifier": .string(payloadID), "PayloadUUID": .string(p.id.uuidString),
             "PayloadDisplayName": .string(p.name), "UserDefinedName": .string(p.name),
-        ]
-        var others: [PropertyList] = []
-        var vpn: [String: PropertyList] = [:]
-        var notExpressible: [String] = []
-        switch p.protocol {
-        case .wireguard(let w):
-            payload["VPNType"] = .string("VPN")
-            payload["VPNSubType"] = .string("com.wireguard.ios")
-            payload["VendorConfig"] = .dict(["WgQuickConfig": .string(WGQuick.export(w, secret: { secret($0) }))])
-            vpn["RemoteAddress"] = .string(w.peers.first?.endpoint ?? "")
-            vpn["AuthenticationMethod"] = .string("Password")
-        case .openvpn(let o):
-            try openVPNPayload(o, payload: &payload, vpn: &vpn, secret: secret, anchor: anchor)
-        case .ikev2(let i):
-            var ike = try ikev2Payload(i, p, payloadID: payloadID, payload: &payload, others: &others, secret: secret, anchor: anchor)
-            ikev2Tuning(i, into: &ike, notExpressible: &notExpressible)
-            onDemand(p.onDemand, into: &ike)
-            flags(p, into: &ike)
-            payload["IKEv2"] = .dict(ike)
-        case .provider(let pr):
-            payload["VPNType"] = .string("VPN")
-            payload["VPNSubType"] = .string(pr.providerIdentifier)
-            var vendor = pr.providerConfiguration.mapValues(PropertyList.string)
-            for (key, name) in pr.secrets {
-                guard let v = secret(name) else { continue }
-                if key == "password" && name == "password" { vpn["AuthPassword"] = .string(v) } else { vendor[key] = .string(v) }
-            }
-            payload["VendorConfig"] = .dict(vendor)
-        }
-        if p.protocol.kind != .ikev2 {
-            onDemand(p.onDemand, into: &vpn)
-            flags(p, into: &vpn)
-            if !vpn.isEmpty { payload["VPN"] = .dict(vpn) }
-        }
+        ])
+        try p.protocol.model.writeVPNPayload(&vpn, secret: secret, anchor: anchor)
+        onDemand(p.onDemand, into: &vpn.settings)
+        flags(p, into: &vpn.settings)
+        if !vpn.settings.isEmpty { vpn.keys[vpn.settingsKey] = .dict(vpn.settings) }
         if let d = p.dnsSettings, !d.isEmpty {
             var dns: [String: PropertyList] = [:]
             if !d.servers.isEmpty { dns["ServerAddresses"] = .array(d.servers.map(PropertyList.string)) }
             if !d.searchDomains.isEmpty { dns["SearchDomains"] = .array(d.searchDomains.map(PropertyList.string)) }
             if !d.matchDomains.isEmpty { dns["SupplementalMatchDomains"] = .array(d.matchDomains.map(PropertyList.string)) }
-            payload["DNS"] = .dict(dns)
+            vpn.keys["DNS"] = .dict(dns)
         }
         var top: [String: PropertyList] = [
             "PayloadType": .string("Configuration"), "PayloadVersion": .integer(1), "PayloadIdentifier": .string(identifier),
             "PayloadUUID": .string(UUID().uuidString), "PayloadDisplayName": .string(p.name),
-            "PayloadContent": .array(others + [.dict(payload)]),
+            "PayloadContent": .array(vpn.others + [.dict(vpn.keys)]),
         ]
         let missing = leftOut()
         var description: [String] = []
         if !missing.isEmpty { description.append("secrets left out: \(missing.joined(separator: ", "))") }
-        if !notExpressible.isEmpty { description.append("not expressible in Apple's keys: \(notExpressible.joined(separator: "; "))") }
+        if !vpn.notExpressible.isEmpty { description.append("not expressible in Apple's keys: \(vpn.notExpressible.joined(separator: "; "))") }
         if !description.isEmpty { top["PayloadDescription"] = .string("Exported by vpnctl; " + description.joined(separator: "; ")) }
         return .dict(top)
     }
 
     /// OpenVPN Connect's VendorConfig: a key per directive (repeats numbered), inline files.
-    static func openVPNPayload(_ o: OpenVPNConfiguration, payload: inout [String: PropertyList], vpn: inout [String: PropertyList],
+    static func openVPNPayload(_ o: OpenVPNConfiguration, into m: inout VPNPayload,
                                secret: (String?) -> String?, anchor: (String) throws -> String) throws {
-        payload["VPNType"] = .string("VPN")
-        payload["VPNSubType"] = .string("net.openvpn.connect.app")
+        m.keys["VPNType"] = .string("VPN")
+        m.keys["VPNSubType"] = .string("net.openvpn.connect.app")
         var vendor: [String: PropertyList] = ["client": .string("NOARGS"), "dev": .string("tun")]
         for (i, r) in o.remotes.enumerated() { vendor["remote.\(i + 1)"] = .string("\(r.host) \(r.port) \(r.proto)") }
         var counts: [String: Int] = [:]
@@ -232,19 +211,44 @@ public enum ProfileExport {
         if let k = secret(o.tlsAuthSecret) { vendor["tls-auth"] = inline(k) }
         if let k = secret(o.tlsCryptV2Secret) { vendor["tls-crypt-v2"] = inline(k) }
         if o.username != nil || o.passwordSecret != nil { vendor["auth-user-pass"] = .string("NOARGS") }
-        if let u = o.username { vpn["AuthName"] = .string(u) }
-        if let pw = secret(o.passwordSecret) { vpn["AuthPassword"] = .string(pw) }
-        payload["VendorConfig"] = .dict(vendor)
-        vpn["RemoteAddress"] = .string("DEFAULT")
-        vpn["AuthenticationMethod"] = .string(o.certificate != nil ? "Certificate" : "Password")
+        if let u = o.username { m.settings["AuthName"] = .string(u) }
+        if let pw = secret(o.passwordSecret) { m.settings["AuthPassword"] = .string(pw) }
+        m.keys["VendorConfig"] = .dict(vendor)
+        m.settings["RemoteAddress"] = .string("DEFAULT")
+        m.settings["AuthenticationMethod"] = .string(o.certificate != nil ? "Certificate" : "Password")
+    }
+
+    /// WireGuard's app reads its wg-quick file from VendorConfig.
+    static func wireGuardPayload(_ w: WireGuardConfiguration, into m: inout VPNPayload, secret: (String?) -> String?) {
+        m.keys["VPNType"] = .string("VPN")
+        m.keys["VPNSubType"] = .string("com.wireguard.ios")
+        m.keys["VendorConfig"] = .dict(["WgQuickConfig": .string(WGQuick.export(w, secret: { secret($0) }))])
+        m.settings["RemoteAddress"] = .string(w.peers.first?.endpoint ?? "")
+        m.settings["AuthenticationMethod"] = .string("Password")
+    }
+
+    /// A provider's configuration as its VendorConfig, secrets inline; the
+    /// secret "password" under the key "password" is Apple's AuthPassword.
+    /// The secrets are asked for in key order, so the ones left out are
+    /// named in the same order on every run (and as the JSON export names them).
+    static func providerPayload(_ pr: ProviderConfiguration, into m: inout VPNPayload, secret: (String?) -> String?) {
+        m.keys["VPNType"] = .string("VPN")
+        m.keys["VPNSubType"] = .string(pr.providerIdentifier)
+        var vendor = pr.providerConfiguration.mapValues(PropertyList.string)
+        for (key, name) in pr.secrets.sorted(by: { $0.key < $1.key }) {
+            guard let v = secret(name) else { continue }
+            if key == "password" && name == "password" { m.settings["AuthPassword"] = .string(v) } else { vendor[key] = .string(v) }
+        }
+        m.keys["VendorConfig"] = .dict(vendor)
     }
 
     /// The IKEv2 dictionary: server, identities, authentication (a PKCS#12
-    /// identity payload and the CA as payloads of their own, in `others`).
-    static func ikev2Payload(_ i: IKEv2Configuration, _ p: Profile, payloadID: String, payload: inout [String: PropertyList],
-                             others: inout [PropertyList], secret: (String?) -> String?,
-                             anchor: (String) throws -> String) throws -> [String: PropertyList] {
-        payload["VPNType"] = .string("IKEv2")
+    /// identity payload and the CA as payloads of their own, in `others`),
+    /// then the tuning.
+    static func ikev2Payload(_ i: IKEv2Configuration, into m: inout VPNPayload, secret: (String?) -> String?,
+                             anchor: (String) throws -> String) throws {
+        m.keys["VPNType"] = .string("IKEv2")
+        let payloadID = m.payloadID, p = m.profile
         var ike: [String: PropertyList] = ["RemoteAddress": .string(i.serverAddress)]
         if let r = i.remoteIdentifier { ike["RemoteIdentifier"] = .string(r) }
         if let l = i.localIdentifier { ike["LocalIdentifier"] = .string(l) }
@@ -261,10 +265,10 @@ public enum ProfileExport {
                 let password = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &rng), radix: 16) }.joined()
                 let uuid = UUID().uuidString
                 let p12 = try Crypto.pkcs12(identityPEM: Array(identity.utf8), password: password)
-                others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
-                                     "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
-                                     "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
-                                     "PayloadContent": .data(p12)]))
+                m.others.append(.dict(["PayloadType": .string("com.apple.security.pkcs12"), "PayloadVersion": .integer(1),
+                                       "PayloadIdentifier": .string("\(payloadID).identity"), "PayloadUUID": .string(uuid),
+                                       "PayloadDisplayName": .string("Identity of \(p.name)"), "Password": .string(password),
+                                       "PayloadContent": .data(p12)]))
                 ike["PayloadCertificateUUID"] = .string(uuid)
             }
         }
@@ -276,12 +280,14 @@ public enum ProfileExport {
         if let fp = i.caFingerprint {
             let pem = try anchor(fp)
             if let der = PEM.blocks(pem).first?.der {
-                others.append(.dict(["PayloadType": .string("com.apple.security.root"), "PayloadVersion": .integer(1),
-                                     "PayloadIdentifier": .string("\(payloadID).ca"), "PayloadUUID": .string(UUID().uuidString),
-                                     "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
+                m.others.append(.dict(["PayloadType": .string("com.apple.security.root"), "PayloadVersion": .integer(1),
+                                       "PayloadIdentifier": .string("\(payloadID).ca"), "PayloadUUID": .string(UUID().uuidString),
+                                       "PayloadDisplayName": .string("CA \(fp.prefix(16))"), "PayloadContent": .data(der)]))
             }
         }
-        return ike
+        ikev2Tuning(i, into: &ike, notExpressible: &m.notExpressible)
+        m.settingsKey = "IKEv2"
+        m.settings = ike
     }
 }
 

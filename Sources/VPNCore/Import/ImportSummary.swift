@@ -38,20 +38,10 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
 
     public init(tunnel: String) { self.tunnel = tunnel }
 
+    /// The profile's tunnel as its protocol's model reads it, then the
+    /// profile's own DNS settings and kill switch.
     public static func of(_ p: Profile, noEffect: [String] = []) -> ImportSummary {
-        var s: ImportSummary
-        switch p.protocol {
-        case .wireguard(let w): s = wireguard(w)
-        case .openvpn(let o): s = openvpn(o)
-        case .ikev2(let i):
-            // Narrowed selectors (a .sswan's split-tunneling.subnets): only those, as far as the server agrees.
-            s = ImportSummary(tunnel: i.remoteTrafficSelectors == nil ? "server" : "split")
-            s.routes = i.remoteTrafficSelectors ?? []
-            s.keptOutside = [i.serverAddress]
-            s.trafficSelectors = true
-        case .provider:
-            s = ImportSummary(tunnel: "provider")
-        }
+        var s = p.protocol.model.tunnelSummary
         if let d = p.dnsSettings {
             if !d.servers.isEmpty { s.dnsServers = d.servers }
             s.searchDomains += d.searchDomains.filter { !s.searchDomains.contains($0) }
@@ -66,59 +56,7 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
         return s
     }
 
-    static func wireguard(_ w: WireGuardConfiguration) -> ImportSummary {
-        var s = ImportSummary(tunnel: "split")
-        var seen = Set<String>()
-        let allowed = w.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
-        s.routes = allowed.map(\.network.description).filter { seen.insert($0).inserted }
-        s.families = families(allowed.filter { $0.prefixLength == 0 })
-        if w.table == "off" {
-            s.tunnel = "none"
-        } else if !s.families.isEmpty {
-            s.tunnel = "full"
-        }
-        if let t = w.table, t != "auto", t != "off", t != "main", t != "254" { s.table = t }
-        s.dnsServers = w.dns.filter { IPAddress($0) != nil }
-        s.searchDomains = w.dns.filter { IPAddress($0) == nil }
-        // An endpoint the allowed IPs would take in keeps the route it had
-        // (a host name: known at start; a full tunnel takes every one).
-        s.keptOutside = w.peers.compactMap { p -> String? in
-            guard let e = p.endpoint, case .success(let ep) = Endpoint.parse(e) else { return nil }
-            if s.tunnel == "full" { return ep.host }
-            guard let ip = IPAddress(ep.host), allowed.contains(where: { $0.contains(ip) }) else { return nil }
-            return ep.host
-        } + w.excludedRoutes
-        return s
-    }
-
-    static func openvpn(_ o: OpenVPNConfiguration) -> ImportSummary {
-        let words = o.options.map { OpenVPNDirectives.tokenize($0) ?? [] }
-        var s = ImportSummary(tunnel: "server")
-        if let r = words.compactMap(RedirectGateway.init).last {
-            s.tunnel = "full"
-            s.families = (r.ipv4 ? ["IPv4"] : []) + (r.ipv6 ? ["IPv6"] : [])
-        }
-        for w in words where w.count >= 2 {
-            switch w[0] {
-            case "route":
-                let mask = w.count > 2 ? PushedSettings.prefixLength(w[2]) ?? 32 : 32
-                s.routes.append(CIDR("\(w[1])/\(mask)")?.network.description ?? w[1])
-            case "route-ipv6": s.routes.append(w[1])
-            case "dhcp-option" where w.count == 3:
-                switch w[1] {
-                case "DNS", "DNS6": s.dnsServers.append(w[2])
-                case "DOMAIN", "ADAPTER_DOMAIN_SUFFIX", "DOMAIN-SEARCH": if !s.searchDomains.contains(w[2]) { s.searchDomains.append(w[2]) }
-                default: break
-                }
-            default: break
-            }
-        }
-        if s.tunnel == "server", words.contains(where: { $0 == ["route-nopull"] }) { s.tunnel = s.routes.isEmpty ? "none" : "split" }
-        if s.tunnel == "server" { s.redirectFiltered = PullFilter(options: o.options).action(for: "redirect-gateway def1") != .accept }
-        s.keptOutside = o.remotes.map(\.host).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
-        return s
-    }
-
+    /// "IPv4", "IPv6": the families of these (default) routes.
     static func families(_ cidrs: [CIDR]) -> [String] {
         (cidrs.contains { !$0.address.isIPv6 } ? ["IPv4"] : []) + (cidrs.contains { $0.address.isIPv6 } ? ["IPv6"] : [])
     }

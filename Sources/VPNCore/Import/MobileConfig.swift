@@ -525,7 +525,7 @@ public enum MobileConfig {
                 var r = try OpenVPNImport.parse(text, name: name, source: "VendorConfig",
                                                 options: ImportOptions(username: hasAuthUserPass || username != nil || password != nil ? username : nil))
                 r.notes = r.notes.map(rename)
-                if let password, case .openvpn(let o) = r.profile.protocol, let secret = o.passwordSecret {
+                if let password, let secret = r.profile.protocol.model.passwordSecret {
                     r.secrets[secret] = Array(password.utf8)
                     r.notes.removeAll { $0.contains("set the password with") }
                 }

@@ -165,7 +165,8 @@ public enum StrongSwanProfile {
             readTuning(r, &c)
 
             var profile = Profile(name: name, protocol: .ikev2(c))
-            readNetwork(r, &profile)
+            readNetwork(r, &c, &profile)
+            profile.protocol = .ikev2(c)
             if problems.isEmpty {
                 notes.append(L("name is the app's own label: the profile is '\(name)'; with --keep-id its id is the file's uuid"))
             }
@@ -175,8 +176,6 @@ public enum StrongSwanProfile {
             return result
         }
 
-        /// subnets: the remote traffic selectors (a split tunnel); block-ipv4
-        /// and block-ipv6 together: the kill switch.
         /// The client's credentials: the certificate of local.p12, the EAP
         /// username; false when the profile cannot be made.
         mutating func readAuthentication(_ c: inout IKEv2Configuration, local: JSONReader?, type: String, certificateAuth: Bool, eap: Bool,
@@ -272,7 +271,7 @@ public enum StrongSwanProfile {
         }
 
         /// DNS, split tunneling, and what vpnctl cannot carry (proxy, per-app).
-        mutating func readNetwork(_ r: JSONReader, _ profile: inout Profile) {
+        mutating func readNetwork(_ r: JSONReader, _ c: inout IKEv2Configuration, _ profile: inout Profile) {
             if let text = value({ try r.string("dns-servers") }) {
                 let servers = StrongSwanProfile.words(text)
                 for s in servers where IPAddress(s) == nil {
@@ -281,7 +280,7 @@ public enum StrongSwanProfile {
                 if !servers.isEmpty { profile.dnsSettings = DNSSettings(servers: servers, searchDomains: [], matchDomains: []) }
             }
             if let split = object(r, "split-tunneling", known: StrongSwanProfile.splitKeys, path: "split-tunneling") {
-                readSplit(split, into: &profile)
+                readSplit(split, &c, into: &profile)
             }
             if let proxy = object(r, "proxy", known: ["host", "port", "exclusions"], path: "proxy") {
                 let host = value({ try proxy.string("host") }) ?? ""
@@ -294,8 +293,9 @@ public enum StrongSwanProfile {
             }
         }
 
-        mutating func readSplit(_ split: JSONReader, into profile: inout Profile) {
-            guard case .ikev2(var c) = profile.protocol else { return }
+        /// subnets: the remote traffic selectors (a split tunnel); block-ipv4
+        /// and block-ipv6 together: the kill switch.
+        mutating func readSplit(_ split: JSONReader, _ c: inout IKEv2Configuration, into profile: inout Profile) {
             if let text = value({ try split.string("subnets") }) {
                 var selectors: [String] = []
                 for s in StrongSwanProfile.words(text) {
@@ -318,7 +318,6 @@ public enum StrongSwanProfile {
             } else if v4 || v6 {
                 problems.append(L("split-tunneling.\(v4 ? "block-ipv4" : "block-ipv6") without \(v4 ? "block-ipv6" : "block-ipv4"): vpnctl blocks traffic outside the tunnel for both address families (includeAllNetworks) or for neither"))
             }
-            profile.protocol = .ikev2(c)
         }
 
         /// local.p12: the client identity, opened with --identity-password-stdin

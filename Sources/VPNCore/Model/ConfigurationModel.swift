@@ -2,8 +2,9 @@ import FoundationEssentials
 
 /// What each protocol's configuration answers for itself, so that nothing
 /// outside it (and `ProtocolConfiguration`'s own coding) asks which protocol
-/// a profile is: its problems for the validator, and its rows for `show` and
-/// any other front end.
+/// a profile is: its problems for the validator, its rows for `show` and
+/// any other front end, what an import says the tunnel will do, and how
+/// `export` writes it.
 public protocol ConfigurationModel: Sendable {
     /// Every problem found, each naming its field (`protocol.addresses: ...`).
     func problems(_ v: ProfileValidator) -> [String]
@@ -24,6 +25,31 @@ public protocol ConfigurationModel: Sendable {
     /// Fields a start will need that an import can leave unset (an
     /// OpenVPN password without its user name), as `protocol.field`.
     var fieldsToSetBeforeStart: [String] { get }
+    /// The secret holding the password a user types (auth-user-pass, EAP),
+    /// where the protocol has one.
+    var passwordSecret: String? { get }
+    /// What the tunnel itself will do, read off this configuration: the
+    /// `tunnel`, `families`, `routes`, `table`, DNS and `keptOutside` of the
+    /// import summary, before the profile's own DNS settings and kill switch.
+    var tunnelSummary: ImportSummary { get }
+    /// Whether `create` ends with import's next steps (the public key to give
+    /// the server, the secrets to set, then start).
+    var createPrintsNextSteps: Bool { get }
+    /// The formats `export` can write this configuration in.
+    var exportFormats: [ProfileExport.Format] { get }
+    /// The format `export` writes when none is asked for.
+    var defaultExportFormat: ProfileExport.Format { get }
+    /// The file in a text format of the protocol's own (wg-quick, .ovpn),
+    /// before vpnctl's marker lines; nil for a format that is not one of them.
+    /// `secret` gives a secret's value or nil (left out), `anchor` a trust
+    /// anchor's PEM.
+    func exportedText(as format: ProfileExport.Format, secret: (String?) -> String?,
+                      anchor: (String) throws -> String) throws -> String?
+    /// Fills in the VPN payload of an Apple configuration profile: the
+    /// payload's type keys, the protocol's settings dictionary, and the
+    /// payloads that go beside it.
+    func writeVPNPayload(_ payload: inout ProfileExport.VPNPayload, secret: (String?) -> String?,
+                         anchor: (String) throws -> String) throws
 }
 
 extension ConfigurationModel {
@@ -31,6 +57,10 @@ extension ConfigurationModel {
     public var anchorReferences: [String] { [] }
     public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? { nil }
     public var fieldsToSetBeforeStart: [String] { [] }
+    public var passwordSecret: String? { nil }
+    public var createPrintsNextSteps: Bool { true }
+    public func exportedText(as format: ProfileExport.Format, secret: (String?) -> String?,
+                             anchor: (String) throws -> String) throws -> String? { nil }
 }
 
 /// A configuration as labelled rows, then free lines (WireGuard's peers).

@@ -1,9 +1,30 @@
 import FoundationEssentials
 
-/// What an IKEv2 profile answers for itself: its problems and its `show` rows.
+/// What an IKEv2 profile answers for itself: its problems, its `show`
+/// rows, its import summary and its export.
 extension IKEv2Configuration: ConfigurationModel {
     public var serverHosts: [String] { [serverAddress] }
     public var anchorReferences: [String] { caFingerprint.map { [$0] } ?? [] }
+    /// IKEv2's `create` ends at the summary, as it did before the WireGuard
+    /// and OpenVPN ones gained import's next steps (its help names them).
+    public var createPrintsNextSteps: Bool { false }
+    public var exportFormats: [ProfileExport.Format] { [.json, .mobileconfig] }
+    public var defaultExportFormat: ProfileExport.Format { .mobileconfig }
+
+    /// The server's traffic selectors decide; narrowed selectors (a .sswan's
+    /// split-tunneling.subnets) make it split, as far as the server agrees.
+    public var tunnelSummary: ImportSummary {
+        var s = ImportSummary(tunnel: remoteTrafficSelectors == nil ? "server" : "split")
+        s.routes = remoteTrafficSelectors ?? []
+        s.keptOutside = [serverAddress]
+        s.trafficSelectors = true
+        return s
+    }
+
+    public func writeVPNPayload(_ payload: inout ProfileExport.VPNPayload, secret: (String?) -> String?,
+                                anchor: (String) throws -> String) throws {
+        try ProfileExport.ikev2Payload(self, into: &payload, secret: secret, anchor: anchor)
+    }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let i = self

@@ -1,10 +1,13 @@
 import FoundationEssentials
 
-/// What an OpenVPN profile answers for itself: its problems and its `show` rows.
+/// What an OpenVPN profile answers for itself: its problems, its `show`
+/// rows, its import summary and its export.
 extension OpenVPNConfiguration: ConfigurationModel {
     public var serverHosts: [String] { remotes.map(\.host) }
     public var anchorReferences: [String] { caFingerprints }
     public var fieldsToSetBeforeStart: [String] { passwordSecret != nil && username == nil ? ["protocol.username"] : [] }
+    public var exportFormats: [ProfileExport.Format] { [.json, .ovpn, .mobileconfig] }
+    public var defaultExportFormat: ProfileExport.Format { .ovpn }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let o = self
@@ -65,5 +68,48 @@ extension OpenVPNConfiguration: ConfigurationModel {
         if tlsCryptSecret != nil { r.add(L("tls-crypt"), secret(tlsCryptSecret)) }
         if tlsAuthSecret != nil { r.add(L("tls-auth"), secret(tlsAuthSecret)) }
         return r
+    }
+}
+
+extension OpenVPNConfiguration {
+    /// The server decides unless a redirect-gateway makes it full, or
+    /// route-nopull leaves only the profile's own routes; the remotes stay
+    /// outside.
+    public var tunnelSummary: ImportSummary {
+        let words = options.map { OpenVPNDirectives.tokenize($0) ?? [] }
+        var s = ImportSummary(tunnel: "server")
+        if let r = words.compactMap(RedirectGateway.init).last {
+            s.tunnel = "full"
+            s.families = (r.ipv4 ? ["IPv4"] : []) + (r.ipv6 ? ["IPv6"] : [])
+        }
+        for w in words where w.count >= 2 {
+            switch w[0] {
+            case "route":
+                let mask = w.count > 2 ? PushedSettings.prefixLength(w[2]) ?? 32 : 32
+                s.routes.append(CIDR("\(w[1])/\(mask)")?.network.description ?? w[1])
+            case "route-ipv6": s.routes.append(w[1])
+            case "dhcp-option" where w.count == 3:
+                switch w[1] {
+                case "DNS", "DNS6": s.dnsServers.append(w[2])
+                case "DOMAIN", "ADAPTER_DOMAIN_SUFFIX", "DOMAIN-SEARCH": if !s.searchDomains.contains(w[2]) { s.searchDomains.append(w[2]) }
+                default: break
+                }
+            default: break
+            }
+        }
+        if s.tunnel == "server", words.contains(where: { $0 == ["route-nopull"] }) { s.tunnel = s.routes.isEmpty ? "none" : "split" }
+        if s.tunnel == "server" { s.redirectFiltered = PullFilter(options: options).action(for: "redirect-gateway def1") != .accept }
+        s.keptOutside = remotes.map(\.host).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+        return s
+    }
+
+    public func exportedText(as format: ProfileExport.Format, secret: (String?) -> String?,
+                             anchor: (String) throws -> String) throws -> String? {
+        format == .ovpn ? try ProfileExport.ovpn(self, secret: secret, anchor: anchor) : nil
+    }
+
+    public func writeVPNPayload(_ payload: inout ProfileExport.VPNPayload, secret: (String?) -> String?,
+                                anchor: (String) throws -> String) throws {
+        try ProfileExport.openVPNPayload(self, into: &payload, secret: secret, anchor: anchor)
     }
 }

@@ -1,10 +1,18 @@
 import FoundationEssentials
 
-/// What a third-party provider's profile answers for itself: its problems
-/// and its `show` rows.
+/// What a third-party provider's profile answers for itself: its problems,
+/// its `show` rows, its import summary and its export.
 extension ProviderConfiguration: ConfigurationModel {
     public var serverHosts: [String] { serverAddress.map { [$0] } ?? [] }
+    /// The plugin decides the routes and the DNS at connect time.
+    public var tunnelSummary: ImportSummary { ImportSummary(tunnel: "provider") }
+    public var exportFormats: [ProfileExport.Format] { [.json, .mobileconfig] }
+    public var defaultExportFormat: ProfileExport.Format { .mobileconfig }
 
+    public func writeVPNPayload(_ payload: inout ProfileExport.VPNPayload, secret: (String?) -> String?,
+                                anchor: (String) throws -> String) throws {
+        ProfileExport.providerPayload(self, into: &payload, secret: secret)
+    }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let pr = self

@@ -1,12 +1,14 @@
 import FoundationEssentials
 
-/// What a WireGuard profile answers for itself: its problems and its `show` rows.
+/// What a WireGuard profile answers for itself: its problems, its `show`
+/// rows, its import summary and its export.
 extension WireGuardConfiguration: ConfigurationModel {
     public var serverHosts: [String] {
         peers.compactMap { $0.endpoint.flatMap { try? Endpoint.parse($0).get().host } }
     }
     public var tunnelRoutes: [String] { peers.flatMap(\.allowedIPs) }
-
+    public var exportFormats: [ProfileExport.Format] { [.json, .wgQuick, .mobileconfig] }
+    public var defaultExportFormat: ProfileExport.Format { .wgQuick }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let w = self
@@ -103,5 +105,44 @@ extension WireGuardConfiguration {
     public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? {
         guard let name = privateKeySecret, let value = try? read(name) else { return nil }
         return Curve25519.publicKey(base64: String(decoding: value, as: UTF8.self))
+    }
+}
+
+extension WireGuardConfiguration {
+    /// The allowed IPs are the routes: full when one is /0, none with
+    /// `Table = off`; the DNS entries that are no address are search domains.
+    public var tunnelSummary: ImportSummary {
+        var s = ImportSummary(tunnel: "split")
+        var seen = Set<String>()
+        let allowed = peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
+        s.routes = allowed.map(\.network.description).filter { seen.insert($0).inserted }
+        s.families = ImportSummary.families(allowed.filter { $0.prefixLength == 0 })
+        if table == "off" {
+            s.tunnel = "none"
+        } else if !s.families.isEmpty {
+            s.tunnel = "full"
+        }
+        if let t = table, t != "auto", t != "off", t != "main", t != "254" { s.table = t }
+        s.dnsServers = dns.filter { IPAddress($0) != nil }
+        s.searchDomains = dns.filter { IPAddress($0) == nil }
+        // An endpoint the allowed IPs would take in keeps the route it had
+        // (a host name: known at start; a full tunnel takes every one).
+        s.keptOutside = peers.compactMap { p -> String? in
+            guard let e = p.endpoint, case .success(let ep) = Endpoint.parse(e) else { return nil }
+            if s.tunnel == "full" { return ep.host }
+            guard let ip = IPAddress(ep.host), allowed.contains(where: { $0.contains(ip) }) else { return nil }
+            return ep.host
+        } + excludedRoutes
+        return s
+    }
+
+    public func exportedText(as format: ProfileExport.Format, secret: (String?) -> String?,
+                             anchor: (String) throws -> String) throws -> String? {
+        format == .wgQuick ? WGQuick.export(self, secret: { secret($0) }) : nil
+    }
+
+    public func writeVPNPayload(_ payload: inout ProfileExport.VPNPayload, secret: (String?) -> String?,
+                                anchor: (String) throws -> String) throws {
+        ProfileExport.wireGuardPayload(self, into: &payload, secret: secret)
     }
 }
