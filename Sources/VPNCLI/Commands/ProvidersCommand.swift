@@ -38,7 +38,7 @@ enum ProvidersCommand {
     }
 
     static func rows(_ catalog: PluginCatalog) -> [Row] {
-        let builtIn = ProviderRegistry.builtIn.filter { $0.kind != .provider }.map {
+        let builtIn = ProviderRegistry.builtIn.filter { $0.isBuiltInTransport }.map {
             Row(identifier: $0.implementation, kind: "built-in", protocol: $0.kind.rawValue, version: nil, executable: nil,
                 user: nil, manifest: nil, usable: nil, problem: nil)
         }

@@ -12,6 +12,7 @@ import VPNSystem
 public struct PluginProvider: TunnelProvider {
     public static let kind = ProtocolConfiguration.Kind.provider
     public static let implementation = "plugin"
+    public static let isBuiltInTransport = false
     let config: ProviderConfiguration
     /// Set by `preflight`, for `requirements`.
     let found = Found()

@@ -59,6 +59,9 @@ public protocol TunnelProvider {
     /// The protocol and the implementation this provider registers under.
     static var kind: ProtocolConfiguration.Kind { get }
     static var implementation: String { get }
+    /// Whether it is a transport vpnctl carries itself (false: the door
+    /// through which third-party plugins are run, listed by their manifests).
+    static var isBuiltInTransport: Bool { get }
 
     /// nil when the profile is not this provider's.
     init?(profile: Profile)
@@ -119,4 +122,8 @@ public enum ProviderRegistry {
     public static func cleanUp(after record: RuntimeRecord, runtime: RuntimeStore) -> [String] {
         builtIn.flatMap { $0.cleanUp(after: record, runtime: runtime) }
     }
+}
+
+extension TunnelProvider {
+    public static var isBuiltInTransport: Bool { true }
 }
