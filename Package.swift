@@ -27,9 +27,11 @@ let package = Package(
         .executableTarget(name: "vpnctl", dependencies: ["VPNCLI"]),
         .target(name: "VPNProviderKit"),
         .executableTarget(name: "vpnctl-example-udp-relay", dependencies: ["VPNProviderKit"]),
+        // Fakes of the system's ports for unit tests: never in vpnctl itself.
+        .target(name: "VPNTestSupport", dependencies: ["VPNSystem"], path: "Tests/Support"),
         .testTarget(name: "VPNSystemTests", dependencies: ["VPNSystem"]),
-        .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem"]),
-        .testTarget(name: "VPNServiceTests", dependencies: ["VPNService", "VPNCore", "VPNSystem"]),
+        .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem", "VPNTestSupport"]),
+        .testTarget(name: "VPNServiceTests", dependencies: ["VPNService", "VPNCore", "VPNSystem", "VPNTestSupport"]),
         .testTarget(name: "VPNCLITests", dependencies: ["VPNCLI", "VPNService", "VPNCore"]),
         .testTarget(name: "VPNProviderKitTests", dependencies: ["VPNProviderKit"]),
     ],

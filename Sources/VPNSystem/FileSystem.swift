@@ -126,6 +126,16 @@ public enum FileSystem {
         public let mode: UInt32
         public let size: Int
         public var isSocket = false
+
+        public init(isDirectory: Bool, isSymlink: Bool, isRegular: Bool, owner: UInt32, mode: UInt32, size: Int, isSocket: Bool = false) {
+            self.isDirectory = isDirectory
+            self.isSymlink = isSymlink
+            self.isRegular = isRegular
+            self.owner = owner
+            self.mode = mode
+            self.size = size
+            self.isSocket = isSocket
+        }
     }
 
     public static func info(_ path: String) throws -> Info? {

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 @testable import VPNCore
 import VPNSystem
+import VPNTestSupport
 
 /// Start, stop and the clean-up after a dead supervisor, with the run
 /// directory in `MemoryFiles` and the processes and links in

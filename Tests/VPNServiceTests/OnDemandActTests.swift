@@ -6,6 +6,7 @@ import Testing
 @testable import VPNCore
 @testable import VPNService
 import VPNSystem
+import VPNTestSupport
 
 /// Processes from a table; spawns and signals recorded, nothing run or sent.
 final class RecordingHost: SupervisorHost {

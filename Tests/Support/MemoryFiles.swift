@@ -1,9 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import VPNSystem
 
-/// `Files` in memory, for unit tests of every layer (it lives here, not in a
-/// test target, so that the core's and the service's tests share it): a map
+/// `Files` in memory, for unit tests of every layer (a target of its own
+/// under Tests/, so that the core's and the service's tests share it and
+/// vpnctl never holds it): a map
 /// of normalized paths to files, directories, symlinks and FIFOs, each with
 /// an owner and a mode, so that the trust checks can refuse a symlink or a
 /// stranger's file as on a disk. It records the calls that change something
