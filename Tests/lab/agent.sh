@@ -200,14 +200,14 @@ test_agent_typed_client() {
   expect_eq "the error's name" configurationUnknown "$(reply 'r["error"]["name"]')" || return 1
   # show: the profile as stored, each secret named with whether it is set, never its value.
   expect_ok "show by the Python client" py show profile='"second"' || return 1
-  expect_eq "the profile and its secret, typed" "second privateKey True" "$(reply 'r["result"]["profile"]["name"] + " " + r["result"]["secrets"][0]["field"] + " " + str(r["result"]["secrets"][0]["set"])')" || return 1
+  expect_eq "the profile and its secret, typed" "second privateKeySecret True" "$(reply 'r["result"]["profile"]["name"] + " " + r["result"]["secrets"][0]["field"] + " " + str(r["result"]["secrets"][0]["set"])')" || return 1
   local key; key=$(awk '/^PrivateKey/ {print $3}' "$LAB_DIR/second.conf")
   expect_eq "the private key in show's reply" 0 "$(printf '%s' "$OUT" | grep -cF -- "$key")" || return 1
   # A pause needs the stop right, which second's policy does not give.
   expect_run "a pause of a status-only profile" 11 py pauseOnDemand profile='"second"' || return 1
   expect_ok "a pause of office" py pauseOnDemand profile='"office"' || return 1
   expect_eq "the pause, typed" "True True" "$(reply 'str(r["result"]["paused"]) + " " + str(r["result"]["changed"])')" || return 1
-  expect_contains "root sees it" '"paused":true' "$(cn "$V" ondemand status --json)" || return 1
+  expect_contains "root sees it" '"paused":true' "$(cn "$V" ondemand status office --json)" || return 1
   expect_ok "a resume of office" py resumeOnDemand profile='"office"' || return 1
   expect_run "a call the agent does not serve" 2 py import profile='"x"' || return 1
   expect_contains "its refusal" "unknown call 'import'" "$(reply 'r["error"]["message"]')" || return 1
