@@ -131,6 +131,9 @@ if command -v useradd >/dev/null; then
   as_user 0 vpnctl status
   as_user 9 vpnctl start second
   as_user 0 vpnctl can stop office
+  as_user 0 vpnctl show office   # through the agent: the secret named and set, never its value
+  as_user 0 vpnctl ondemand pause office
+  as_user 0 vpnctl ondemand resume office
   step "agent-client.py $VPNCTL_RUN_DIR/agent.sock isConnected profile='\"office\"'   # as ${LAB}u1: the agent's typed protocol, no vpnctl code"
   cp "$HERE/agent-client.py" "$LAB_DIR/bin/agent-client.py" && chmod 755 "$LAB_DIR/bin/agent-client.py"
   runuser -u "${LAB}u1" -- python3 "$LAB_DIR/bin/agent-client.py" "$VPNCTL_RUN_DIR/agent.sock" isConnected profile='"office"' \
