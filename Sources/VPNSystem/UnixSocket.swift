@@ -130,7 +130,6 @@ public enum UnixSocket {
         return String(decoding: reply, as: UTF8.self)
     }
 
-    /// A connected pair of stream sockets (socketpair), both close-on-exec.
     /// Sends all of `bytes` on a stream socket, going on after EINTR and
     /// short writes, never raising SIGPIPE; false once the peer is gone (or,
     /// with MSG_DONTWAIT in `flags`, once its buffer is full).
@@ -145,6 +144,39 @@ public enum UnixSocket {
         return true
     }
 
+    /// What one `receive` found.
+    public enum Received: Equatable {
+        /// This many bytes, at the start of the buffer.
+        case bytes(Int)
+        /// The peer closed its end.
+        case closed
+        /// Nothing to read now (EAGAIN).
+        case empty
+        case failed(Errno)
+    }
+
+    /// One recv(2) into `buffer` that never waits (MSG_DONTWAIT), going on
+    /// after EINTR.
+    public static func receive(_ fd: Int32, into buffer: inout [UInt8]) -> Received {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { return .bytes(n) }
+            if n == 0 { return .closed }
+            let e = errno
+            if e == EINTR { continue }
+            return e == EAGAIN || e == EWOULDBLOCK ? .empty : .failed(Errno(e))
+        }
+    }
+
+    /// Sets the socket's send buffer (SO_SNDBUF); with `force`, past the
+    /// system's wmem_max (SO_SNDBUFFORCE, root only). False when refused.
+    @discardableResult
+    public static func setSendBuffer(_ fd: Int32, bytes: Int, force: Bool = false) -> Bool {
+        var size = Int32(clamping: bytes)
+        return setsockopt(fd, SOL_SOCKET, force ? SO_SNDBUFFORCE : SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) == 0
+    }
+
+    /// A connected pair of stream sockets (socketpair), both close-on-exec.
     public static func pair() throws -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
         if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) != 0 {

@@ -193,15 +193,12 @@ public final class AgentServer {
     func readRequest(_ client: Client) {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return }
-                forget(client); close(client.fd); return
-            }
-            if n == 0 {
-                // Gone before a whole request: nothing to answer.
-                forget(client); close(client.fd); return
+            let n: Int
+            switch UnixSocket.receive(client.fd, into: &chunk) {
+            case .bytes(let count): n = count
+            case .empty: return
+            // Gone (or broken) before a whole request: nothing to answer.
+            case .closed, .failed: forget(client); close(client.fd); return
             }
             client.buffer += chunk[0..<n]
             if let end = client.buffer.firstIndex(of: 0x0A) {
@@ -328,8 +325,7 @@ public final class AgentServer {
         // buffer whole, so that it is queued now and the loop never waits for
         // the reader. Root may raise the buffer past wmem_max.
         if all.count > 64 << 10 {
-            var size = Int32(min(all.count * 2 + (64 << 10), 64 << 20))
-            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+            UnixSocket.setSendBuffer(fd, bytes: min(all.count * 2 + (64 << 10), 64 << 20), force: true)
         }
         _ = UnixSocket.sendAll(fd, all, flags: Int32(MSG_DONTWAIT))
         close(fd)

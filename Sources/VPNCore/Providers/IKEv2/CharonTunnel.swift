@@ -180,15 +180,8 @@ final class CharonTunnel: EndingTunnel {
     func send(_ packet: VICI.Packet, _ handler: @escaping (VICI.Packet) -> Void) {
         guard vici >= 0 else { return }
         do {
-            let bytes = try packet.encoded()
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(vici, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw SystemError("write to", path: "charon's vici socket", errno: .current)
-                }
-                offset += n
+            guard UnixSocket.sendAll(vici, try packet.encoded()) else {
+                throw SystemError("write to", path: "charon's vici socket", errno: .current)
             }
         } catch {
             return fail(ConnectionError(.pluginFailed, "\(error)"), .providerFailed)

@@ -142,9 +142,9 @@ final class OpenVPNTunnel: EndingTunnel {
 
     /// 4. openvpn connected to the management socket.
     func acceptManagement() {
-        let fd = accept(listenFD, nil, nil)
-        guard fd >= 0 else { return }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        guard let fd = (try? UnixSocket.accept(listenFD)) ?? nil else { return }
+        // Commands are written whole (a few bytes each): the socket blocks, as openvpn's side does.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         context.loop.cancel(tokens.removeValue(forKey: "listen"))
         context.loop.cancel(tokens.removeValue(forKey: "accept"))
         management = fd
@@ -156,8 +156,7 @@ final class OpenVPNTunnel: EndingTunnel {
 
     func send(_ command: String) {
         guard management >= 0 else { return }
-        let line = command + "\n"
-        _ = line.withCString { Glibc.send(management, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        _ = UnixSocket.sendAll(management, Array((command + "\n").utf8))
     }
 
     // MARK: events

@@ -154,10 +154,10 @@ final class PluginTunnel: EndingTunnel {
 
     func send(_ line: String) {
         guard control >= 0 else { return }
-        let bytes = Array((line + "\n").utf8)
-        let n = bytes.withUnsafeBytes { Glibc.send(control, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        if n != bytes.count && !stopping {
-            fail(ConnectionError(.pluginFailed, "\(name) does not read its control socket (\(n < 0 ? "\(Errno.current)" : "short write"))"),
+        // Never waits: a plugin that lets its control socket fill up has stopped reading.
+        if !UnixSocket.sendAll(control, Array((line + "\n").utf8), flags: Int32(MSG_DONTWAIT)) && !stopping {
+            let e = Errno.current
+            fail(ConnectionError(.pluginFailed, "\(name) does not read its control socket (\(e == Errno(EAGAIN) ? "its buffer is full" : "\(e)"))"),
                  .providerFailed)
         }
     }
@@ -168,9 +168,9 @@ final class PluginTunnel: EndingTunnel {
         var chunk = [UInt8](repeating: 0, count: 16384)
         var closed = false
         while control >= 0 {
-            let n = chunk.withUnsafeMutableBytes { recv(control, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n == 0 { closed = true; break }
-            if n < 0 { break }
+            let received = UnixSocket.receive(control, into: &chunk)
+            if received == .closed { closed = true; break }
+            guard case .bytes(let n) = received else { break }
             do {
                 for line in try buffer.append(chunk[0..<n]) {
                     handle(try PluginMessage.parse(line))
