@@ -458,27 +458,7 @@ public enum NMKeyfileImport {
                 }
             }
             else if entry(v, "ca") == nil { problems.append(L("vpn.ca: missing: vpnctl never trusts a server without its CA")) }
-            if usesCertificate {
-                if let cert = material(v, "cert") {
-                    if String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") { c.certificate = String(decoding: cert, as: UTF8.self) }
-                    else { problems.append(L("\(at(v, "cert")): no PEM certificate in it")) }
-                } else if entry(v, "cert") == nil { problems.append(L("vpn.cert: missing (connection-type \(type) needs the client certificate)")) }
-                if let key = material(v, "key") {
-                    let text = String(decoding: key, as: UTF8.self)
-                    if !text.containsUTF8("PRIVATE KEY-----") {
-                        problems.append(L("\(at(v, "key")): no PEM private key in it"))
-                    } else if text.containsUTF8("ENCRYPTED") {
-                        problems.append(L("\(at(v, "key")): the key is encrypted, and vpnctl cannot give openvpn its passphrase: decrypt it (openssl pkey -in KEY -out PLAIN) and import again"))
-                    } else {
-                        secrets["key"] = key
-                        c.keySecret = "key"
-                    }
-                } else if entry(v, "key") == nil { problems.append(L("vpn.key: missing (connection-type \(type) needs the client key)")) }
-                _ = int(v, "cert-pass-flags", 0...15)
-                if string("vpn-secrets", "cert-pass") != nil {
-                    notes.append(L("vpn-secrets.cert-pass is not kept: the key is not encrypted"))
-                }
-            }
+            if usesCertificate { openVPNClientCertificate(into: &c, type: type) }
             if usesPassword {
                 // --username wins over the file's: the person importing says who they are.
                 let fileUser = string(v, "username").flatMap { $0.isEmpty ? nil : $0 }
@@ -511,6 +491,31 @@ public enum NMKeyfileImport {
                 }
             }
             return p
+        }
+
+        /// The client certificate and its key (unencrypted: openvpn gets no
+        /// passphrase from vpnctl), for the tls connection types.
+        mutating func openVPNClientCertificate(into c: inout OpenVPNConfiguration, type: String) {
+            let v = "vpn"
+            if let cert = material(v, "cert") {
+                if String(decoding: cert, as: UTF8.self).containsUTF8("-----BEGIN CERTIFICATE-----") { c.certificate = String(decoding: cert, as: UTF8.self) }
+                else { problems.append(L("\(at(v, "cert")): no PEM certificate in it")) }
+            } else if entry(v, "cert") == nil { problems.append(L("vpn.cert: missing (connection-type \(type) needs the client certificate)")) }
+            if let key = material(v, "key") {
+                let text = String(decoding: key, as: UTF8.self)
+                if !text.containsUTF8("PRIVATE KEY-----") {
+                    problems.append(L("\(at(v, "key")): no PEM private key in it"))
+                } else if text.containsUTF8("ENCRYPTED") {
+                    problems.append(L("\(at(v, "key")): the key is encrypted, and vpnctl cannot give openvpn its passphrase: decrypt it (openssl pkey -in KEY -out PLAIN) and import again"))
+                } else {
+                    secrets["key"] = key
+                    c.keySecret = "key"
+                }
+            } else if entry(v, "key") == nil { problems.append(L("vpn.key: missing (connection-type \(type) needs the client key)")) }
+            _ = int(v, "cert-pass-flags", 0...15)
+            if string("vpn-secrets", "cert-pass") != nil {
+                notes.append(L("vpn-secrets.cert-pass is not kept: the key is not encrypted"))
+            }
         }
 
         /// `host[:port[:proto]]`, or `[v6]:port:proto`.

@@ -131,20 +131,7 @@ public final class Supervisor {
                                     searchPath: options.path, log: log) { [context] r in context.persist { $0.resolver = r } }
         }
         // The kill switch goes in before the provider starts.
-        if KillSwitch.wanted(by: profile) {
-            do {
-                guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") } // English: goes into the runtime record
-                let killSwitch = KillSwitch(profile: profile, firewall: try makeFirewall("\(options.runDirectory)/\(id.lowercasedString).nft"), log: log)
-                try killSwitch.install()
-                context.killSwitch = killSwitch
-                context.persist { $0.killSwitch = killSwitch.record }
-            } catch {
-                let e = error as? VPNError
-                context.finish(error: ConnectionError(.configurationFailed, "cannot put the kill switch in place: \(e?.message ?? "\(error)")"
-                                                      + (e?.hint.map { " (\($0))" } ?? "")), reason: .configurationFailed)
-                return 1
-            }
-        }
+        guard installKillSwitch(profile, context) else { return 1 }
         let tunnel = provider.makeTunnel(in: context)
         // A kill switch that cannot follow the tunnel ends it: blocked and
         // down with the reason, never "on" while it blocks the tunnel too.
@@ -163,6 +150,25 @@ public final class Supervisor {
         withExtendedLifetime(monitor) {}
         endKillSwitch(context)
         return context.exitCode ?? 1
+    }
+
+    /// The profile's kill switch in place, named in the record; false (the
+    /// run finished with the reason) when it cannot be. True without one.
+    func installKillSwitch(_ profile: Profile, _ context: TunnelContext) -> Bool {
+        guard KillSwitch.wanted(by: profile) else { return true }
+        do {
+            guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") } // English: goes into the runtime record
+            let killSwitch = KillSwitch(profile: profile, firewall: try makeFirewall("\(options.runDirectory)/\(id.lowercasedString).nft"), log: log)
+            try killSwitch.install()
+            context.killSwitch = killSwitch
+            context.persist { $0.killSwitch = killSwitch.record }
+            return true
+        } catch {
+            let e = error as? VPNError
+            context.finish(error: ConnectionError(.configurationFailed, "cannot put the kill switch in place: \(e?.message ?? "\(error)")"
+                                                  + (e?.hint.map { " (\($0))" } ?? "")), reason: .configurationFailed)
+            return false
+        }
     }
 
     /// Says once in the log each route that takes traffic off the tunnel

@@ -76,13 +76,7 @@ public final class WireGuardTunnel {
 
     func bringUp(wireguardGo: String, logFD: Int32, privateKey: String,
                  presharedKeys: [String: String]) throws {
-        for p in config.peers {
-            guard let hex = WireGuardKey.hex(p.publicKey) else {
-                throw Failure(error: ConnectionError(.configurationFailed, "peer public key is not a WireGuard key"), stopReason: .configurationFailed)
-            }
-            let (endpoint, ip) = try WireGuardTunnel.resolve(p.endpoint ?? "")
-            peers.append(Peer(publicKey: p.publicKey, publicKeyHex: hex, endpoint: endpoint, endpointAddress: ip, keepalive: p.persistentKeepalive))
-        }
+        try resolvePeers()
         guard let privateHex = WireGuardKey.hex(privateKey) else {
             throw Failure(error: ConnectionError(.configurationFailed, "the private-key secret is not a WireGuard key"), stopReason: .configurationFailed)
         }
@@ -98,6 +92,46 @@ public final class WireGuardTunnel {
         let endpointRoutes = peers.map { system.route(to: $0.endpointAddress) }
         let excluded = config.excludedRoutes.compactMap(CIDR.init).map { ($0.network, system.route(to: $0.network.address)) }
 
+        let (name, tunFD) = try createInterface()
+        defer { system.closeFD(tunFD) }
+        try startWireGuardGo(wireguardGo, name: name, tunFD: tunFD, logFD: logFD)
+
+        ifindex = try system.ifindex(name)
+        let applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: log)
+        configureApplier(applier)
+        var wanted = TunnelNetworkSettings()
+        wanted.addresses = config.addresses.compactMap { CIDR($0)?.description }
+        wanted.mtu = config.mtu ?? 1420
+        wanted.dns = config.dns
+        try applier.applyInterface(wanted)
+        settings = applier.applied
+
+        try configurePeers(privateHex: privateHex, fwmark: fwmark?.value ?? killSwitchMark, presharedKeys: presharedKeys)
+        if config.table != "off" {
+            wanted.table = config.table.flatMap { UInt32($0) } ?? 254
+            addRoutes(to: &wanted, endpointRoutes: endpointRoutes, excluded: excluded)
+            try applier.applyRoutes(wanted)
+        }
+        // The resolver last, once every address and route is in place.
+        try applier.applyDNS(wanted)
+        settings = applier.applied
+        kickHandshake()
+    }
+
+    /// Each peer's key checked and its endpoint resolved, once.
+    func resolvePeers() throws {
+        for p in config.peers {
+            guard let hex = WireGuardKey.hex(p.publicKey) else {
+                throw Failure(error: ConnectionError(.configurationFailed, "peer public key is not a WireGuard key"), stopReason: .configurationFailed)
+            }
+            let (endpoint, ip) = try WireGuardTunnel.resolve(p.endpoint ?? "")
+            peers.append(Peer(publicKey: p.publicKey, publicKeyHex: hex, endpoint: endpoint, endpointAddress: ip, keepalive: p.persistentKeepalive))
+        }
+    }
+
+    /// A new tun, named as the profile asks or the first free utunN, marked
+    /// as this profile's; its removal is the first undo step.
+    func createInterface() throws -> (name: String, tunFD: Int32) {
         if let name = config.interfaceName, system.interfaceExists(name) {
             throw Failure(error: ConnectionError(.configurationFailed, "interface \(name) already exists; vpnctl only creates new interfaces"),
                           stopReason: .configurationFailed)
@@ -118,12 +152,17 @@ public final class WireGuardTunnel {
             try system.deleteLink(name)
             self.log("[#] link \(name) deleted")
         }
-        try system.markLink(name, InterfaceMark.of(profileID))
-        defer { system.closeFD(tunFD) }
+        do { try system.markLink(name, InterfaceMark.of(profileID)) } catch { system.closeFD(tunFD); throw error }
+        return (name, tunFD)
+    }
+
+    /// wireguard-go on the tun and a UAPI socket made here (fds 3 and 4), and
+    /// its first UAPI answer: it has started, and has set its own MTU, which
+    /// ours must come after.
+    func startWireGuardGo(_ wireguardGo: String, name: String, tunFD: Int32, logFD: Int32) throws {
         let uapiFD = try system.listenUAPI(name)
         undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
         defer { system.closeFD(uapiFD) }
-
         providerPid = try system.spawnProvider(wireguardGo, [wireguardGo, "-f", name],
                                                environment: ["WG_TUN_FD": "3", "WG_UAPI_FD": "4",
                                                              "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
@@ -134,23 +173,14 @@ public final class WireGuardTunnel {
             system.stopProvider(pid)
             self.log("[#] wireguard-go \(pid) stopped")
         }
-        // The first UAPI answer means wireguard-go has started (and has set
-        // its own MTU, which ours must come after).
         _ = try uapi("get=1\n\n")
+    }
 
-        ifindex = try system.ifindex(name)
-        let applier = SettingsApplier(interface: name, ifindex: ifindex, system: system, undo: undo, log: log)
-        configureApplier(applier)
-        var wanted = TunnelNetworkSettings()
-        wanted.addresses = config.addresses.compactMap { CIDR($0)?.description }
-        wanted.mtu = config.mtu ?? 1420
-        wanted.dns = config.dns
-        try applier.applyInterface(wanted)
-        settings = applier.applied
-
+    /// The key, listen port, fwmark and peers, in one UAPI set.
+    func configurePeers(privateHex: String, fwmark: UInt32?, presharedKeys: [String: String]) throws {
         let request = WireGuardUAPI.setRequest(
             privateKeyHex: privateHex, listenPort: config.listenPort,
-            fwmark: fwmark?.value ?? killSwitchMark,
+            fwmark: fwmark,
             peers: zip(config.peers, peers).map { p, resolved in
                 WireGuardUAPI.PeerConfig(publicKeyHex: resolved.publicKeyHex,
                                          presharedKeyHex: p.presharedKeySecret.flatMap { presharedKeys[$0] }.flatMap(WireGuardKey.hex),
@@ -159,32 +189,26 @@ public final class WireGuardTunnel {
             })
         try WireGuardUAPI.parseSet(try uapi(request))
         log("[#] wireguard-go configured: \(peers.count) peer\(peers.count == 1 ? "" : "s") (\(peers.map(\.endpoint).joined(separator: ", ")))")
+    }
 
-        if config.table != "off" {
-            wanted.table = config.table.flatMap { UInt32($0) } ?? 254
-            let allAllowed = config.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
-            // An endpoint inside the allowed IPs would be routed into its own
-            // tunnel, and excluded prefixes must stay out: both keep the
-            // route they had.
-            for (peer, before) in zip(peers, endpointRoutes) {
-                guard allAllowed.contains(where: { $0.contains(peer.endpointAddress) }), let before else { continue }
-                wanted.excludedRoutes.append(.init(prefix: "\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)",
-                                                   ifindex: before.outputInterfaceIndex,
-                                                   gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
-            }
-            for (prefix, before) in excluded {
-                guard let before else { continue }
-                wanted.excludedRoutes.append(.init(prefix: prefix.description, ifindex: before.outputInterfaceIndex,
-                                                   gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
-            }
-            var seen = Set<String>()
-            wanted.routes = allAllowed.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
-            try applier.applyRoutes(wanted)
+    /// The allowed IPs as routes, and what must stay outside: an endpoint
+    /// inside the allowed IPs would be routed into its own tunnel, and
+    /// excluded prefixes must stay out; both keep the route they had.
+    func addRoutes(to wanted: inout TunnelNetworkSettings, endpointRoutes: [RouteDecision?], excluded: [(CIDR, RouteDecision?)]) {
+        let allAllowed = config.peers.flatMap { $0.allowedIPs.compactMap(CIDR.init) }
+        for (peer, before) in zip(peers, endpointRoutes) {
+            guard allAllowed.contains(where: { $0.contains(peer.endpointAddress) }), let before else { continue }
+            wanted.excludedRoutes.append(.init(prefix: "\(peer.endpointAddress)/\(peer.endpointAddress.isIPv6 ? 128 : 32)",
+                                               ifindex: before.outputInterfaceIndex,
+                                               gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
         }
-        // The resolver last, once every address and route is in place.
-        try applier.applyDNS(wanted)
-        settings = applier.applied
-        kickHandshake()
+        for (prefix, before) in excluded {
+            guard let before else { continue }
+            wanted.excludedRoutes.append(.init(prefix: prefix.description, ifindex: before.outputInterfaceIndex,
+                                               gateway: before.gateway.flatMap { IPAddress(bytes: $0)?.description }))
+        }
+        var seen = Set<String>()
+        wanted.routes = allAllowed.flatMap(WireGuardTunnel.routePrefixes).filter { seen.insert($0).inserted }
     }
 
     /// WireGuard starts a handshake only when it has something to send.
