@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "VPNProviderKit"),
         .executableTarget(name: "vpnctl-example-udp-relay", dependencies: ["VPNProviderKit"]),
         // Fakes of the system's ports for unit tests: never in vpnctl itself.
-        .target(name: "VPNTestSupport", dependencies: ["VPNSystem"], path: "Tests/Support"),
+        .target(name: "VPNTestSupport", dependencies: ["VPNCore", "VPNSystem"], path: "Tests/Support"),
         .testTarget(name: "VPNSystemTests", dependencies: ["VPNSystem"]),
         .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem", "VPNTestSupport"]),
         .testTarget(name: "VPNServiceTests", dependencies: ["VPNService", "VPNCore", "VPNSystem", "VPNTestSupport"]),

@@ -8,40 +8,6 @@ import Testing
 import VPNSystem
 import VPNTestSupport
 
-/// Processes from a table; spawns and signals recorded, nothing run or sent.
-final class RecordingHost: SupervisorHost {
-    var processes: [pid_t: [String]] = [:]
-    var calls: [String] = []
-    var spawnError: Errno?
-    var nextPid: pid_t = 7000
-    /// The supervisor's part: its first record.
-    var onSpawn: ((pid_t) throws -> Void)?
-
-    func isAlive(_ pid: pid_t, startTime: UInt64?) -> Bool { processes[pid] != nil }
-    func commandLine(of pid: pid_t) -> [String]? { processes[pid] }
-    func signal(_ pid: pid_t, _ signal: Int32) -> Errno? {
-        calls.append("signal \(pid) \(signal)")
-        return processes.removeValue(forKey: pid) == nil ? Errno(ESRCH) : nil
-    }
-    func linkIndex(named name: String) throws -> Int32? { nil }
-    func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? { nil }
-    func deleteLink(_ name: String) throws { calls.append("delete link \(name)") }
-    func deleteRoute(_ destination: String, table: UInt32) throws { calls.append("delete route \(destination)") }
-    func deleteRule(to destination: String, table: UInt32, priority: UInt32) throws { calls.append("delete rule \(destination)") }
-    func openLog(_ path: String) throws -> Int32 { open("/dev/null", O_WRONLY | O_CLOEXEC) }
-    func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
-                         notifyFD: Int32, logFD: Int32) throws -> pid_t {
-        calls.append("spawn \(argv.dropFirst().joined(separator: " "))")
-        if let spawnError { throw spawnError }
-        let pid = nextPid
-        nextPid += 1
-        processes[pid] = argv
-        try onSpawn?(pid)
-        return pid
-    }
-    func watchExit(of pid: pid_t) -> ProcessWatch? { nil }
-}
-
 /// On-demand's decision → action step (`OnDemandRunner.act`) against a fake
 /// host and run directory: which decision starts or stops a tunnel, through
 /// the same use cases as `vpnctl start` and `stop`. (The decisions themselves
@@ -57,7 +23,9 @@ final class RecordingHost: SupervisorHost {
     }
     let scratch = Scratch()
     var dir: String { scratch.path }
-    let host = RecordingHost()
+    let host = FakeSupervisorHost()
+    /// What the host was asked to do, but the opening of logs.
+    var acts: [String] { host.calls.filter { !$0.hasPrefix("open log ") } }
     let files = MemoryFiles(effectiveUser: geteuid(), directories: [])
     let runner: OnDemandRunner
     let profile = Profile(name: "office", protocol: .wireguard(WireGuardConfiguration(
@@ -85,7 +53,7 @@ final class RecordingHost: SupervisorHost {
         runner.files = files
         runner.canAdministerNetwork = { true }
         let controller = runner.controller
-        host.onSpawn = { [profile] pid in
+        host.onSpawn = { [profile] pid, _ in
             var r = RuntimeRecord(id: profile.id, name: profile.name, status: .connecting)
             r.supervisorPid = pid
             r.startedBy = StartOrigin(rule: 2, reason: "on ethernet")
@@ -114,13 +82,13 @@ final class RecordingHost: SupervisorHost {
     @Test func aConnectDecisionStartsOnceAndNamesItsRule() throws {
         var st = OnDemandRunner.ProfileState()
         try act(.connect, &st, on: ethernet)
-        #expect(host.calls == ["spawn __supervise --config-dir \(dir)/etc --run-dir /run/vpnctl --timeout 20 --notify-fd 3 "
+        #expect(acts == ["spawn __supervise --config-dir \(dir)/etc --run-dir /run/vpnctl --timeout 20 --notify-fd 3 "
                                + "--on-demand-rule 2 --on-demand-reason on ethernet \(id)"])
         #expect(st.startPending)
-        #expect(try runner.controller.derive(profile).record?.supervisorPid == 7000)
+        #expect(try runner.controller.derive(profile).record?.supervisorPid == 5000)
         // The tunnel on its way up is not started again, nor tried.
         try act(.connect, &st, on: ethernet)
-        #expect(host.calls.count == 1)
+        #expect(acts.count == 1)
         #expect(log.all.filter { $0.hasPrefix("on-demand: starting 'office'") }.count == 1, "\(log.all)")
     }
 
@@ -128,20 +96,20 @@ final class RecordingHost: SupervisorHost {
         host.spawnError = Errno(EAGAIN)
         var st = OnDemandRunner.ProfileState()
         try act(.connect, &st, on: ethernet)
-        #expect(host.calls.count == 1 && !st.startPending && st.backoff.failures == 1)
+        #expect(acts.count == 1 && !st.startPending && st.backoff.failures == 1)
         #expect(log.all.contains { $0.hasPrefix("on-demand: cannot start 'office': cannot start the tunnel supervisor") }, "\(log.all)")
         try act(.connect, &st, on: ethernet, now: 1)
-        #expect(host.calls.count == 1, "no second try within the backoff")
+        #expect(acts.count == 1, "no second try within the backoff")
         let due = st.backoff.notBeforeMs
         try act(.connect, &st, on: ethernet, now: due)
-        #expect(host.calls.count == 2)
+        #expect(acts.count == 2)
     }
 
     @Test func aDisconnectDecisionSignalsTheSupervisorOnce() throws {
         try running(4242, startedBy: StartOrigin(rule: 2, reason: "on ethernet"))
         var st = OnDemandRunner.ProfileState()
         try act(.disconnect, &st, on: ethernet)
-        #expect(host.calls == ["signal 4242 \(SIGTERM)"])
+        #expect(acts == ["signal 4242 \(SIGTERM)"])
         #expect(st.stoppedOn == ethernet && !st.startPending)
     }
 
@@ -152,9 +120,9 @@ final class RecordingHost: SupervisorHost {
         st.stoppedOn = ethernet
         try running(4242, startedBy: nil)
         try act(.disconnect, &st, on: ethernet)
-        #expect(host.calls.isEmpty)
+        #expect(acts.isEmpty)
         try act(.disconnect, &st, on: wifi)
-        #expect(host.calls == ["signal 4242 \(SIGTERM)"])
+        #expect(acts == ["signal 4242 \(SIGTERM)"])
     }
 
     @Test func ignoreAndEvaluateConnectionLeaveTheTunnelAlone() throws {
@@ -162,7 +130,7 @@ final class RecordingHost: SupervisorHost {
         var st = OnDemandRunner.ProfileState()
         try act(.ignore, &st, on: ethernet)
         try act(.evaluateConnection, &st, on: ethernet)
-        #expect(host.calls.isEmpty)
+        #expect(acts.isEmpty)
         #expect(log.all.last?.contains("the tunnel is left as it is") == true)
     }
 }
