@@ -332,6 +332,33 @@ final class ContextFixture {
         #expect(f.system.calls.last == "deleteLink utun0")
     }
 
+    /// Issue 36, item 3: a persistent tunnel outlives its start timeout,
+    /// says what it waits for, and connects when the server answers.
+    @Test func aPersistentTunnelWaitsForItsServerAndConnectsWhenItAnswers() throws {
+        let f = ContextFixture()
+        let profile = sampleProfile("wg")
+        try f.store.secrets.set(profile.id, name: "private-key", value: Array(key.utf8))
+        let context = try f.context(profile, startTimeoutMs: 200)
+        context.persistent = true
+        let session = WireGuardGoSession(context: context, config: profile.wireguardConfiguration!, program: "wireguard-go")
+        session.start()
+        func turn(until done: () -> Bool) {
+            let deadline = Date().addingTimeInterval(5)
+            while !done() && Date() < deadline { f.loop.turn() }
+        }
+        turn { context.record.retrying != nil || context.exitCode != nil }
+        #expect(context.exitCode == nil, "a persistent tunnel is not ended by its timeout")
+        #expect(context.status == .connecting)
+        #expect(context.record.retrying?.hasPrefix("no handshake within 0 s from peer") == true, "\(context.record.retrying ?? "nil")")
+        #expect(f.lines.contains { $0.contains("persistent: trying again until the server answers") })
+        f.system.getReply = handshakeReply()
+        turn { context.status == .connected }
+        #expect(context.status == .connected)
+        #expect(context.record.retrying == nil)
+        session.stop(reason: .userInitiated)
+        #expect(context.exitCode == 0)
+    }
+
     @Test func aStopIsCleanAndADeletedInterfaceIsAFailure() throws {
         let f = ContextFixture()
         let (context, session) = try running(f)

@@ -42,6 +42,20 @@ import Testing
         #expect(validator.problems(in: p) == ["protocol.peers: missing (at least one peer with a public key, allowed IPs and an endpoint)"])
     }
 
+    /// Issue 36, item 3: `persistent` is WireGuard's; another profile that
+    /// asks for it is refused by name, and the key survives a round trip.
+    @Test func persistentIsWireGuardsAndRefusedByNameElsewhere() throws {
+        var wg = sampleProfile("office")
+        wg.persistent = true
+        #expect(validator.problems(in: wg) == [])
+        let text = Array(String(decoding: try JSONEncoder().encode(wg), as: UTF8.self).utf8)
+        #expect(try Profile.parse(text).persistent)
+        #expect(try !Profile.parse(Array(String(decoding: try JSONEncoder().encode(sampleProfile("office")), as: UTF8.self).utf8)).persistent)
+        var ovpn = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration()))
+        ovpn.persistent = true
+        #expect(validator.problems(in: ovpn).contains("persistent: only WireGuard profiles can be persistent so far (remove the key)"))
+    }
+
     @Test func openVPNNeedsRemoteCAAndAuthentication() {
         let p = Profile(name: "x", protocol: .openvpn(OpenVPNConfiguration()))
         let problems = validator.problems(in: p)

@@ -15,6 +15,7 @@ import Testing
     static let calls: [ServiceCall] = [
         .list, .can(action: .stop, profile: "lab"), .isConnected(profile: "office"), .status(profile: nil), .status(profile: "office"),
         .watch(profile: nil), .start(profile: "office", wait: false, timeout: 5, changes: true),
+        .start(profile: "office", wait: true, timeout: 20, changes: false, persist: true),
         .stop(profile: nil, wait: true, timeout: 10, changes: false), .stop(profile: "office", wait: false, timeout: 3, changes: true),
         .toggle(profile: "office", timeout: 20, changes: false), .verify(profile: "office", probe: "198.18.1.1:80", dns: "probe.lab.test", timeout: 5),
         .stats(profile: "office"), .logs(profile: "office", since: Date(timeIntervalSince1970: 1_764_000_000), follow: true),

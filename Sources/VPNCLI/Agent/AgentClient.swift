@@ -35,8 +35,8 @@ final class RemoteService: TunnelService {
     func status(_ profile: String?) throws -> StatusReport { try call(.status(profile: profile)) }
     func watch(_ profile: String?, _ events: ServiceEvents) throws { try stream(.watch(profile: profile), events) }
 
-    func start(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
-        try call(.start(profile: profile, wait: wait, timeout: timeout, changes: changes), events)
+    func start(_ profile: String, wait: Bool, timeout: Int, changes: Bool, persist: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+        try call(.start(profile: profile, wait: wait, timeout: timeout, changes: changes, persist: persist), events)
     }
 
     func stop(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {

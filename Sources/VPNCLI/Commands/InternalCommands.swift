@@ -14,7 +14,8 @@ enum InternalCommands {
         options: [OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take."),
                   OptionSpec("notify-fd", value: "fd", help: "A descriptor closed once the tunnel is up or has failed."),
                   OptionSpec("on-demand-rule", value: "n", help: "Started by on-demand: the rule that fired."),
-                  OptionSpec("on-demand-reason", value: "text", help: "Started by on-demand: why the rule matched.")],
+                  OptionSpec("on-demand-reason", value: "text", help: "Started by on-demand: why the rule matched."),
+                  OptionSpec("persist", help: "A server that does not answer does not end the tunnel (start --persist).")],
         positionals: [PositionalSpec("id", help: "The profile's UUID.")],
         run: { ExitCode(rawValue: try supervise($0)) ?? .failure })
 
@@ -45,12 +46,11 @@ enum InternalCommands {
         let startedBy = args.value("on-demand-rule").flatMap(Int.init).map {
             StartOrigin(rule: $0, reason: args.value("on-demand-reason") ?? "")
         }
-        let supervisor = Supervisor(id: id, options: .init(configDirectory: inv.options.configDirectory,
-                                                           runDirectory: inv.options.runDirectory,
-                                                           startTimeout: Int64(try inv.timeoutSeconds(default: 20)),
-                                                           path: inv.context.environment["PATH"], notifyFD: notifyFD,
-                                                           startedBy: startedBy))
-        return supervisor.run()
+        var options = Supervisor.Options(configDirectory: inv.options.configDirectory, runDirectory: inv.options.runDirectory,
+                                         startTimeout: Int64(try inv.timeoutSeconds(default: 20)),
+                                         path: inv.context.environment["PATH"], notifyFD: notifyFD, startedBy: startedBy)
+        options.persistent = args.flag("persist")
+        return Supervisor(id: id, options: options).run()
     }
 
     /// `vpnctl __probe`: the agent's probe worker, so that a slow probe

@@ -7,6 +7,9 @@ enum StartCommand {
         discussion: L("""
         Waits by default: exit 0 once connected, 4 when the connection fails (with the
         reason), 3 on timeout. --no-wait returns once the request is accepted.
+        A persistent tunnel (--persist, or the profile's 'persistent') is not ended
+        by a server that does not answer: at the timeout the start exits 3 and the
+        tunnel stays, connecting, trying again until the server answers or 'stop'.
         Starting a connected profile is exit 0 with a note.
         The tunnel's DNS goes to the resolver of this network namespace
         (systemd-resolved, resolvconf or /etc/resolv.conf in place) until it stops.
@@ -21,7 +24,8 @@ enum StartCommand {
         ],
         options: [OptionSpec("wait", help: L("Wait until connected (the default).")),
                   OptionSpec("no-wait", help: L("Return as soon as the start request is accepted.")),
-                  OptionSpec("timeout", value: "seconds", help: L("How long the first handshake may take (default 20)."))],
+                  OptionSpec("timeout", value: "seconds", help: L("How long the first handshake may take (default 20).")),
+                  OptionSpec("persist", help: L("Keep the tunnel when the server does not answer: it stays connecting and tries again until it answers or 'vpnctl stop' (WireGuard; as the profile's 'persistent')."))],
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
@@ -33,7 +37,8 @@ enum StartCommand {
         let wait = !inv.args.flag("no-wait")
         let spinner = Spinner(for: inv, when: wait)
         let report = try TunnelRendering.during(inv, spinner) {
-            try inv.service.start(inv.args.positionals[0], wait: wait, timeout: timeout, changes: inv.options.verbose, $0)
+            try inv.service.start(inv.args.positionals[0], wait: wait, timeout: timeout, changes: inv.options.verbose,
+                                  persist: inv.args.flag("persist"), $0)
         }
         TunnelRendering.notes(inv, report)
         if report.onDemand == .resumed { inv.output.note(L("on-demand resumed for '\(report.status.name)'")) }

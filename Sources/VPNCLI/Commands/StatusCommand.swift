@@ -46,6 +46,7 @@ enum StatusCommand {
         }
         if inv.context.stdoutIsTerminal {
             printForPeople(inv, statuses)
+            retryingLines(inv, statuses)
             bypassLines(inv, statuses)
             onDemandLines(inv, report.profiles)
             return .ok
@@ -68,9 +69,19 @@ enum StatusCommand {
             guard let r = d.staleResolver else { continue }
             inv.output.line(L("\(d.name): DNS: the dead tunnel's DNS is still in place (\(DerivedStatus.text(of: r))): names go to its servers; restore it with: vpnctl stop \(d.name.shellQuoted)"))
         }
+        retryingLines(inv, statuses)
         bypassLines(inv, statuses)
         onDemandLines(inv, report.profiles)
         return .ok
+    }
+
+    /// A persistent tunnel whose server has not answered: what it waits for,
+    /// and that it keeps trying (its status alone, connecting, would not say why).
+    static func retryingLines(_ inv: Invocation, _ statuses: [DerivedStatus]) {
+        for d in statuses {
+            guard let why = d.retrying else { continue }
+            inv.output.line(L("\(d.name): persistent, not connected yet: \(why); it keeps trying (vpnctl stop \(d.name.shellQuoted) ends it)"))
+        }
     }
 
     /// Routes that pull traffic off a tunnel (the TunnelVision class), said

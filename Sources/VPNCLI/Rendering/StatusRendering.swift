@@ -12,7 +12,7 @@ struct StatusJSON: Encodable {
 
     enum Keys: String, CodingKey {
         case id, name, status, interface, connectedSince, reconnects, lastDisconnectError, stopReason, dns, resolver, killSwitch, bypassRoutes, startedBy,
-             staleResolver
+             staleResolver, persistent, retrying
         case latestHandshake, rxBytes, txBytes
     }
 
@@ -32,6 +32,8 @@ struct StatusJSON: Encodable {
         try c.encode(status.bypassRoutes, forKey: .bypassRoutes)
         try c.encodeOrNull(status.record?.startedBy, forKey: .startedBy)
         try c.encodeOrNull(status.staleResolver.map(ResolverJSON.init), forKey: .staleResolver)
+        try c.encode(status.isPersistent, forKey: .persistent)
+        try c.encodeOrNull(status.retrying, forKey: .retrying)
         try c.encodeOrNull(status.activity?.latestHandshake.map(Timestamp.iso8601), forKey: .latestHandshake)
         try c.encodeOrNull(status.activity?.rxBytes, forKey: .rxBytes)
         try c.encodeOrNull(status.activity?.txBytes, forKey: .txBytes)
@@ -53,8 +55,10 @@ extension StatusJSON {
             "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
             "latestHandshake": .optional(status.activity?.latestHandshake.map(Timestamp.iso8601)),
             "name": .string(status.name),
+            "persistent": .bool(status.isPersistent),
             "reconnects": .number(String(status.record?.reconnects ?? 0)),
             "resolver": status.resolverJSON,
+            "retrying": .optional(status.retrying),
             "rxBytes": status.activity.map { .number(String($0.rxBytes)) } ?? .null,
             "staleResolver": status.staleResolver.map(DerivedStatus.json(of:)) ?? .null,
             "startedBy": status.record?.startedBy.map {

@@ -41,6 +41,7 @@ enum TunnelRendering {
     /// What a start or stop found, said in a note.
     static func notes(_ inv: Invocation, _ r: TunnelReport) {
         let name = r.status.name
+        if let why = r.notPersistent { inv.output.note(L("--persist has no effect for '\(name)': \(why)")) }
         switch r.outcome {
         case .alreadyConnected: inv.output.note(L("'\(name)' is already connected (\(r.status.interface ?? "?"))"))
         case .accepted: inv.output.note(L("start requested; status: \(r.status.status.displayName)"))

@@ -35,6 +35,11 @@ public protocol ConfigurationModel: Sendable {
     /// Whether `create` ends with import's next steps (the public key to give
     /// the server, the secrets to set, then start).
     var createPrintsNextSteps: Bool { get }
+    /// Whether the provider can keep a persistent tunnel whose server does
+    /// not answer at start, trying again until it does (else `persistentRefusal`).
+    var keepsTrying: Bool { get }
+    /// Why this protocol cannot be persistent (said when a profile asks).
+    var persistentRefusal: String { get }
     /// The formats `export` can write this configuration in.
     var exportFormats: [ProfileExport.Format] { get }
     /// The format `export` writes when none is asked for.
@@ -59,6 +64,8 @@ extension ConfigurationModel {
     public var fieldsToSetBeforeStart: [String] { [] }
     public var passwordSecret: String? { nil }
     public var createPrintsNextSteps: Bool { true }
+    public var keepsTrying: Bool { false }
+    public var persistentRefusal: String { L("only WireGuard profiles can be persistent so far") }
     public func exportedText(as format: ProfileExport.Format, secret: (String?) -> String?,
                              anchor: (String) throws -> String) throws -> String? { nil }
 }

@@ -25,6 +25,7 @@ extension Profile {
         includeAllNetworks = try r.bool("includeAllNetworks") ?? false
         excludeLocalNetworks = try r.bool("excludeLocalNetworks") ?? false
         enforceRoutes = try r.bool("enforceRoutes") ?? false
+        persistent = try r.bool("persistent") ?? false
         origin = try r.optional("origin").map(ProfileOrigin.init(json:))
     }
 
@@ -260,6 +261,8 @@ extension RuntimeRecord {
         startedBy = try r.optional("startedBy").map { o in
             StartOrigin(by: try o.string("by") ?? StartOrigin.onDemand, rule: try o.int("rule") ?? 0, reason: try o.string("reason") ?? "")
         }
+        persistent = try r.bool("persistent")
+        retrying = try r.string("retrying")
         updatedAt = try r.date("updatedAt") ?? Date(timeIntervalSince1970: 0)
     }
 }

@@ -24,6 +24,10 @@ public struct Profile: Encodable, Equatable, Sendable {
     /// Traffic to the tunnel's routes never leaves by another interface, even
     /// where the underlay has a more specific route.
     public var enforceRoutes = false
+    /// A server that does not answer at start does not end the tunnel: it
+    /// stays `connecting`, trying again with back-off, until `stop`
+    /// (wg-quick's and `vpnctl@.service`'s expectation at boot).
+    public var persistent = false
     /// The configuration profile (.mobileconfig) payload this profile was
     /// imported from, so that a re-import replaces it; nil for the others.
     public var origin: ProfileOrigin? = nil
@@ -41,7 +45,7 @@ public struct Profile: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case id, name, enabled, revision, `protocol`, onDemand, policy, dnsSettings, includeAllNetworks, excludeLocalNetworks,
-             enforceRoutes, origin
+             enforceRoutes, persistent, origin
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -58,6 +62,7 @@ public struct Profile: Encodable, Equatable, Sendable {
         if includeAllNetworks { try c.encode(true, forKey: .includeAllNetworks) }
         if excludeLocalNetworks { try c.encode(true, forKey: .excludeLocalNetworks) }
         if enforceRoutes { try c.encode(true, forKey: .enforceRoutes) }
+        if persistent { try c.encode(true, forKey: .persistent) }
         try c.encodeIfPresent(origin, forKey: .origin)
     }
 

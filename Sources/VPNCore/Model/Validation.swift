@@ -37,6 +37,9 @@ public struct ProfileValidator {
         if profile.excludeLocalNetworks && !profile.includeAllNetworks {
             p.append(L("excludeLocalNetworks: only has a meaning with includeAllNetworks (set both, or neither)"))
         }
+        if profile.persistent && !profile.protocol.model.keepsTrying {
+            p.append(L("persistent: \(profile.protocol.model.persistentRefusal) (remove the key)"))
+        }
         return p
     }
 

@@ -103,6 +103,11 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
     /// Who asked for this tunnel: nil for a command (`start`, the agent on a
     /// user's behalf), or on-demand with the rule that fired.
     public var startedBy: StartOrigin?
+    /// A persistent tunnel: a server that does not answer does not end it.
+    public var persistent: Bool?
+    /// While a persistent tunnel's server has not answered: what it waits
+    /// for ("no handshake within 20 s from peer ... at ..."), cleared once connected.
+    public var retrying: String?
     public var updatedAt: Date
 
     public init(id: UUID, name: String, status: VPNStatus) {
@@ -134,13 +139,15 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
         try c.encodeIfPresent(resolver, forKey: .resolver)
         try c.encodeIfPresent(killSwitch, forKey: .killSwitch)
         try c.encodeIfPresent(startedBy, forKey: .startedBy)
+        try c.encodeIfPresent(persistent, forKey: .persistent)
+        try c.encodeIfPresent(retrying, forKey: .retrying)
         try c.encode(updatedAt, forKey: .updatedAt)
     }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
              interface, ifindex, connectedSince, reconnects, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
-             txBytesAtConnect, resolver, killSwitch, startedBy, updatedAt
+             txBytesAtConnect, resolver, killSwitch, startedBy, persistent, retrying, updatedAt
     }
 }
 

@@ -21,6 +21,8 @@ public final class Supervisor {
         public var notifyFD: Int32
         /// Recorded with every transition: who started the tunnel.
         public var startedBy: StartOrigin?
+        /// `start --persist`: persistent for this run, whatever the profile says.
+        public var persistent = false
         public init(configDirectory: String, runDirectory: String, startTimeout: Int64, path: String?,
                     notifyFD: Int32 = -1, startedBy: StartOrigin? = nil) {
             self.notifyFD = notifyFD
@@ -120,6 +122,10 @@ public final class Supervisor {
                                     startTimeoutMs: options.startTimeout * 1000, searchPath: options.path,
                                     outputFD: output?.writeFD ?? logFD, doorbell: options.notifyFD, log: log)
         context.onProviderSpawned = { output?.closeWriteEnd() }
+        if options.persistent || profile.persistent {
+            context.persistent = true
+            context.persist { $0.persistent = true }
+        }
         context.transition(.connecting)
         let provider: any TunnelProvider
         do { provider = try ProviderRegistry.provider(for: profile) } catch {

@@ -16,8 +16,12 @@ public final class TunnelContext {
     public let runtime: RuntimeStore
     public let system: TunnelSystem
     public let loop: EventLoop
-    /// How long connecting may take before the start fails.
+    /// How long connecting may take before the start fails (for a
+    /// persistent tunnel: before it says it is retrying).
     public let startTimeoutMs: Int64
+    /// A server that does not answer does not end the tunnel (the profile's
+    /// `persistent`, or `start --persist`).
+    public var persistent = false
     /// The PATH providers are looked up in (nil: the default).
     public let searchPath: String?
     /// Where the provider's stdout and stderr go.

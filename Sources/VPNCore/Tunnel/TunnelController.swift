@@ -18,6 +18,12 @@ public struct DerivedStatus: Codable, Equatable, Sendable {
 
     public var isActive: Bool { [.connecting, .connected, .reasserting, .disconnecting].contains(status) }
 
+    /// A running persistent tunnel: a server that does not answer does not end it.
+    public var isPersistent: Bool { isActive && record?.persistent == true }
+
+    /// What a persistent tunnel past its start timeout waits for; nil once connected.
+    public var retrying: String? { status == .connecting || status == .reasserting ? record?.retrying : nil }
+
     /// DNS servers and domains the tunnel's settings carry (recorded, not yet
     /// applied to the system resolver); empty unless the tunnel is up.
     public var dns: [String] { isActive ? record?.settings?.dns ?? [] : [] }
@@ -218,7 +224,7 @@ public struct TunnelController {
     /// listening end of a doorbell it rings on every transition (the caller
     /// closes it). `executable` is vpnctl itself (a unit test's is not).
     public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?, startedBy: StartOrigin? = nil,
-                                executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
+                                persistent: Bool = false, executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD: Int32
         do { logFD = try host.openLog(runtime.logPath(profile.id)) } catch {
@@ -237,6 +243,7 @@ public struct TunnelController {
                 var argv = [exe, "__supervise", "--config-dir", configDirectory, "--run-dir", runtime.directory,
                             "--timeout", String(timeout), "--notify-fd", "3"]
                 if let o = startedBy { argv += ["--on-demand-rule", String(o.rule), "--on-demand-reason", o.reason] }
+                if persistent { argv.append("--persist") }
                 // The id stays last: that is how a live supervisor is recognised.
                 let pid = try host.spawnSupervisor(exe, argv + [profile.id.lowercasedString], environment: env,
                                                    notifyFD: bell.ringer, logFD: logFD)

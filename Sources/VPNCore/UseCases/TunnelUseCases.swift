@@ -36,9 +36,14 @@ public struct StartFailure: Error, Sendable {
     public let timedOut: Bool
     public let timeoutSeconds: Int
     public let logPath: String
+    /// Timed out, and the tunnel stays: it is persistent and keeps trying.
+    public var persistent = false
 
     /// The documented error for it; front ends add their own hint.
     public var error: VPNError {
+        if timedOut && persistent {
+            return VPNError(.timedOut, L("'\(status.name)' is not connected after \(timeoutSeconds) s; it is persistent and keeps trying: \(status.record?.retrying ?? L("no answer yet"))"))
+        }
         if timedOut {
             return VPNError(.timedOut, L("'\(status.name)' is still connecting after \(timeoutSeconds) s"))
         }
@@ -110,8 +115,12 @@ public struct TunnelUseCases {
     /// loaded profile). Throws `StartFailure` when the wait ends in anything
     /// but connected, and `VPNError` for everything found before a spawn.
     /// `cleanedUp` receives what a dead supervisor's leftovers were.
-    public func start(_ profile: Profile, wait: Bool, timeout: Int, observer: UseCaseObserver = UseCaseObserver(),
+    public func start(_ profile: Profile, wait: Bool, timeout: Int, persist: Bool = false, observer: UseCaseObserver = UseCaseObserver(),
                       startedBy: StartOrigin? = nil, cleanedUp: ([String]) -> Void = { _ in }) throws -> StartOutcome {
+        // A profile that asks for it and cannot is refused by preflight
+        // (a validation problem); `--persist` is what the caller's front end
+        // says has no effect for such a profile (vpnctl@.service passes it for every one).
+        let persistent = profile.persistent || (persist && profile.protocol.model.keepsTrying)
         try preflight(profile)
         try refuseSecondKillSwitch(profile)
         try controller.runtime.prepare()
@@ -131,7 +140,7 @@ public struct TunnelUseCases {
         // A kill switch left blocking is taken over by the new supervisor;
         // one the profile no longer asks for goes.
         if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
-        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path, startedBy: startedBy)
+        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path, startedBy: startedBy, persistent: persistent)
         defer { close(doorbell) }
         // The supervisor's first record means the request was accepted.
         let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
@@ -170,13 +179,19 @@ public struct TunnelUseCases {
 
     func waitForOutcome(_ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
                         observer: UseCaseObserver) throws -> StartOutcome {
+        // A persistent tunnel past its timeout says so in its record (`retrying`), and stays.
         let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
                                           doorbell: doorbell, onWake: observer.wake) {
-            $0.status == .connected || $0.status == .disconnected
+            $0.status == .connected || $0.status == .disconnected || $0.record?.retrying != nil
         }
         let logPath = controller.runtime.logPath(profile.id)
         guard let outcome else {
             throw StartFailure(status: try controller.derive(profile), timedOut: true, timeoutSeconds: timeout, logPath: logPath)
+        }
+        if outcome.status != .connected && outcome.status != .disconnected && outcome.record?.retrying != nil {
+            var f = StartFailure(status: outcome, timedOut: true, timeoutSeconds: timeout, logPath: logPath)
+            f.persistent = true
+            throw f
         }
         if outcome.status == .connected { return .connected(outcome) }
         throw StartFailure(status: outcome, timedOut: false, timeoutSeconds: timeout, logPath: logPath)

@@ -25,8 +25,8 @@ public enum ServiceDispatch {
             case .watch(let p):
                 try service.watch(p, events)
                 return try result(StreamEnd())
-            case .start(let p, let wait, let timeout, let changes):
-                return try result(service.start(p, wait: wait, timeout: timeout, changes: changes, events))
+            case .start(let p, let wait, let timeout, let changes, let persist):
+                return try result(service.start(p, wait: wait, timeout: timeout, changes: changes, persist: persist, events))
             case .stop(let p, let wait, let timeout, let changes):
                 if let p { return try result(service.stop(p, wait: wait, timeout: timeout, changes: changes, events)) }
                 return try result(service.stopAll(wait: wait, timeout: timeout, changes: changes, events))

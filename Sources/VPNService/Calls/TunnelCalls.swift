@@ -6,9 +6,9 @@ import VPNSystem
 /// as `progress`, the supervisor's changes as `change` (when asked for),
 /// and what they did to on-demand.
 extension LocalService {
-    public func start(_ reference: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+    public func start(_ reference: String, wait: Bool, timeout: Int, changes: Bool, persist: Bool, _ events: ServiceEvents) throws -> TunnelReport {
         let p = try profile(reference)
-        var report = try startOne(p, wait: wait, timeout: timeout, changes: changes, events)
+        var report = try startOne(p, wait: wait, timeout: timeout, changes: changes, persist: persist, events)
         // A start by hand ends a pause that a stop began.
         if (try? pauses.set(p.id, paused: false)) == true {
             report.onDemand = .resumed
@@ -66,7 +66,7 @@ extension LocalService {
         return report
     }
 
-    func startOne(_ p: Profile, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport {
+    func startOne(_ p: Profile, wait: Bool, timeout: Int, changes: Bool, persist: Bool = false, _ events: ServiceEvents) throws -> TunnelReport {
         let tunnels = self.tunnels
         let logPath = tunnels.controller.runtime.logPath(p.id)
         let follower = changes ? ChangeFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, events: events) : nil
@@ -76,17 +76,21 @@ extension LocalService {
             _ = events.emit(.progress(profile: p.name, action: "start"))
         }
         do {
-            let outcome = try tunnels.start(p, wait: wait, timeout: timeout, observer: observer) { cleaned in
+            let outcome = try tunnels.start(p, wait: wait, timeout: timeout, persist: persist, observer: observer) { cleaned in
                 if changes { for c in cleaned { _ = events.emit(.change(line: "[#] \(c)")) } }
             }
+            var report: TunnelReport
             switch outcome {
-            case .alreadyConnected(let d): return TunnelReport(action: "start", outcome: .alreadyConnected, status: d)
-            case .accepted(let d): return TunnelReport(action: "start", outcome: .accepted, status: d)
-            case .connected(let d): return TunnelReport(action: "start", outcome: .connected, status: d)
+            case .alreadyConnected(let d): report = TunnelReport(action: "start", outcome: .alreadyConnected, status: d)
+            case .accepted(let d): report = TunnelReport(action: "start", outcome: .accepted, status: d)
+            case .connected(let d): report = TunnelReport(action: "start", outcome: .connected, status: d)
             }
+            if persist && !p.protocol.model.keepsTrying { report.notPersistent = p.protocol.model.persistentRefusal }
+            return report
         } catch let f as StartFailure {
             let e = f.error
-            let hint = f.timedOut ? L("the supervisor keeps trying; see 'vpnctl status \(p.name)' or stop it")
+            let hint = f.persistent ? L("see 'vpnctl status \(p.name)'; 'vpnctl stop \(p.name)' ends it")
+                : f.timedOut ? L("see 'vpnctl status \(p.name)' and the log: vpnctl logs \(p.name)")
                                   : StartAdvice.afterFailure(f.status.lastDisconnectError, profile: p, logPath: f.logPath)
             throw VPNError(e.code, e.message, hint: hint)
         }

@@ -13,7 +13,7 @@ public protocol TunnelService {
     func status(_ profile: String?) throws -> StatusReport
     /// Reports `watching`, then each transition, until `events` wants no more.
     func watch(_ profile: String?, _ events: ServiceEvents) throws
-    func start(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport
+    func start(_ profile: String, wait: Bool, timeout: Int, changes: Bool, persist: Bool, _ events: ServiceEvents) throws -> TunnelReport
     func stop(_ profile: String, wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport
     func stopAll(wait: Bool, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> StopAllReport
     func toggle(_ profile: String, timeout: Int, changes: Bool, _ events: ServiceEvents) throws -> TunnelReport

@@ -13,7 +13,8 @@ public enum ServiceCall: Equatable, Sendable {
     case status(profile: String?)
     /// `status --watch`: a `watching` event, then a `transition` event for each change, until the caller hangs up.
     case watch(profile: String?)
-    case start(profile: String, wait: Bool, timeout: Int, changes: Bool)
+    /// `persist`: a server that does not answer does not end the tunnel.
+    case start(profile: String, wait: Bool, timeout: Int, changes: Bool, persist: Bool = false)
     /// A nil profile stops every running one (`stop --all`).
     case stop(profile: String?, wait: Bool, timeout: Int, changes: Bool)
     case toggle(profile: String, timeout: Int, changes: Bool)
@@ -52,7 +53,7 @@ public enum ServiceCall: Equatable, Sendable {
     public var profile: String? {
         switch self {
         case .list: return nil
-        case .can(_, let p), .isConnected(let p), .start(let p, _, _, _), .toggle(let p, _, _), .verify(let p, _, _, _),
+        case .can(_, let p), .isConnected(let p), .start(let p, _, _, _, _), .toggle(let p, _, _), .verify(let p, _, _, _),
              .stats(let p), .logs(let p, _, _), .show(let p), .pauseOnDemand(let p, _):
             return p
         case .status(let p), .watch(let p), .stop(let p, _, _, _):
@@ -68,7 +69,7 @@ public enum ServiceCall: Equatable, Sendable {
         case .isConnected: return .isConnected(profile: profile)
         case .status: return .status(profile: profile)
         case .watch: return .watch(profile: profile)
-        case .start(_, let w, let t, let c): return .start(profile: profile, wait: w, timeout: t, changes: c)
+        case .start(_, let w, let t, let c, let persist): return .start(profile: profile, wait: w, timeout: t, changes: c, persist: persist)
         case .stop(_, let w, let t, let c): return .stop(profile: profile, wait: w, timeout: t, changes: c)
         case .toggle(_, let t, let c): return .toggle(profile: profile, timeout: t, changes: c)
         case .verify(_, let p, let d, let t): return .verify(profile: profile, probe: p, dns: d, timeout: t)
@@ -147,8 +148,9 @@ public struct ServiceRequest: Equatable, Sendable {
         case .can(let action, let p): add("action", .string(action.rawValue)); add("profile", .string(p))
         case .isConnected(let p), .stats(let p), .show(let p), .pauseOnDemand(let p, _): add("profile", .string(p))
         case .status(let p), .watch(let p): if let p { add("profile", .string(p)) }
-        case .start(let p, let wait, let timeout, let changes):
+        case .start(let p, let wait, let timeout, let changes, let persist):
             add("profile", .string(p)); add("wait", .bool(wait)); add("timeout", .number(String(timeout))); add("changes", .bool(changes))
+            if persist { add("persist", .bool(true)) }
         case .stop(let p, let wait, let timeout, let changes):
             if let p { add("profile", .string(p)) } else { add("all", .bool(true)) }
             add("wait", .bool(wait)); add("timeout", .number(String(timeout))); add("changes", .bool(changes))
@@ -212,7 +214,9 @@ public struct ServiceRequest: Equatable, Sendable {
         case "isConnected": return .isConnected(profile: try required("profile"))
         case "status": return .status(profile: try text("profile"))
         case "watch": return .watch(profile: try text("profile"))
-        case "start": return .start(profile: try required("profile"), wait: try r.bool("wait") ?? true, timeout: try timeout(), changes: changes)
+        case "start":
+            return .start(profile: try required("profile"), wait: try r.bool("wait") ?? true, timeout: try timeout(), changes: changes,
+                          persist: try r.bool("persist") ?? false)
         case "stop":
             let profile = try text("profile")
             if (profile == nil) != (try r.bool("all") ?? false) { throw ServiceProtocolError("stop needs a profile or all, not both") }

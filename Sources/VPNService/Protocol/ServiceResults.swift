@@ -80,6 +80,9 @@ public struct TunnelReport: Codable, Equatable, Sendable {
     public var onDemand: OnDemandChange?
     /// toggle: the failure's code (connectionFailed, timedOut); the status says why.
     public var failure: ExitCode?
+    /// start --persist of a profile whose provider cannot be persistent: why
+    /// it started as any start does.
+    public var notPersistent: String?
 
     public init(action: String, outcome: Outcome, status: DerivedStatus) {
         self.action = action

@@ -15,6 +15,10 @@ final class WireGuardGoSession: ProviderTunnel {
     var tunnel: WireGuardTunnel?
     var health = WireGuardHealth()
     var lastKickMs: Int64 = 0
+    /// How long between handshake kicks while connecting: 1 s, then, for a
+    /// persistent tunnel past its start timeout, doubling up to 30 s.
+    var kickIntervalMs: Int64 = 1000
+    static let longestKickIntervalMs: Int64 = 30_000
     var pathProblem: String? = nil
     var checkPath = true
     var tick: EventLoop.Token? = nil
@@ -128,9 +132,11 @@ final class WireGuardGoSession: ProviderTunnel {
         // Checked here, not only after a good read: a wireguard-go whose UAPI
         // never answers must time out too.
         if context.status == .connecting && context.elapsedMs > context.startTimeoutMs {
-            return timedOut(tunnel)
+            guard context.persistent else { return timedOut(tunnel) }
+            keepTrying(tunnel)
         }
-        let interval: Int64 = context.status == .connecting ? 5 : context.status == .reasserting ? 100 : 1000
+        let retrying = context.record.retrying != nil
+        let interval: Int64 = context.status == .connecting ? (retrying ? 250 : 5) : context.status == .reasserting ? 100 : 1000
         tick = context.loop.after(interval) { [weak self] in self?.observe() }
     }
 
@@ -148,12 +154,18 @@ final class WireGuardGoSession: ProviderTunnel {
         switch health.observe(nowMs: now, handshakeEpoch: newestHandshake, handshakeAgeMs: age, rxBytes: rx, txBytes: tx,
                               pathProblem: pathProblem) {
         case .connecting:
-            if now - lastKickMs > 1000 {
+            if now - lastKickMs > kickIntervalMs {
                 tunnel.kickHandshake()
                 lastKickMs = now
+                if context.record.retrying != nil { kickIntervalMs = min(kickIntervalMs * 2, Self.longestKickIntervalMs) }
             }
         case .connected:
             if context.status == .connecting { tunnel.restoreKeepalive() }
+            if context.record.retrying != nil {
+                context.log("[*] the server answered: connected after \(context.elapsedMs / 1000) s")
+                kickIntervalMs = 1000
+                context.persist { $0.retrying = nil }
+            }
             if context.status != .connected {
                 if context.status == .reasserting { context.log("[*] path restored") }
                 context.transition(.connected)
@@ -167,11 +179,27 @@ final class WireGuardGoSession: ProviderTunnel {
     }
 
     func timedOut(_ tunnel: WireGuardTunnel) {
+        end(error: ConnectionError(.serverNotResponding, noHandshake(tunnel)), reason: .connectionFailed)
+    }
+
+    /// "no handshake within 20 s from peer KEY at HOST:PORT (why)".
+    func noHandshake(_ tunnel: WireGuardTunnel) -> String {
         let who = tunnel.peers.map { "peer \($0.publicKey) at \($0.endpoint)" }.joined(separator: ", ")
         let why = pathProblem.map { " (\($0))" } ?? ""
-        let seconds = context.startTimeoutMs / 1000
-        end(error: ConnectionError(.serverNotResponding, "no handshake within \(seconds) s from \(who)\(why)"),
-            reason: .connectionFailed)
+        return "no handshake within \(context.startTimeoutMs / 1000) s from \(who)\(why)"
+    }
+
+    /// A persistent tunnel past its start timeout: it stays, connecting,
+    /// and says (once, in the record and the log) what it waits for; the
+    /// path is looked at again on each pass, so the reason follows it.
+    func keepTrying(_ tunnel: WireGuardTunnel) {
+        checkPath = true
+        let reason = noHandshake(tunnel)
+        guard context.record.retrying != reason else { return }
+        if context.record.retrying == nil {
+            context.log("[*] \(reason); persistent: trying again until the server answers or 'vpnctl stop'")
+        }
+        context.persist { $0.retrying = reason }
     }
 
     /// Is the way to each endpoint evidently broken?

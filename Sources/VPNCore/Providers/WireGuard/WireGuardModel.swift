@@ -9,6 +9,9 @@ extension WireGuardConfiguration: ConfigurationModel {
     public var tunnelRoutes: [String] { peers.flatMap(\.allowedIPs) }
     public var exportFormats: [ProfileExport.Format] { [.json, .wgQuick, .mobileconfig] }
     public var defaultExportFormat: ProfileExport.Format { .wgQuick }
+    /// wireguard-go keeps the interface, and the supervisor keeps sending
+    /// handshake initiations: a server that comes back is found.
+    public var keepsTrying: Bool { true }
 
     public func problems(_ v: ProfileValidator) -> [String] {
         let w = self
