@@ -197,6 +197,41 @@ test_peer_down() {
 }
 lab_check "peer down: exit 4, serverNotResponding naming the endpoint" test_peer_down
 
+# Issue 36, item 3: a persistent tunnel whose server is down at start is not
+# ended by the timeout: it stays connecting and says why, handshake
+# initiations keep leaving for the server (a capture on the server's
+# underlay shows them, 148-byte UDP to 51820, after the timeout), and it
+# connects once the server is back.
+test_persistent_waits_for_its_server() {
+  use office || return 1
+  silence_peer
+  ip netns exec "$NS_S" tcpdump -i "${LAB}s0" -n -U --immediate-mode -w "$T/persist.pcap" \
+    "udp and src host 198.18.0.2 and dst port 51820" 2> "$T/persist.tcpdump" &
+  local cap=$!; LAB_PIDS+=($cap)
+  defer stop_pid "$cap"
+  wait_for "tcpdump to listen" 5 grep -q "listening on" "$T/persist.tcpdump" || return 1
+  expect_run "start --persist with the server down" 3 cn timeout 30 "$V" start office --persist --timeout 3 || return 1
+  expect_contains "the start's words" "'office' is not connected after 3 s; it is persistent and keeps trying: no handshake within 3 s from peer" "$OUT" || return 1
+  local after; after=$(date +%s)
+  sleep 4
+  expect_field office status connecting || return 1
+  expect_field office persistent True || return 1
+  expect_contains "what it waits for" "no handshake within 3 s from peer" "$(field office retrying)" || return 1
+  expect_contains "status's words" "office: persistent, not connected yet: no handshake within 3 s" "$(cn "$V" status)" || return 1
+  # Initiations after the timeout: the tunnel kept trying.
+  local late; late=$(tcpdump -r "$T/persist.pcap" -n -tt 2>/dev/null | awk -v t="$after" '$1 > t && / length 148/' | wc -l)
+  [ "$late" -ge 1 ] || { echo "  no handshake initiation after the timeout in the capture"; tcpdump -r "$T/persist.pcap" -n -tt 2>/dev/null | tail -5; return 1; }
+  revive_peer
+  # Back-off: at most 30 s between kicks; wireguard-go's own retries come every 5 s.
+  wait_status office connected 40 || return 1
+  expect_field office retrying "" || return 1
+  expect_ok "a ping through the tunnel" c ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "stop" cn "$V" stop office || return 1
+  nothing_left
+}
+lab_check "persistent: the server down at start, the tunnel stays connecting with the reason, then connects when it is back" \
+  test_persistent_waits_for_its_server
+
 test_provider_killed() {
   use office && expect_ok "start" cn "$V" start office || return 1
   ip netns exec "$NS_C" "$V" status --watch --json --count 2 > "$T/watch.json" 2>"$T/watch.err" &
