@@ -112,6 +112,23 @@ fails 4 vpnctl start lab-test --timeout 3
 run vpnctl status lab-test
 run vpnctl remove lab-test
 
+echo
+echo "== the same server down, the tunnel persistent: it stays, says why, and connects when the server is back"
+step "(the server's wireguard-go stops)"
+lab_server_stop "${LAB}w"
+fails 3 vpnctl start office --persist --timeout 3
+run vpnctl status office
+step "(the server's wireguard-go starts again)"
+lab_server_start "${LAB}w"
+step "vpnctl status office   # until connected (bounded: 40 s)"
+for _ in $(seq 1 80); do
+  [ "$(c "$V" status office --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["status"])')" = connected ] && break
+  sleep 0.5
+done
+(cd "$LAB_DIR" && c "$V" status office) || exit 1
+c "$V" status office --json | grep -q '"status":"connected"' || { echo "demo: the persistent tunnel did not connect once its server was back"; exit 1; }
+run vpnctl stop office
+
 if command -v useradd >/dev/null; then
   echo
   echo "== the agent: ${LAB}u1, a user named in office's policy, controls office without sudo; not 'second'"

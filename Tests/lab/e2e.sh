@@ -204,7 +204,7 @@ lab_check "peer down: exit 4, serverNotResponding naming the endpoint" test_peer
 # connects once the server is back.
 test_persistent_waits_for_its_server() {
   use office || return 1
-  silence_peer
+  lab_server_stop "${LAB}w"
   ip netns exec "$NS_S" tcpdump -i "${LAB}s0" -n -U --immediate-mode -w "$T/persist.pcap" \
     "udp and src host 198.18.0.2 and dst port 51820" 2> "$T/persist.tcpdump" &
   local cap=$!; LAB_PIDS+=($cap)
@@ -221,7 +221,7 @@ test_persistent_waits_for_its_server() {
   # Initiations after the timeout: the tunnel kept trying.
   local late; late=$(tcpdump -r "$T/persist.pcap" -n -tt 2>/dev/null | awk -v t="$after" '$1 > t && / length 148/' | wc -l)
   [ "$late" -ge 1 ] || { echo "  no handshake initiation after the timeout in the capture"; tcpdump -r "$T/persist.pcap" -n -tt 2>/dev/null | tail -5; return 1; }
-  revive_peer
+  lab_server_start "${LAB}w"
   # Back-off: at most 30 s between kicks; wireguard-go's own retries come every 5 s.
   wait_status office connected 40 || return 1
   expect_field office retrying "" || return 1
