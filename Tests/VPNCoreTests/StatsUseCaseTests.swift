@@ -45,6 +45,25 @@ func sample(_ name: String, _ index: Int32?, _ kind: InterfaceClass, rx: UInt64 
         #expect(all.rows.count == 5)
     }
 
+    /// Issue 36, item 9: a veth that carries the default route is the link
+    /// under the tunnel (a namespace's, a container's way out), so it is
+    /// shown; an empty table names what it left out.
+    @Test func aVirtualLinkWithTheDefaultRouteIsShownAndTheRestIsNamed() throws {
+        let u = StatsUseCase(sampler: FakeSampler([host]))
+        var selection = StatsSelection()
+        selection.underlay = StatsSelection.defaultRouteLinks([
+            KernelRoute(destination: [0, 0, 0, 0], prefixLength: 0, interface: "veth1", hasGateway: true),
+            KernelRoute(destination: [198, 18, 0, 0], prefixLength: 24, interface: "eth0", hasGateway: false),
+        ])
+        #expect(selection.underlay == ["veth1"])
+        let s = try u.snapshot(selection)
+        #expect(s.rows.map(\.counters.name) == ["eth0", "veth1", "utun0", "wlan0"])
+        #expect(s.hidden == ["lo"])
+        let namespace = StatsUseCase(sampler: FakeSampler([[sample("lo", 1, .loopback), sample("veth2", 2, .virtual)]]))
+        let empty = try namespace.snapshot(StatsSelection())
+        #expect(empty.rows.isEmpty && empty.hidden == ["lo", "veth2"])
+    }
+
     @Test func namedInterfacesAreFetchedByNameWhenAllExist() throws {
         let fake = FakeSampler([host])
         let s = try StatsUseCase(sampler: fake).snapshot(StatsSelection(interfaces: ["utun0", "eth0"]))

@@ -13,8 +13,9 @@ enum StatsCommand {
         These are interface counters, and estimates: tunnel counters count inner
         traffic, link counters include protocol overhead, and counters reset when an
         interface is recreated (reported as a reset, never as a negative rate).
-        With no interface: the tunnel interfaces and the underlying links (ethernet,
-        wifi, cellular). VPNCTL_PROC_NET_DEV may point at another file to parse.
+        With no interface: the tunnel interfaces, the links with a default route
+        (a veth or bridge too: the way out of a namespace) and the physical links
+        (ethernet, wifi, cellular). VPNCTL_PROC_NET_DEV may point at another file to parse.
         """),
         examples: [
             "vpnctl stats",
@@ -59,7 +60,7 @@ enum StatsCommand {
             } else if args.flag("prometheus") {
                 inv.context.stdout.write(prometheus(snapshot.rows))
             } else {
-                printTable(inv, snapshot.rows, session: snapshot.session)
+                printTable(inv, snapshot.rows, session: snapshot.session, hidden: snapshot.hidden)
             }
             return .ok
         } catch let e as StatsError {
@@ -69,7 +70,9 @@ enum StatsCommand {
 
     static func selection(_ inv: Invocation) throws -> StatsSelection {
         guard let name = inv.args.value("profile") else {
-            return StatsSelection(interfaces: inv.args.positionals, all: inv.args.flag("all"), owners: runningProfiles(inv))
+            var s = StatsSelection(interfaces: inv.args.positionals, all: inv.args.flag("all"), owners: runningProfiles(inv))
+            if s.interfaces.isEmpty && !s.all { s.underlay = StatsSelection.defaultRouteLinks() }
+            return s
         }
         let status = try inv.service.stats(name).status
         do {
@@ -171,9 +174,11 @@ enum StatsCommand {
         link counters include protocol overhead, and counters reset when an interface is recreated.
         """
 
-    static func printTable(_ inv: Invocation, _ rows: [Row], session: StatsSession?) {
+    static func printTable(_ inv: Invocation, _ rows: [Row], session: StatsSession?, hidden: [String] = []) {
         if rows.isEmpty {
-            inv.output.note(L("no tunnel or link interfaces; see every interface with: vpnctl stats --all"))
+            let left = hidden.filter { $0 != "lo" }
+            inv.output.note(left.isEmpty ? L("no tunnel, and no link with a default route or of a physical class (ethernet, wifi, cellular)")
+                : L("no tunnel, and no link with a default route or of a physical class; not shown: \(left.prefix(6).joined(separator: ", "))\(left.count > 6 ? ", …" : ""): vpnctl stats --all"))
         } else {
             inv.output.table([L("INTERFACE"), L("CLASS"), "RX", "TX", L("RX PKTS"), L("TX PKTS"), L("ERRORS"), L("DROPS")], rows.map { r in
                 let c = r.counters

@@ -113,12 +113,26 @@ public struct StatsSelection: Sendable {
     public var all: Bool
     public var owners: [String: String]
     public var session: DerivedStatus?
+    /// Links that carry a default route: the underlay the tunnels run over,
+    /// shown whatever their class (a veth or a bridge is the way out of a
+    /// container or a namespace, and on-demand calls it ethernet).
+    public var underlay: Set<String> = []
 
     public init(interfaces: [String] = [], all: Bool = false, owners: [String: String] = [:], session: DerivedStatus? = nil) {
         self.interfaces = interfaces
         self.all = all
         self.owners = owners
         self.session = session
+    }
+
+    /// The interfaces with a default route (IPv4 or IPv6) in this namespace.
+    public static func defaultRouteLinks(_ routes: [KernelRoute] = KernelRoutes.current()) -> Set<String> {
+        Set(routes.filter { $0.prefixLength == 0 }.map(\.interface))
+    }
+
+    /// Whether `stats` without `--all` or names shows this interface.
+    public func showsByDefault(_ name: String, _ kind: InterfaceClass) -> Bool {
+        StatsSelection.defaultClasses.contains(kind) || underlay.contains(name)
     }
 
     /// The classes shown without `--all`.
@@ -130,6 +144,10 @@ public struct StatsSnapshot: Sendable {
     public var rows: [StatsRow]
     public var session: StatsSession?
     public var sampledAt: Date
+    /// Without names or `--all`: the interfaces left out (loopback,
+    /// virtual links that carry no default route), so that an empty table
+    /// can say what it did not show.
+    public var hidden: [String] = []
 }
 
 /// Why `stats` could not show what was asked for.
@@ -170,30 +188,36 @@ public struct StatsUseCase {
     /// interface may vanish for a moment (deleted and recreated): with
     /// `tolerateMissing` that sample skips it, and its return is a reset.
     public func snapshot(_ selection: StatsSelection, tolerateMissing: Bool = false, at date: Date = Date()) throws -> StatsSnapshot {
-        let rows = try select(selection, tolerateMissing: tolerateMissing)
-        return StatsSnapshot(rows: rows, session: StatsUseCase.session(selection.session, rows), sampledAt: date)
+        let (rows, hidden) = try select(selection, tolerateMissing: tolerateMissing)
+        return StatsSnapshot(rows: rows, session: StatsUseCase.session(selection.session, rows), sampledAt: date, hidden: hidden)
     }
 
-    func select(_ selection: StatsSelection, tolerateMissing: Bool) throws -> [StatsRow] {
+    func select(_ selection: StatsSelection, tolerateMissing: Bool) throws -> (rows: [StatsRow], hidden: [String]) {
         let wanted = selection.interfaces
         guard !wanted.isEmpty else {
             let owned = !selection.owners.isEmpty
-            return try sampler.sampleAll().compactMap { s in
-                guard selection.all || StatsSelection.defaultClasses.contains(s.facts.kind) else { return nil }
-                return StatsRow(counters: s.counters, facts: s.facts, profile: owned ? selection.owners[s.counters.name] : nil)
+            var rows: [StatsRow] = [], hidden: [String] = []
+            for s in try sampler.sampleAll() {
+                guard selection.all || selection.showsByDefault(s.counters.name, s.facts.kind) else {
+                    hidden.append(s.counters.name)
+                    continue
+                }
+                rows.append(StatsRow(counters: s.counters, facts: s.facts, profile: owned ? selection.owners[s.counters.name] : nil))
             }
+            return (rows, hidden)
         }
         var samples = try sampler.sample(named: wanted) ?? []
         if samples.count != wanted.count { samples = try sampler.sampleAll() }
         var byName: [String: InterfaceSample] = [:]
         for s in samples { byName[s.counters.name] = s }
-        return try wanted.compactMap { name in
+        let rows: [StatsRow] = try wanted.compactMap { name in
             guard let s = byName[name] else {
                 if tolerateMissing { return nil }
                 throw StatsError.noSuchInterface(name, similar: Suggest.closest(to: name, among: samples.map(\.counters.name), limit: 3))
             }
             return StatsRow(counters: s.counters, facts: s.facts, profile: selection.owners[name])
         }
+        return (rows, [])
     }
 
     /// The session's bytes: the counters less those recorded at connect,
