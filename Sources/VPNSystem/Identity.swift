@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CVPNShims
+import Synchronization
 
 /// The system's user and group databases, read from /etc/passwd and
 /// /etc/group (what glibc's "files" source reads) for a uid the kernel
@@ -59,7 +60,7 @@ public enum UserDatabase {
         }
     }
 
-    static let cache = Locked<[String: (stamp: FileStamp, records: [Record])]>([:])
+    static let cache = Mutex<[String: (stamp: FileStamp, records: [Record])]>([:])
 
     static func text(_ field: ArraySlice<UInt8>) -> String { String(decoding: field, as: UTF8.self) }
 
@@ -90,25 +91,6 @@ public enum UserDatabase {
             }
         }
         return names
-    }
-}
-
-/// A value behind a mutex, for the little state shared across threads.
-public final class Locked<Value>: @unchecked Sendable {
-    var value: Value
-    var mutex = pthread_mutex_t()
-
-    public init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(&mutex, nil)
-    }
-
-    deinit { pthread_mutex_destroy(&mutex) }
-
-    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body(&value)
     }
 }
 

@@ -1,5 +1,7 @@
 import Foundation
 @testable import VPNCore
+// TempDir and the fakes of the system's ports, for every file of this target.
+@_exported import VPNTestSupport
 
 enum Fixtures {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -11,16 +13,6 @@ enum Fixtures {
     static func bytes(_ name: String) throws -> [UInt8] {
         Array(try Data(contentsOf: root.appendingPathComponent("fixtures/\(name)")))
     }
-}
-
-/// A fresh private directory per test, removed afterwards.
-final class TempDir {
-    let path: String
-    init() {
-        var template = Array("/tmp/vpnctl-test-XXXXXX".utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 let samplePeer = WireGuardPeer(publicKey: "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",

@@ -13,15 +13,7 @@ import VPNTestSupport
 /// the same use cases as `vpnctl start` and `stop`. (The decisions themselves
 /// are OnDemandEvaluatorTests'; the backoff's steps OnDemandBackoffTests'.)
 @Suite struct OnDemandActTests {
-    final class Scratch {
-        let path: String
-        init() {
-            var template = Array("/tmp/vpnctl-ondemand-XXXXXX".utf8CString)
-            path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-    }
-    let scratch = Scratch()
+    let scratch = TempDir()
     var dir: String { scratch.path }
     let host = FakeSupervisorHost()
     /// What the host was asked to do, but the opening of logs.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import Synchronization
 import VPNSystem
 
 /// The on-disk form of the preferences.
@@ -63,7 +64,7 @@ public final class PreferencesStore: @unchecked Sendable {
     /// The last file read at each path and what it decoded to: the agent
     /// reads the store for every request (to decide, then to answer), and
     /// the same bytes decode the same. The file is read each time.
-    static let lastRead = Locked<[String: (bytes: [UInt8], preferences: Preferences)]>([:])
+    static let lastRead = Mutex<[String: (bytes: [UInt8], preferences: Preferences)]>([:])
 
     /// Saves one profile: a new one (revision 0) is added; an existing one must
     /// carry the stored revision, or the save fails with configurationStale.

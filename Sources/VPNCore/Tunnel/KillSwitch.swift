@@ -174,11 +174,6 @@ public enum TunnelBypass {
         return out
     }
 
-    /// What `routes` is asked about: the live routes and addresses.
-    public static func liveSystem() -> (routes: [KernelRoute], addresses: [InterfaceAddress]) {
-        (KernelRoutes.current(), (try? InterfaceAddresses.current()) ?? [])
-    }
-
     /// The live routes now, and the addresses when first asked for, once.
     public final class LiveSystem {
         public let routes = KernelRoutes.current()
@@ -188,8 +183,8 @@ public enum TunnelBypass {
 
     /// The live system's bypassing routes for a tunnel.
     public static func current(interface: String, tunnelRoutes: [String], servers: [String] = []) -> [String] {
-        let s = liveSystem()
-        return routes(s.routes, interface: interface, tunnelRoutes: tunnelRoutes, addresses: s.addresses, servers: servers)
+        let s = LiveSystem()
+        return routes(s.routes, interface: interface, tunnelRoutes: tunnelRoutes, addresses: { s.addresses }, servers: servers)
     }
 }
 

@@ -157,7 +157,10 @@ final class WireGuardGoSession: ProviderTunnel {
             if now - lastKickMs > kickIntervalMs {
                 tunnel.kickHandshake()
                 lastKickMs = now
-                if context.record.retrying != nil { kickIntervalMs = min(kickIntervalMs * 2, Self.longestKickIntervalMs) }
+                if context.record.retrying != nil {
+                    kickIntervalMs = min(kickIntervalMs * 2, Self.longestKickIntervalMs)
+                    checkPath = true
+                }
             }
         case .connected:
             if context.status == .connecting { tunnel.restoreKeepalive() }
@@ -191,9 +194,8 @@ final class WireGuardGoSession: ProviderTunnel {
 
     /// A persistent tunnel past its start timeout: it stays, connecting,
     /// and says (once, in the record and the log) what it waits for; the
-    /// path is looked at again on each pass, so the reason follows it.
+    /// path is looked at again with each kick, so the reason follows it.
     func keepTrying(_ tunnel: WireGuardTunnel) {
-        checkPath = true
         let reason = noHandshake(tunnel)
         guard context.record.retrying != reason else { return }
         if context.record.retrying == nil {
