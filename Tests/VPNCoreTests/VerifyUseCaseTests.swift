@@ -67,7 +67,7 @@ final class FakeVerifySystem: VerifySystem {
         #expect(!fake.calls[calls...].contains { $0.hasPrefix("probe") })
         fake.routeIndex = nil
         let none = try VerifyUseCase(system: fake).verify(status(.connected), probe: probe, timeoutSeconds: 1)
-        #expect(none.checks[1].detail == "198.19.0.1 leaves through nowhere, not utun0")
+        #expect(none.checks[1].detail == "198.19.0.1 has no route")
     }
 
     @Test func aFailedProbeOverTheTunnelIsProbeFailed() throws {

@@ -169,10 +169,10 @@ enum StatsCommand {
         return "\(tenths / 10).\(tenths % 10) \(units[u])"
     }
 
-    static let footer = """
+    static var footer: String { L("""
         Interface counters (the kernel's, as in /proc/net/dev), and estimates: tunnel counters count inner traffic,
         link counters include protocol overhead, and counters reset when an interface is recreated.
-        """
+        """) }
 
     static func printTable(_ inv: Invocation, _ rows: [Row], session: StatsSession?, hidden: [String] = []) {
         if rows.isEmpty {

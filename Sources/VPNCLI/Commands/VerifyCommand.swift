@@ -66,9 +66,31 @@ enum VerifyCommand {
         if inv.options.json {
             inv.output.emit(Result(profile: answer.profile, probe: probeText, verdict: answer.report.verdict.rawValue, checks: checks))
         } else {
-            for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(c.name): \(c.detail)") }
-            inv.output.line(L("verdict: \(answer.report.verdict.rawValue)"))
+            for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(checkName(c.name)): \(c.detail)") }
+            inv.output.line(L("verdict: \(verdictText(answer.report.verdict))"))
         }
         return answer.report.verdict.exitCode
+    }
+
+    /// A check's name for people (JSON keeps the English key).
+    static func checkName(_ name: String) -> String {
+        switch name {
+        case "interface": return L("interface")
+        case "route": return L("route")
+        case "probe": return L("probe")
+        case "dns route": return L("DNS route")
+        case "dns": return L("DNS")
+        default: return name
+        }
+    }
+
+    /// The verdict for people (JSON keeps the raw value).
+    static func verdictText(_ verdict: VerifyVerdict) -> String {
+        switch verdict {
+        case .pathProven: return L("path proven")
+        case .configuredOnly: return L("configured only")
+        case .notConnected: return L("not connected")
+        case .probeFailed: return L("probe failed")
+        }
     }
 }

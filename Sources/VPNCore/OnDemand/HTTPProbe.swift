@@ -58,11 +58,11 @@ public enum HTTPProbe {
     public static let defaultTimeoutMs: Int64 = 2000
 
     public static func probe(_ text: String, timeoutMs: Int64 = defaultTimeoutMs) -> ProbeResult {
-        if text.hasPrefix("https://") { return .unsupported("is https, which vpnctl does not probe yet (the condition never matches)") }
-        guard let url = ProbeURL(text) else { return .failed("not an http:// URL") }
+        if text.hasPrefix("https://") { return .unsupported(L("is https, which vpnctl does not probe yet (the condition never matches)")) }
+        guard let url = ProbeURL(text) else { return .failed(L("not an http:// URL")) }
         let deadline = monotonicMilliseconds() + timeoutMs
         guard let address = IPAddress(url.host) ?? Resolver.firstAddress(url.host) else {
-            return .failed("cannot resolve \(url.host)")
+            return .failed(L("cannot resolve \(url.host)"))
         }
         let socket: IPSocket
         do throws(SocketError) {
@@ -70,9 +70,9 @@ public enum HTTPProbe {
             try socket.connect(to: address.bytes, port: UInt16(url.port), deadlineMs: deadline)
         } catch {
             switch error {
-            case .create(let e): return .failed("socket: \(e)")
-            case .timedOut: return .failed("no connection within \(timeoutMs) ms")
-            default: return .failed("connect: \(error)")
+            case .create(let e): return .failed(L("socket: \(e)"))
+            case .timedOut: return .failed(L("no connection within \(timeoutMs) ms"))
+            default: return .failed(L("connect: \(error)"))
             }
         }
         let hostHeader = address.isIPv6 && IPAddress(url.host) != nil ? "[\(url.host)]" : url.host
@@ -80,7 +80,7 @@ public enum HTTPProbe {
         do throws(SocketError) {
             try socket.send(request, deadlineMs: deadline)
         } catch {
-            return .failed(error == .timedOut ? "timed out sending" : "send: \(error)")
+            return .failed(error == .timedOut ? L("timed out sending") : L("send: \(error)"))
         }
         var reply: [UInt8] = []
         while reply.count < 8192 {
@@ -90,13 +90,13 @@ public enum HTTPProbe {
                 chunk = try socket.receive(limit: 2048, deadlineMs: deadline)
             } catch {
                 // A reset ends the answer as a close does.
-                if error == .timedOut { return .failed("no answer within \(timeoutMs) ms") }
+                if error == .timedOut { return .failed(L("no answer within \(timeoutMs) ms")) }
                 break
             }
             if chunk.isEmpty { break }
             reply += chunk
         }
-        return reply.isEmpty ? .failed("the connection closed without an answer") : parse(reply)
+        return reply.isEmpty ? .failed(L("the connection closed without an answer")) : parse(reply)
     }
 
     static func headerEnd(_ b: [UInt8]) -> Int? {
@@ -109,7 +109,7 @@ public enum HTTPProbe {
     public static func parse(_ head: [UInt8]) -> ProbeResult {
         let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
         let words = lines.first?.split(separator: " ") ?? []
-        guard words.count >= 2, words[0].hasPrefix("HTTP/"), let code = Int(words[1]) else { return .failed("not an HTTP answer") }
+        guard words.count >= 2, words[0].hasPrefix("HTTP/"), let code = Int(words[1]) else { return .failed(L("not an HTTP answer")) }
         let location = lines.dropFirst().first { $0.lowercased().hasPrefix("location:") }
             .map { String($0.dropFirst(9)).trimmedWhitespace }
         if (300...399).contains(code) { return .redirect(code, location: location) }

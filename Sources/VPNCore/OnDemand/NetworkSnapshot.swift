@@ -34,17 +34,18 @@ public struct NetworkSnapshot: Equatable, Sendable {
         self.dnsServers = dnsServers
     }
 
-    /// One line for logs and `ondemand test`.
+    /// One line for logs and `ondemand test`, in the language in use (the
+    /// agent's log: English).
     public var summary: String {
-        var parts: [String] = []
-        if let p = primary {
-            parts.append("primary \(p.name) (\(p.type.rawValue)\(p.ssid.map { ", SSID \($0)" } ?? ""))")
-        } else {
-            parts.append("no default route")
+        let link: String
+        switch (primary, primary?.ssid) {
+        case (let p?, let ssid?): link = L("primary \(p.name) (\(p.type.rawValue), SSID \(ssid))")
+        case (let p?, nil): link = L("primary \(p.name) (\(p.type.rawValue))")
+        case (nil, _): link = L("no default route")
         }
-        parts.append("search domains: \(searchDomains.isEmpty ? "none" : searchDomains.joined(separator: " "))")
-        parts.append("DNS servers: \(dnsServers.isEmpty ? "none" : dnsServers.joined(separator: " "))")
-        return parts.joined(separator: "; ")
+        let domains = searchDomains.isEmpty ? L("none") : searchDomains.joined(separator: " ")
+        let servers = dnsServers.isEmpty ? L("none") : dnsServers.joined(separator: " ")
+        return L("\(link); search domains: \(domains); DNS servers: \(servers)")
     }
 }
 

@@ -14,11 +14,26 @@ public enum ProbeResult: Equatable, Sendable {
 
     public var text: String {
         switch self {
-        case .ok: return "answered 200"
-        case .status(let c): return "answered \(c)"
-        case .redirect(let c, let l): return "redirected (\(c)\(l.map { " to \($0)" } ?? ""))"
-        case .failed(let why): return "failed: \(why)"
+        case .ok: return L("answered 200")
+        case .status(let c): return L("answered \(c)")
+        case .redirect(let c, nil): return L("redirected (\(c))")
+        case .redirect(let c, let l?): return L("redirected (\(c) to \(l))")
+        case .failed(let why): return L("failed: \(why)")
         case .unsupported(let why): return why
+        }
+    }
+
+    /// The probeURL condition's text: "probe URL answered 200", one whole
+    /// sentence for each answer.
+    public func text(of url: String) -> String {
+        switch self {
+        case .ok: return L("probe \(url) answered 200")
+        case .status(let c): return L("probe \(url) answered \(c)")
+        case .redirect(let c, nil): return L("probe \(url) redirected (\(c))")
+        case .redirect(let c, let l?): return L("probe \(url) redirected (\(c) to \(l))")
+        case .failed(let why): return L("probe \(url) failed: \(why)")
+        // The only URL vpnctl cannot probe is an https one.
+        case .unsupported: return L("probe \(url) is https, which vpnctl does not probe yet (the condition never matches)")
         }
     }
 }
@@ -53,12 +68,12 @@ public struct OnDemandEvaluation: Equatable, Sendable {
     /// Why the deciding rule decided: its conditions, then why each rule
     /// before it did not match ("ethernet, search domain not corp.example").
     public var reason: String {
-        guard let n = decidingRule else { return "no rule matched" }
+        guard let n = decidingRule else { return L("no rule matched") }
         var parts = rules[n - 1].conditions.map(\.text)
         for r in rules[..<(n - 1)] {
             if let failed = r.conditions.first(where: { !$0.matched }) { parts.append(failed.text) }
         }
-        return parts.isEmpty ? "no conditions" : parts.joined(separator: ", ")
+        return parts.isEmpty ? L("no conditions") : parts.joined(separator: L(", "))
     }
 
     /// Whether a probe decided this outcome or could change it on a re-probe:
@@ -95,10 +110,10 @@ public enum OnDemandEvaluator {
             let matched = have != nil && (want == .any || have?.rawValue == want.rawValue)
             let text: String
             if let p = network.primary {
-                text = matched ? (want == .any ? "any interface (\(p.type.rawValue))" : want.rawValue)
-                               : "\(p.type.rawValue), not \(want.rawValue)"
+                text = matched ? (want == .any ? L("any interface (\(p.type.rawValue))") : want.rawValue)
+                               : L("\(p.type.rawValue), not \(want.rawValue)")
             } else {
-                text = "no default route"
+                text = L("no default route")
             }
             out.append(ConditionOutcome(condition: "interfaceType", matched: matched, text: text))
         }
@@ -106,30 +121,30 @@ public enum OnDemandEvaluator {
             let have = network.primary?.type == .wifi ? network.primary?.ssid : nil
             let matched = have.map { ssids.contains($0) } ?? false
             let text: String
-            if network.primary?.type != .wifi { text = "not on Wi-Fi (SSID \(ssids.joined(separator: "/")))" }
-            else if let have { text = matched ? "SSID \(have)" : "SSID \(have), not \(ssids.joined(separator: "/"))" }
-            else { text = "SSID unknown (not associated, or no nl80211)" }
+            if network.primary?.type != .wifi { text = L("not on Wi-Fi (SSID \(ssids.joined(separator: "/")))") }
+            else if let have { text = matched ? L("SSID \(have)") : L("SSID \(have), not \(ssids.joined(separator: "/"))") }
+            else { text = L("SSID unknown (not associated, or no nl80211)") }
             out.append(ConditionOutcome(condition: "ssids", matched: matched, text: text))
         }
         if let patterns = rule.dnsSearchDomains {
             let hit = network.searchDomains.first { d in patterns.contains { DomainPattern.matches($0, d) } }
             out.append(ConditionOutcome(condition: "dnsSearchDomains", matched: hit != nil,
-                                        text: hit.map { "search domain \($0)" }
-                                            ?? "search domain not \(patterns.joined(separator: "/"))"))
+                                        text: hit.map { L("search domain \($0)") }
+                                            ?? L("search domain not \(patterns.joined(separator: "/"))")))
         }
         if let patterns = rule.dnsServerAddresses {
             let hit = network.dnsServers.first { s in patterns.contains { AddressPattern.matches($0, s) } }
             out.append(ConditionOutcome(condition: "dnsServerAddresses", matched: hit != nil,
-                                        text: hit.map { "DNS server \($0)" }
-                                            ?? "DNS server not \(patterns.joined(separator: "/"))"))
+                                        text: hit.map { L("DNS server \($0)") }
+                                            ?? L("DNS server not \(patterns.joined(separator: "/"))")))
         }
         if let url = rule.probeURL {
             // A probe costs a request: only when everything else holds.
             if out.allSatisfy(\.matched) {
                 let r = probe(url)
-                out.append(ConditionOutcome(condition: "probeURL", matched: r.matches, text: "probe \(url) \(r.text)"))
+                out.append(ConditionOutcome(condition: "probeURL", matched: r.matches, text: r.text(of: url)))
             } else {
-                out.append(ConditionOutcome(condition: "probeURL", matched: false, text: "probe \(url) not sent"))
+                out.append(ConditionOutcome(condition: "probeURL", matched: false, text: L("probe \(url) not sent")))
             }
         }
         return out

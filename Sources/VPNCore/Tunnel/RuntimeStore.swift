@@ -170,15 +170,16 @@ public enum Timestamp {
             + "\(pad(t.tm_hour, 2)):\(pad(t.tm_min, 2)):\(pad(t.tm_sec, 2)) \(sign)\(pad(abs(offset) / 60, 2))\(pad(abs(offset) % 60, 2))"
     }
 
-    /// "just now", "42 s ago", "3 min ago", "2 h 5 min ago", "4 days ago".
+    /// "just now", "42 s ago", "3 min ago", "2 h 5 min ago", "4 days ago",
+    /// for people: each form is one whole message, in the reader's language.
     public static func ago(_ date: Date, now: Date) -> String {
         let s = Int((now.timeIntervalSince(date)).rounded(.down))
-        if s < 1 { return "just now" }
-        if s < 60 { return "\(s) s ago" }
-        if s < 3600 { return "\(s / 60) min ago" }
-        if s < 86400 { return s % 3600 < 60 ? "\(s / 3600) h ago" : "\(s / 3600) h \(s % 3600 / 60) min ago" }
+        if s < 1 { return L("just now") }
+        if s < 60 { return L("\(s) s ago") }
+        if s < 3600 { return L("\(s / 60) min ago") }
+        if s < 86400 { return s % 3600 < 60 ? L("\(s / 3600) h ago") : L("\(s / 3600) h \(s % 3600 / 60) min ago") }
         let days = s / 86400
-        return days == 1 ? "1 day ago" : "\(days) days ago"
+        return days == 1 ? L("1 day ago") : L("\(days) days ago")
     }
 
     /// "14:03:07.123", local time, for --watch lines.

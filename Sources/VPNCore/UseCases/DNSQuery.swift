@@ -64,7 +64,7 @@ public enum DNSQuery {
     /// Asks `server` (port 53) for `name`; bounded by `timeoutMs`.
     public static func ask(_ server: IPAddress, name: String, timeoutMs: Int32) -> (ok: Bool, detail: String) {
         let id = UInt16.random(in: 1...UInt16.max)
-        guard let query = message(id: id, name: name, type: server.isIPv6 ? 28 : 1) else { return (false, "'\(name)' is not a domain name") }
+        guard let query = message(id: id, name: name, type: server.isIPv6 ? 28 : 1) else { return (false, L("'\(name)' is not a domain name")) }
         let started = monotonicMilliseconds()
         let deadline = started + Int64(timeoutMs)
         let socket: IPSocket
@@ -72,28 +72,32 @@ public enum DNSQuery {
             socket = try IPSocket(ipv6: server.isIPv6, .udp)
             try socket.connect(to: server.bytes, port: 53, deadlineMs: deadline)
         } catch {
-            if case .create(let e) = error { return (false, "socket: \(e)") }
-            return (false, "connect to \(server) port 53: \(error)")
+            if case .create(let e) = error { return (false, L("socket: \(e)")) }
+            return (false, L("connect to \(server) port 53: \(error)"))
         }
         do throws(SocketError) {
             try socket.send(query, deadlineMs: deadline)
         } catch {
-            return (false, "send to \(server) port 53: \(error)")
+            return (false, L("send to \(server) port 53: \(error)"))
         }
         while true {
             let answer: [UInt8]
             do throws(SocketError) {
                 answer = try socket.receive(limit: 1500, deadlineMs: deadline)
             } catch {
-                if error == .timedOut { return (false, "no answer from \(server) for \(name) within \(timeoutMs) ms") }
-                return (false, "no answer from \(server) for \(name): \(error)")
+                if error == .timedOut { return (false, L("no answer from \(server) for \(name) within \(timeoutMs) ms")) }
+                return (false, L("no answer from \(server) for \(name): \(error)"))
             }
             switch parse(answer, id: id) {
             case .malformed: continue  // not the answer to this query
             case .failed(let rcode):
-                return (false, "\(server) answered \(name) with \(rcode == 3 ? "NXDOMAIN" : rcode == 0 ? "no address" : "error \(rcode)")")
+                switch rcode {
+                case 3: return (false, L("\(server) answered \(name) with NXDOMAIN"))
+                case 0: return (false, L("\(server) answered \(name) with no address"))
+                default: return (false, L("\(server) answered \(name) with error \(rcode)"))
+                }
             case .addresses(let a):
-                return (true, "\(name) is \(a.joined(separator: ", ")) (answered by \(server) in \(monotonicMilliseconds() - started) ms)")
+                return (true, L("\(name) is \(a.joined(separator: ", ")) (answered by \(server) in \(monotonicMilliseconds() - started) ms)"))
             }
         }
     }

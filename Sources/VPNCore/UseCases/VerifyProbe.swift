@@ -16,13 +16,13 @@ public enum TCPProbe {
             try socket.connect(to: address.bytes, port: UInt16(port), deadlineMs: deadline)
         } catch {
             switch error {
-            case .create(let e): return (false, "socket: \(e)")
-            case .timedOut: return (false, "connect to \(target): timed out after \(timeoutMs) ms")
-            default: return (false, "connect to \(target): \(error)")
+            case .create(let e): return (false, L("socket: \(e)"))
+            case .timedOut: return (false, L("connect to \(target): timed out after \(timeoutMs) ms"))
+            default: return (false, L("connect to \(target): \(error)"))
             }
         }
         let connectMs = monotonicMilliseconds() - started
-        guard let path = httpPath else { return (true, "TCP connect to \(target) in \(connectMs) ms") }
+        guard let path = httpPath else { return (true, L("TCP connect to \(target) in \(connectMs) ms")) }
         let get = "GET http://\(host):\(port)\(path)"
         let request = "GET \(path) HTTP/1.0\r\nHost: \(host)\r\nUser-Agent: vpnctl-verify\r\nConnection: close\r\n\r\n"
         var reply: [UInt8] = []
@@ -35,17 +35,17 @@ public enum TCPProbe {
             }
         } catch {
             switch error {
-            case .timedOut: return (false, "\(get): no answer within \(timeoutMs) ms")
-            case .send: return (false, "\(get): send: \(error)")
+            case .timedOut: return (false, L("\(get): no answer within \(timeoutMs) ms"))
+            case .send: return (false, L("\(get): send: \(error)"))
             default: break  // a reset ends the answer as a close does
             }
         }
         let statusLine = String(decoding: reply.prefix { $0 != 0x0D && $0 != 0x0A }, as: UTF8.self)
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let code = Int(parts[1]) else {
-            return (false, "\(get): not an HTTP answer")
+            return (false, L("\(get): not an HTTP answer"))
         }
         let ok = (200..<400).contains(code)
-        return (ok, "\(get): HTTP \(code) in \(monotonicMilliseconds() - started) ms")
+        return (ok, L("\(get): HTTP \(code) in \(monotonicMilliseconds() - started) ms"))
     }
 }

@@ -104,23 +104,23 @@ public struct VerifyUseCase {
         var checks: [VerifyCheck] = []
         guard status.status == .connected || status.status == .reasserting, let name = status.interface,
               let link = try system.link(named: name), link.index == status.record?.ifindex else {
-            checks.append(VerifyCheck(name: "interface", ok: false, detail: "'\(status.name)' is \(status.status.name); no tunnel interface"))
+            checks.append(VerifyCheck(name: "interface", ok: false, detail: L("'\(status.name)' is \(status.status.displayName); no tunnel interface")))
             return VerifyReport(verdict: .notConnected, checks: checks)
         }
-        checks.append(VerifyCheck(name: "interface", ok: link.isUp, detail: "\(name) (ifindex \(link.index)) is \(link.isUp ? "up" : "down")"))
+        checks.append(VerifyCheck(name: "interface", ok: link.isUp, detail: link.isUp ? L("\(name) (ifindex \(link.index)) is up") : L("\(name) (ifindex \(link.index)) is down")))
         if !link.isUp { return VerifyReport(verdict: .configuredOnly, checks: checks) }
 
         guard let address = IPAddress(probe.host) ?? system.resolve(probe.host) else {
-            checks.append(VerifyCheck(name: "route", ok: false, detail: "cannot resolve \(probe.host)"))
+            checks.append(VerifyCheck(name: "route", ok: false, detail: L("cannot resolve \(probe.host)")))
             return VerifyReport(verdict: .probeFailed, checks: checks)
         }
         let route = try system.route(to: address)
-        let via = route.flatMap { system.linkName(index: $0.outputInterfaceIndex) } ?? "nowhere"
+        let via = route.map { system.linkName(index: $0.outputInterfaceIndex) ?? "ifindex \($0.outputInterfaceIndex)" }
         let routeOK = route?.outputInterfaceIndex == link.index
-        checks.append(VerifyCheck(name: "route", ok: routeOK, detail: "\(address) leaves through \(via)\(routeOK ? "" : ", not \(name)")"))
+        checks.append(VerifyCheck(name: "route", ok: routeOK, detail: Self.leaves(address, via: via, tunnel: routeOK ? nil : name)))
 
         if !routeOK && !probeOffTunnel {
-            checks.append(VerifyCheck(name: "probe", ok: false, detail: "not run: the route does not use the tunnel"))
+            checks.append(VerifyCheck(name: "probe", ok: false, detail: L("not run: the route does not use the tunnel")))
             return VerifyReport(verdict: .configuredOnly, checks: checks)
         }
         let result = system.probe(probe, address: address, timeoutMs: Int32(timeoutSeconds * 1000))
@@ -137,18 +137,33 @@ public struct VerifyUseCase {
     func verifyDNS(_ status: DerivedStatus, name: String, link: Int32, interface: String, timeoutSeconds: Int,
                    _ checks: inout [VerifyCheck]) throws -> VerifyVerdict {
         guard let r = status.resolver, let server = r.servers.compactMap(IPAddress.init).first else {
-            checks.append(VerifyCheck(name: "dns", ok: false, detail: "no DNS server of the tunnel is in effect (the profile and the provider give none)"))
+            checks.append(VerifyCheck(name: "dns", ok: false, detail: L("no DNS server of the tunnel is in effect (the profile and the provider give none)")))
             return .configuredOnly
         }
         let route = try system.route(to: server)
-        let via = route.flatMap { system.linkName(index: $0.outputInterfaceIndex) } ?? "nowhere"
+        let via = route.map { system.linkName(index: $0.outputInterfaceIndex) ?? "ifindex \($0.outputInterfaceIndex)" }
         let routeOK = route?.outputInterfaceIndex == link
         checks.append(VerifyCheck(name: "dns route", ok: routeOK,
-                                  detail: "the tunnel's DNS server \(server) (\(r.backend)) leaves through \(via)\(routeOK ? "" : ", not \(interface)")"))
+                                  detail: Self.leaves("\(server) (\(r.backend))", via: via, tunnel: routeOK ? nil : interface, dns: true)))
         if !routeOK { return .configuredOnly }
         let answer = system.dnsQuery(server, name: name, timeoutMs: Int32(timeoutSeconds * 1000))
         checks.append(VerifyCheck(name: "dns", ok: answer.ok, detail: answer.detail))
         return answer.ok ? .pathProven : .probeFailed
+    }
+
+    /// The route check's detail, one whole sentence for each case:
+    /// "10.0.0.1 leaves through utun0", "... through eth0, not utun0",
+    /// "... leaves through no interface (no route)". `tunnel` is the
+    /// tunnel's interface when the route does not use it.
+    static func leaves(_ address: String, via: String?, tunnel: String?, dns: Bool = false) -> String {
+        switch (via, tunnel, dns) {
+        case (nil, _, false): return L("\(address) has no route")
+        case (nil, _, true): return L("the tunnel's DNS server \(address) has no route")
+        case (let via?, nil, false): return L("\(address) leaves through \(via)")
+        case (let via?, nil, true): return L("the tunnel's DNS server \(address) leaves through \(via)")
+        case (let via?, let tunnel?, false): return L("\(address) leaves through \(via), not \(tunnel)")
+        case (let via?, let tunnel?, true): return L("the tunnel's DNS server \(address) leaves through \(via), not \(tunnel)")
+        }
     }
 }
 
