@@ -39,8 +39,11 @@ CJK = r"\u3400-\u9fff\uf900-\ufaff"
 FULLWIDTH = r"\u3000-\u303f\uff00-\uffef"
 # An ASCII comma right after a Chinese character (or full-width punctuation).
 ZH_COMMA = re.compile(r"[%s%s] *,|, *[%s]" % (CJK, FULLWIDTH, CJK))
-# An ASCII-quoted word or phrase with Chinese right before or right after it.
-ZH_QUOTE = re.compile(r"(?:[%s] *)(['\"])[^'\"\n]*\1|(['\"])[^'\"\n]*\2(?= *[%s])" % (CJK + FULLWIDTH, CJK + FULLWIDTH))
+# An ASCII-quoted word or phrase with Chinese right before or right after
+# it; not one right after an ASCII word (a shell command's argument:
+# vpnctl edit 'my vpn').
+ZH_QUOTE = re.compile(r"(?:[%s] *)(['\"])[^'\"\n]*\1|(?<![\w.,:;=/-])(?<![\w.,:;=/-] )(['\"])[^'\"\n]*\2(?= *[%s])"
+                      % (CJK + FULLWIDTH, CJK + FULLWIDTH))
 
 
 def unquote(s):
@@ -111,7 +114,8 @@ def check(lang):
     terms.sort(key=lambda t: -len(t[0]))
     faults = []
     for line, msgid, msgstr in entries(po_path):
-        text, lower = prose(msgid), msgstr.lower()
+        # A translation wraps lines where it likes: "hồ\nsơ" is "hồ sơ".
+        text, lower = prose(msgid), re.sub(r"\s+", " ", msgstr.lower())
         for term, translations, avoid, pattern in terms:
             if not pattern.search(text):
                 continue

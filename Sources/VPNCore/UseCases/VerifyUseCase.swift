@@ -117,7 +117,7 @@ public struct VerifyUseCase {
         let route = try system.route(to: address)
         let via = route.map { system.linkName(index: $0.outputInterfaceIndex) ?? "ifindex \($0.outputInterfaceIndex)" }
         let routeOK = route?.outputInterfaceIndex == link.index
-        checks.append(VerifyCheck(name: "route", ok: routeOK, detail: Self.leaves(address, via: via, tunnel: routeOK ? nil : name)))
+        checks.append(VerifyCheck(name: "route", ok: routeOK, detail: Self.leaves("\(address)", via: via, tunnel: routeOK ? nil : name)))
 
         if !routeOK && !probeOffTunnel {
             checks.append(VerifyCheck(name: "probe", ok: false, detail: L("not run: the route does not use the tunnel")))
