@@ -87,6 +87,7 @@ test-i18n:
 	python3 Tools/check-unmarked.py
 	python3 Tools/extract-messages.py --check
 	python3 Tools/check-translations.py
+	python3 Tools/check-glossary.py
 	@for l in $(LANGUAGES); do msgfmt --check --statistics -o /dev/null po/$$l.po || exit 1; done
 
 # The crash test injects its fault through a debug build (the release binary

@@ -280,7 +280,7 @@ test_languages() {
   # Messages of the core (export) and of a command's own checks (completion).
   out=$(speak LANG=zh_CN.UTF-8 -- export office --format ovpn 2>&1); rc=$?
   expect_exit "LANG=zh_CN export --format ovpn of a wireguard profile" 2 $rc || return 1
-  expect_contains "LANG=zh_CN export --format ovpn of a wireguard profile" "'office' 是 wireguard 配置；--format ovpn 用于 openvpn 配置" "$out" || return 1
+  expect_contains "LANG=zh_CN export --format ovpn of a wireguard profile" "“office”是 wireguard 配置；--format ovpn 用于 openvpn 配置" "$out" || return 1
   expect_contains "LANG=zh_CN export --format ovpn of a wireguard profile" "请使用 --format wg-quick、mobileconfig 或 json" "$out" || return 1
   out=$(speak LANGUAGE=vi -- completion tcsh 2>&1); rc=$?
   expect_exit "LANGUAGE=vi completion tcsh" 2 $rc || return 1

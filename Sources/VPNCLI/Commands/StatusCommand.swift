@@ -154,9 +154,10 @@ enum StatusCommand {
     /// handshake only from a provider that reports them), "-" without a tunnel.
     static func activityCell(_ a: TunnelActivity?, handshakeTime: (Date) -> String) -> String {
         guard let a else { return "-" }
-        let transfer = "rx \(StatsCommand.humanBytes(a.rxBytes)), tx \(StatsCommand.humanBytes(a.txBytes))"
-        guard a.reportsHandshakes else { return transfer }
-        return (a.latestHandshake.map { L("handshake \(handshakeTime($0))") } ?? L("no handshake yet")) + ", " + transfer
+        let (rx, tx) = (StatsCommand.humanBytes(a.rxBytes), StatsCommand.humanBytes(a.txBytes))
+        guard a.reportsHandshakes else { return L("rx \(rx), tx \(tx)") }
+        guard let handshake = a.latestHandshake else { return L("no handshake yet, rx \(rx), tx \(tx)") }
+        return L("handshake \(handshakeTime(handshake)), rx \(rx), tx \(tx)")
     }
 
     /// At a terminal: times relative to now (local time with --verbose), a

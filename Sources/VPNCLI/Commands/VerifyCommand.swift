@@ -66,21 +66,22 @@ enum VerifyCommand {
         if inv.options.json {
             inv.output.emit(Result(profile: answer.profile, probe: probeText, verdict: answer.report.verdict.rawValue, checks: checks))
         } else {
-            for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(checkName(c.name)): \(c.detail)") }
+            for c in checks { inv.output.line("\(c.ok ? "[ok]  " : "[FAIL]") \(checkLine(c.name, c.detail))") }
             inv.output.line(L("verdict: \(verdictText(answer.report.verdict))"))
         }
         return answer.report.verdict.exitCode
     }
 
-    /// A check's name for people (JSON keeps the English key).
-    static func checkName(_ name: String) -> String {
+    /// A check's line for people: its name and what it found (JSON keeps
+    /// the English key, `name`).
+    static func checkLine(_ name: String, _ detail: String) -> String {
         switch name {
-        case "interface": return L("interface")
-        case "route": return L("route")
-        case "probe": return L("probe")
-        case "dns route": return L("DNS route")
-        case "dns": return L("DNS")
-        default: return name
+        case "interface": return L("interface: \(detail)")
+        case "route": return L("route: \(detail)")
+        case "probe": return L("probe: \(detail)")
+        case "dns route": return L("DNS route: \(detail)")
+        case "dns": return L("DNS: \(detail)")
+        default: return "\(name): \(detail)"
         }
     }
 
