@@ -171,8 +171,10 @@ public enum Timestamp {
     }
 
     /// "just now", "42 s ago", "3 min ago", "2 h 5 min ago", "4 days ago",
-    /// for people: each form is one whole message, in the reader's language.
-    public static func ago(_ date: Date, now: Date) -> String {
+    /// for people: each form is one whole message, in the language of
+    /// `catalog` (the process's by default).
+    public static func ago(_ date: Date, now: Date, in catalog: MessageCatalog? = Localization.catalog) -> String {
+        func L(_ text: LocalizedText) -> String { Localization.translate(text, in: catalog) }
         let s = Int((now.timeIntervalSince(date)).rounded(.down))
         if s < 1 { return L("just now") }
         if s < 60 { return L("\(s) s ago") }
