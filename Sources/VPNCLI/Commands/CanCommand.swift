@@ -39,7 +39,7 @@ enum CanCommand {
             inv.output.emit(Result(action: action.rawValue, profile: d.profile, id: d.id.lowercasedString,
                                    user: d.user, allowed: d.allowed, reason: d.reason))
         } else {
-            inv.output.line("\(d.allowed ? "allowed" : "denied"): \(d.reason)")
+            inv.output.line(d.allowed ? L("allowed: \(d.reason)") : L("denied: \(d.reason)"))
         }
         return d.allowed ? .ok : .permissionDenied
     }

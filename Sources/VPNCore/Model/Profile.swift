@@ -136,15 +136,17 @@ public struct OnDemandRule: Encodable, Equatable, Sendable {
         self.probeURL = probeURL
     }
 
-    /// The rule in words: "disconnect if search domain corp.example", "ignore (always)".
+    /// The rule in words, in the reader's language: "disconnect if search
+    /// domain corp.example", "ignore (always)" (the action and the
+    /// interface type are the profile's keywords).
     public var summary: String {
         var c: [String] = []
-        if let t = interfaceType { c.append(t == .any ? "any interface" : t.rawValue) }
-        if let s = ssids { c.append("SSID " + s.joined(separator: "/")) }
-        if let d = dnsSearchDomains { c.append("search domain " + d.joined(separator: "/")) }
-        if let a = dnsServerAddresses { c.append("DNS server " + a.joined(separator: "/")) }
-        if let u = probeURL { c.append("probe \(u) answers") }
-        return action.rawValue + (c.isEmpty ? " (always)" : " if " + c.joined(separator: ", "))
+        if let t = interfaceType { c.append(t == .any ? L("any interface") : t.rawValue) }
+        if let s = ssids { c.append(L("SSID \(s.joined(separator: "/"))")) }
+        if let d = dnsSearchDomains { c.append(L("search domain \(d.joined(separator: "/"))")) }
+        if let a = dnsServerAddresses { c.append(L("DNS server \(a.joined(separator: "/"))")) }
+        if let u = probeURL { c.append(L("probe \(u) answers")) }
+        return c.isEmpty ? L("\(action.rawValue) (always)") : L("\(action.rawValue) if \(c.joined(separator: L(", ")))")
     }
 
     /// Whether the rule has any condition (a rule without one always matches).
