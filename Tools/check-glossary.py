@@ -22,10 +22,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# What is code, not prose, in an English message: a quoted word or
+# What is code, not prose, in an English message: a 'quoted' word or
 # command, `vpnctl WORD` (a command's name, and a METAVAR after it), an
-# [Interface] section, an option, a <placeholder>, a
-# path, file or key name (anything with / . _ inside a word) and a camelCase key.
+# [Interface] section, an option, a <placeholder>, a path, file or key name
+# (anything with / . _ inside a word) and a camelCase key.
 CODE = [
     re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])"),
     re.compile(r"\bvpnctl[ -][A-Za-z][\w-]*(?: [A-Z][A-Z_]+\b)?"),
