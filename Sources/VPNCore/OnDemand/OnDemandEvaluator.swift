@@ -12,17 +12,6 @@ public enum ProbeResult: Equatable, Sendable {
 
     public var matches: Bool { self == .ok }
 
-    public var text: String {
-        switch self {
-        case .ok: return L("answered 200")
-        case .status(let c): return L("answered \(c)")
-        case .redirect(let c, nil): return L("redirected (\(c))")
-        case .redirect(let c, let l?): return L("redirected (\(c) to \(l))")
-        case .failed(let why): return L("failed: \(why)")
-        case .unsupported(let why): return why
-        }
-    }
-
     /// The probeURL condition's text: "probe URL answered 200", one whole
     /// sentence for each answer.
     public func text(of url: String) -> String {
