@@ -135,10 +135,33 @@ import VPNCore
         d.stopReason = .connectionFailed
         d.connectedSince = Date(timeIntervalSince1970: 1_764_430_000.5)
         d.interface = "utun0"
-        let byHand = StatusJSON(status: d).json.serialized
+        let byHand = StatusJSON(status: d).jsonText
         let byEncoder = Output.encodeJSON(StatusJSON(status: d))
         #expect(byHand == byEncoder)
         let empty = DerivedStatus(id: UUID(), name: "x", status: .connected, supervisorAlive: true)
-        #expect(StatusJSON(status: empty).json.serialized == Output.encodeJSON(StatusJSON(status: empty)))
+        #expect(StatusJSON(status: empty).jsonText == Output.encodeJSON(StatusJSON(status: empty)))
+
+        // Every member filled: a resolver, the kill switch, who started it, a retry.
+        var record = RuntimeRecord(id: UUID(), name: "full", status: .connecting)
+        var resolver = ResolverRecord(backend: "systemd-resolved")
+        resolver.servers = ["198.18.5.1", "198.18.5.2"]
+        resolver.matchDomains = ["corp.example"]
+        resolver.interface = "utun4"
+        resolver.reason = "resolv.conf is resolved's stub"
+        record.resolver = resolver
+        record.killSwitch = KillSwitchRecord(table: "vpnctl_ks", netns: nil)
+        record.startedBy = StartOrigin(rule: 2, reason: "on ethernet \"eth0\"")
+        record.persistent = true
+        record.retrying = "no handshake from 198.18.0.1:51820"
+        record.reconnects = 3
+        var full = DerivedStatus(id: record.id, name: "full", status: .connecting, interface: "utun4", supervisorAlive: true)
+        full.record = record
+        full.bypassRoutes = ["198.18.0.1/32"]
+        full.activity = TunnelActivity(latestHandshake: nil, reportsHandshakes: true, rxBytes: 0, txBytes: 92)
+        #expect(StatusJSON(status: full).jsonText == Output.encodeJSON(StatusJSON(status: full)))
+        // A dead supervisor's resolver is staleResolver.
+        full.supervisorAlive = false
+        full.status = .disconnected
+        #expect(StatusJSON(status: full).jsonText == Output.encodeJSON(StatusJSON(status: full)))
     }
 }
