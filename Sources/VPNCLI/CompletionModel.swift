@@ -14,10 +14,14 @@ struct CompletionModel {
 
     /// Kinds a spec's value name cannot imply, keyed "command path <name>".
     /// `secret set <name>` is a secret of the profile before it, while
-    /// `--name <name>` of import is free text. (A spec can say `kind:`
-    /// itself; this table is for specs in files the completion work does not
-    /// own. A unit test checks that each entry names a real positional.)
-    static let overrides: [String: ValueKind] = ["secret set <name>": .secret]
+    /// `--name <name>` of import is free text; `can <action>` is one of the
+    /// policy's actions. (A spec can say `kind:` itself; this table is for
+    /// specs in files the completion work does not own. A unit test checks
+    /// that each entry names a real positional.)
+    static let overrides: [String: ValueKind] = [
+        "secret set <name>": .secret,
+        "can <action>": .choice(PolicyAction.allCases.map(\.rawValue)),
+    ]
 
     let root: CommandSpec
     let globals: [OptionSpec]

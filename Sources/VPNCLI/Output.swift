@@ -141,19 +141,34 @@ public struct Output {
         }
     }
 
+    /// An error on stderr, one write: see `errorLines`.
     public func error(_ e: VPNError) {
         let prefix = stderrColor ? "\u{1B}[31mvpnctl:\u{1B}[0m" : "vpnctl:"
-        var text = "\(e.message)\n"
-        for p in e.problems { text += "  - \(p)\n" }
         let hint = Hints.text(for: e)
-        if let hint {
-            text += e.code == .usage ? "\(hint)\n" : L("hint: \(hint)") + "\n"
-        }
+        let text = Output.errorLines(e, hint: hint).joined(separator: "\n") + "\n"
         context.stderr.write(prefix + " " + text.escapingControls(keepLineBreaks: true))
         if json {
             emit(ErrorEnvelope(error: .init(code: e.code.rawValue, name: e.code.name, message: e.message,
                                             hint: hint, problems: e.problems)))
         }
+    }
+
+    /// The lines of an error, the first to follow "vpnctl: ": the message's
+    /// first line (what scripts match), then "  - " before each further line
+    /// of the message (text a program printed, such as nft's) and of each
+    /// problem, then "hint: " before each line of the hint, usage errors'
+    /// "See 'vpnctl help ...'." too. Every line after the first starts with
+    /// one of the two; empty lines are left out.
+    static func errorLines(_ e: VPNError, hint: String?) -> [String] {
+        func lines(_ text: String) -> [String] {
+            text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+                .filter { !$0.allSatisfy { $0 == " " || $0 == "\t" } }
+        }
+        let message = lines(e.message)
+        var out = [message.first ?? ""]
+        out += (message.dropFirst() + e.problems.flatMap(lines)).map { "  - " + $0 }
+        out += hint.map(lines)?.map { L("hint: \($0)") } ?? []
+        return out
     }
 
     /// Colour for `line`, which writes the escape sequences.

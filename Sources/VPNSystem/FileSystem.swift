@@ -126,6 +126,9 @@ public enum FileSystem {
         public let mode: UInt32
         public let size: Int
         public var isSocket = false
+        /// st_dev and st_ino: the same pair is the same file.
+        public var device: UInt64 = 0
+        public var inode: UInt64 = 0
 
         public init(isDirectory: Bool, isSymlink: Bool, isRegular: Bool, owner: UInt32, mode: UInt32, size: Int, isSocket: Bool = false) {
             self.isDirectory = isDirectory
@@ -145,8 +148,11 @@ public enum FileSystem {
             throw SystemError("inspect", path: path, errno: .current)
         }
         let type = st.st_mode & S_IFMT
-        return Info(isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK, isRegular: type == S_IFREG,
-                    owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size), isSocket: type == S_IFSOCK)
+        var info = Info(isDirectory: type == S_IFDIR, isSymlink: type == S_IFLNK, isRegular: type == S_IFREG,
+                        owner: st.st_uid, mode: st.st_mode & 0o7777, size: Int(st.st_size), isSocket: type == S_IFSOCK)
+        info.device = UInt64(st.st_dev)
+        info.inode = UInt64(st.st_ino)
+        return info
     }
 
     /// `info` through symlinks (stat(2)): what a path names in the end.

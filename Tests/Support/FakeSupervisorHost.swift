@@ -26,6 +26,9 @@ public final class FakeSupervisorHost: SupervisorHost {
     }
 
     public func linkIndex(named name: String) throws -> Int32? { links[name]?.index }
+    /// Processes in another network namespace (their links are not in `links`).
+    public var inOtherNamespaces: Set<pid_t> = []
+    public func sharesNetworkNamespace(with pid: pid_t) -> Bool { !inOtherNamespaces.contains(pid) }
 
     public func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? { links[name] }
 

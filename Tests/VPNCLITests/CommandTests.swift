@@ -153,7 +153,7 @@ import VPNSystem
         let refused = h.run("secret", "set", "office", "privat-key")
         #expect(refused.code == 2)
         #expect(refused.stderr == "vpnctl: 'office' does not refer to a secret named 'privat-key' (did you mean 'private-key'?)\n"
-                + "it refers to: private-key, peer1-preshared-key; --force stores another name anyway\n")
+                + "hint: it refers to: private-key, peer1-preshared-key; --force stores another name anyway\n")
         let set = h.run("secret", "set", "office", "extra", "--force")
         #expect(set.code == 0)
         #expect(set.stderr.contains("does not refer to a secret named 'extra'"))
@@ -183,7 +183,7 @@ import VPNSystem
         #expect(!FileManager.default.fileExists(atPath: "\(h.configDir)/secrets/\(id)/extra"))
         let again = h.run("secret", "rm", "office", "extra")
         #expect(again.code == 2)
-        #expect(again.stderr.hasPrefix("vpnctl: 'office' has no secret named 'extra'\nits secrets: peer1-preshared-key, private-key\n"))
+        #expect(again.stderr.hasPrefix("vpnctl: 'office' has no secret named 'extra'\nhint: its secrets: peer1-preshared-key, private-key\n"))
         let used = h.run("secret", "remove", "office", "peer1-preshared-key", "--json")
         #expect(jsonObject(used.stdout)["referenced"] as? Bool == true)
         #expect(used.stderr.isEmpty)

@@ -90,6 +90,40 @@ import VPNSystem
         #expect(try bash(["vpnctl", "bogus", ""]) == [])
     }
 
+    /// Values from a fixed list: create's protocol after its name, --auth
+    /// (before or after the protocol, as a word of its own or after '='),
+    /// and can's action.
+    @Test func bashCompletesFixedValues() throws {
+        #expect(try bash(["vpnctl", "create", "x", ""]) == ["wireguard", "openvpn", "ikev2"])
+        #expect(try bash(["vpnctl", "create", "x", "i"]) == ["ikev2"])
+        #expect(try bash(["vpnctl", "--json", "create", "x", ""]) == ["wireguard", "openvpn", "ikev2"])
+        #expect(try bash(["vpnctl", "create", ""]) == [], "the new name is free text")
+        #expect(try bash(["vpnctl", "create", "x", "ikev2", ""]) == [], "nothing after the protocol")
+        #expect(try bash(["vpnctl", "create", "x", "ikev2", "--auth", ""]) == ["psk", "eap", "certificate"])
+        #expect(try bash(["vpnctl", "create", "x", "--auth", "e"]) == ["eap"])
+        #expect(try bash(["vpnctl", "create", "x", "ikev2", "--auth", "=", "c"]) == ["certificate"])
+        #expect(try bash(["vpnctl", "create", "x", "ikev2", "--auth=p"]) == ["--auth=psk"])
+        #expect(try bash(["vpnctl", "create", "x", "ikev2", "--auth", "psk", "--server", "h", "--a"]) == ["--auth", "--address", "--allowed-ips"])
+        #expect(try bash(["vpnctl", "create", "x", "openvpn", "--proto", "udp"]) == ["udp", "udp4", "udp6"])
+        #expect(try bash(["vpnctl", "export", "x", "--format", "w"]) == ["wg-quick"])
+        #expect(try bash(["vpnctl", "can", ""]) == PolicyAction.allCases.map(\.rawValue))
+        #expect(try bash(["vpnctl", "can", "st"]) == ["start", "stop", "status", "stats"])
+    }
+
+    /// Every option or positional whose values are a fixed list says so in
+    /// its kind, so that the three scripts offer them.
+    @Test func fixedValuesAreChoices() {
+        func node(_ name: String) -> CompletionModel.Node? { model.nodes.first { $0.name == name } }
+        #expect(node("create")?.positionals.map(\.kind) == [.text, .choice(["wireguard", "openvpn", "ikev2"])])
+        #expect(node("create")?.spec.options.first { $0.name == "auth" }?.kind == .choice(["psk", "eap", "certificate"]))
+        #expect(node("can")?.positionals.map(\.kind) == [.choice(PolicyAction.allCases.map(\.rawValue)), .profile])
+        #expect(node("completion")?.positionals.map(\.kind) == [.choice(["bash", "zsh", "fish"])])
+        let kinds = Dictionary(model.valueOptions.map { ($0.option.name, $0.kind) }, uniquingKeysWith: { a, _ in a })
+        #expect(kinds["color"] == .choice(["auto", "always", "never"]))
+        #expect(kinds["format"] == .choice(ProfileExport.Format.allCases.map(\.rawValue)))
+        #expect(kinds["proto"] == .choice(OpenVPNImport.transports))
+    }
+
     @Test(.enabled(if: ProfilePageTests.tool("zsh") != nil, "zsh is not installed"))
     func zshReadsItsScript() throws {
         let script = Harness().run("completion", "zsh").stdout
@@ -109,6 +143,47 @@ import VPNSystem
         #expect(load.out == "_vpnctl\n" && load.err.isEmpty, "zsh: \(load.out)\(load.err)")
     }
 
+    /// Types each line and a Tab into an interactive zsh (on a pty, through
+    /// zsh/zpty) with the script on its fpath; returns, for each line, the
+    /// words the script offered (compadd's matches, each once).
+    func zsh(_ lines: [String]) throws -> [[String]] {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnctl-zpty-\(getpid())-\(UInt32.random(in: 0 ... .max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        FileManager.default.createFile(atPath: dir + "/_vpnctl", contents: Data(Harness().run("completion", "zsh").stdout.utf8))
+        // The Tab runs a widget that calls complete-word, writes what compadd
+        // matched, and clears the line; a marker printed at the end of the
+        // typed input says all of it was read.
+        let driver = #"""
+            zmodload zsh/zpty
+            dir=$1; shift
+            zpty z zsh -f -i
+            zpty -w z "PS1=''; RPS1=''; fpath=($dir \$fpath); autoload -Uz compinit; compinit -u -D; unsetopt autolist beep"
+            zpty -w z "compadd() { local -a hits; builtin compadd -O hits \"\$@\"; (( \${#hits} )) && print -rl -- \${hits} >> $dir/hits; builtin compadd \"\$@\" }"
+            zpty -w z "__cap() { : > $dir/hits; zle complete-word; print -r -- \${(j: :)\${(fu)\"\$(<$dir/hits)\"}} >> $dir/out; zle kill-whole-line }; zle -N __cap; bindkey '^I' __cap"
+            zpty -w z 'print __DO""NE__'
+            while zpty -r z chunk; do [[ $chunk == *__DONE__* ]] && break; done
+            : > $dir/out
+            for line in "$@"; do zpty -w -n z "$line"$'\t'; done
+            zpty -w z 'print __DO""NE__'
+            while zpty -r z chunk; do [[ $chunk == *__DONE__* ]] && break; done
+            zpty -d z
+            cat $dir/out
+            """#
+        FileManager.default.createFile(atPath: dir + "/driver.zsh", contents: Data(driver.utf8))
+        let r = try ProfilePageTests.run(["/usr/bin/timeout", "30", ProfilePageTests.tool("zsh")!, "-f", dir + "/driver.zsh", dir] + lines)
+        #expect(r.code == 0, "zsh: \(r.err)")
+        return r.out.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map { $0.split(separator: " ").map(String.init) }
+    }
+
+    @Test(.enabled(if: ProfilePageTests.tool("zsh") != nil && ProfilePageTests.tool("timeout") != nil, "zsh is not installed"))
+    func zshCompletesFromTheSpecs() throws {
+        let got = try zsh(["vpnctl st", "vpnctl create x ", "vpnctl create x ikev2 --auth ", "vpnctl create x --auth=c",
+                           "vpnctl create x wireguard --proto udp", "vpnctl can st", "vpnctl completion "])
+        #expect(got == [["start", "stop", "status", "stats"], ["wireguard", "openvpn", "ikev2"], ["psk", "eap", "certificate"],
+                        ["certificate"], ["udp", "udp4", "udp6"], ["start", "stop", "status", "stats"], ["bash", "zsh", "fish"]], "zsh: \(got)")
+    }
+
     @Test(.enabled(if: ProfilePageTests.tool("fish") != nil, "fish is not installed"))
     func fishReadsItsScriptAndCompletes() throws {
         let script = Harness().run("completion", "fish").stdout
@@ -117,11 +192,13 @@ import VPNSystem
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("vpnctl-fish-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: home) }
         let r = try ProfilePageTests.run([ProfilePageTests.tool("fish")!, "--no-config", "-c", """
-            source; for line in 'vpnctl st' 'vpnctl secret ' 'vpnctl --color ' 'vpnctl help secret '
+            source; for line in 'vpnctl st' 'vpnctl secret ' 'vpnctl --color ' 'vpnctl help secret ' 'vpnctl create x ' \\
+                    'vpnctl create x ikev2 --auth ' 'vpnctl create x --auth=c' 'vpnctl can st'
                 complete -C "$line" | string replace -r '\\t.*' '' | string join ' '
             end
             """], stdin: script, environment: ["HOME": home, "XDG_CONFIG_HOME": home, "XDG_DATA_HOME": home, "PATH": "/usr/bin:/bin"])
-        #expect(r.out == "start stats status stop\nlist remove rm set\nalways auto never\nlist remove rm set\n", "fish: \(r.out)\(r.err)")
+        #expect(r.out == "start stats status stop\nlist remove rm set\nalways auto never\nlist remove rm set\nikev2 openvpn wireguard\n"
+                + "certificate eap psk\n--auth=certificate\nstart stats status stop\n", "fish: \(r.out)\(r.err)")
     }
 
     // MARK: __complete

@@ -5,31 +5,31 @@ import VPNCore
 
 @Suite struct ParserTests {
     static let table: [([String], Int32, String)] = [
-        (["lst"], 2, "vpnctl: Unknown command 'lst'; did you mean 'list'?\nSee 'vpnctl help'.\n"),
-        (["list", "--x"], 2, "vpnctl: Unknown option '--x'\nSee 'vpnctl help list'.\n"),
-        (["list", "-q"], 2, "vpnctl: Unknown option '-q'\nSee 'vpnctl help list'.\n"),
-        (["list", "y"], 2, "vpnctl: Unexpected argument 'y'\nSee 'vpnctl help list'.\n"),
-        (["show"], 2, "vpnctl: Missing expected argument '<profile>'\nSee 'vpnctl help show'.\n"),
-        (["import", "a.conf", "--name"], 2, "vpnctl: Missing value for '--name <name>'\nSee 'vpnctl help import'.\n"),
-        (["import", "a.conf", "--name", "--json"], 2, "vpnctl: Missing value for '--name <name>'\nSee 'vpnctl help import'.\n"),
-        (["import", "a.conf", "--name", "a", "--name", "b"], 2, "vpnctl: Option '--name' given more than once\nSee 'vpnctl help import'.\n"),
-        (["list", "--json", "--json"], 2, "vpnctl: Option '--json' given more than once\nSee 'vpnctl help list'.\n"),
-        (["list", "--json=yes"], 2, "vpnctl: Option '--json' takes no value\nSee 'vpnctl help list'.\n"),
-        (["secret"], 2, "vpnctl: 'secret' needs a subcommand: set, list, remove\nSee 'vpnctl help secret'.\n"),
-        (["secret", "get", "x"], 2, "vpnctl: Unknown subcommand of 'secret' 'get'; did you mean 'set'?\nSee 'vpnctl help secret'.\n"),
-        (["secret", "set", "office"], 2, "vpnctl: Missing expected argument '<name>'\nSee 'vpnctl help secret set'.\n"),
-        (["--config-dir"], 2, "vpnctl: Missing value for '--config-dir <dir>'\nSee 'vpnctl help'.\n"),
-        (["help", "frobnicate"], 2, "vpnctl: No help for unknown command 'frobnicate'\nSee 'vpnctl help'.\n"),
-        (["help", "stat"], 2, "vpnctl: No help for unknown command 'stat'; did you mean 'stats', 'start' or 'status'?\nSee 'vpnctl help'.\n"),
-        (["stat"], 2, "vpnctl: Unknown command 'stat'; did you mean 'stats', 'start' or 'status'?\nSee 'vpnctl help'.\n"),
-        (["start", "office", "--timout", "5"], 2, "vpnctl: Unknown option '--timout'; did you mean '--timeout'?\nSee 'vpnctl help start'.\n"),
-        (["list", "--confg-dir", "/tmp"], 2, "vpnctl: Unknown option '--confg-dir'; did you mean '--config-dir'?\nSee 'vpnctl help list'.\n"),
-        (["start", "office", "--timeout", "soon"], 2, "vpnctl: invalid value 'soon' for '--timeout <seconds>': expected a whole number of seconds (1–86400)\nSee 'vpnctl help start'.\n"),
-        (["start", "office", "--wait", "--no-wait"], 2, "vpnctl: '--wait' and '--no-wait' cannot be used together\nSee 'vpnctl help start'.\n"),
-        (["stop"], 2, "vpnctl: Missing expected argument '<profile>' (or --all)\nSee 'vpnctl help stop'.\n"),
-        (["verify", "office"], 2, "vpnctl: Missing required option '--probe <url|host:port>'\nSee 'vpnctl help verify'.\n"),
-        (["status", "--count", "2"], 2, "vpnctl: '--count' needs '--watch'\nSee 'vpnctl help status'.\n"),
-        (["shw", "x"], 2, "vpnctl: Unknown command 'shw'; did you mean 'show'?\nSee 'vpnctl help'.\n"),
+        (["lst"], 2, "vpnctl: Unknown command 'lst'; did you mean 'list'?\nhint: See 'vpnctl help'.\n"),
+        (["list", "--x"], 2, "vpnctl: Unknown option '--x'\nhint: See 'vpnctl help list'.\n"),
+        (["list", "-q"], 2, "vpnctl: Unknown option '-q'\nhint: See 'vpnctl help list'.\n"),
+        (["list", "y"], 2, "vpnctl: Unexpected argument 'y'\nhint: See 'vpnctl help list'.\n"),
+        (["show"], 2, "vpnctl: Missing expected argument '<profile>'\nhint: See 'vpnctl help show'.\n"),
+        (["import", "a.conf", "--name"], 2, "vpnctl: Missing value for '--name <name>'\nhint: See 'vpnctl help import'.\n"),
+        (["import", "a.conf", "--name", "--json"], 2, "vpnctl: Missing value for '--name <name>'\nhint: See 'vpnctl help import'.\n"),
+        (["import", "a.conf", "--name", "a", "--name", "b"], 2, "vpnctl: Option '--name' given more than once\nhint: See 'vpnctl help import'.\n"),
+        (["list", "--json", "--json"], 2, "vpnctl: Option '--json' given more than once\nhint: See 'vpnctl help list'.\n"),
+        (["list", "--json=yes"], 2, "vpnctl: Option '--json' takes no value\nhint: See 'vpnctl help list'.\n"),
+        (["secret"], 2, "vpnctl: 'secret' needs a subcommand: set, list, remove\nhint: See 'vpnctl help secret'.\n"),
+        (["secret", "get", "x"], 2, "vpnctl: Unknown subcommand of 'secret' 'get'; did you mean 'set'?\nhint: See 'vpnctl help secret'.\n"),
+        (["secret", "set", "office"], 2, "vpnctl: Missing expected argument '<name>'\nhint: See 'vpnctl help secret set'.\n"),
+        (["--config-dir"], 2, "vpnctl: Missing value for '--config-dir <dir>'\nhint: See 'vpnctl help'.\n"),
+        (["help", "frobnicate"], 2, "vpnctl: No help for unknown command 'frobnicate'\nhint: See 'vpnctl help'.\n"),
+        (["help", "stat"], 2, "vpnctl: No help for unknown command 'stat'; did you mean 'stats', 'start' or 'status'?\nhint: See 'vpnctl help'.\n"),
+        (["stat"], 2, "vpnctl: Unknown command 'stat'; did you mean 'stats', 'start' or 'status'?\nhint: See 'vpnctl help'.\n"),
+        (["start", "office", "--timout", "5"], 2, "vpnctl: Unknown option '--timout'; did you mean '--timeout'?\nhint: See 'vpnctl help start'.\n"),
+        (["list", "--confg-dir", "/tmp"], 2, "vpnctl: Unknown option '--confg-dir'; did you mean '--config-dir'?\nhint: See 'vpnctl help list'.\n"),
+        (["start", "office", "--timeout", "soon"], 2, "vpnctl: invalid value 'soon' for '--timeout <seconds>': expected a whole number of seconds (1–86400)\nhint: See 'vpnctl help start'.\n"),
+        (["start", "office", "--wait", "--no-wait"], 2, "vpnctl: '--wait' and '--no-wait' cannot be used together\nhint: See 'vpnctl help start'.\n"),
+        (["stop"], 2, "vpnctl: Missing expected argument '<profile>' (or --all)\nhint: See 'vpnctl help stop'.\n"),
+        (["verify", "office"], 2, "vpnctl: Missing required option '--probe <url|host:port>'\nhint: See 'vpnctl help verify'.\n"),
+        (["status", "--count", "2"], 2, "vpnctl: '--count' needs '--watch'\nhint: See 'vpnctl help status'.\n"),
+        (["shw", "x"], 2, "vpnctl: Unknown command 'shw'; did you mean 'show'?\nhint: See 'vpnctl help'.\n"),
         (["show", "nope"], 9, "vpnctl: no profile named 'nope'\nhint: there are no profiles yet; add one with: vpnctl import FILE\n"),
     ]
 
@@ -135,10 +135,33 @@ import VPNCore
         d.stopReason = .connectionFailed
         d.connectedSince = Date(timeIntervalSince1970: 1_764_430_000.5)
         d.interface = "utun0"
-        let byHand = StatusJSON(status: d).json.serialized
+        let byHand = StatusJSON(status: d).jsonText
         let byEncoder = Output.encodeJSON(StatusJSON(status: d))
         #expect(byHand == byEncoder)
         let empty = DerivedStatus(id: UUID(), name: "x", status: .connected, supervisorAlive: true)
-        #expect(StatusJSON(status: empty).json.serialized == Output.encodeJSON(StatusJSON(status: empty)))
+        #expect(StatusJSON(status: empty).jsonText == Output.encodeJSON(StatusJSON(status: empty)))
+
+        // Every member filled: a resolver, the kill switch, who started it, a retry.
+        var record = RuntimeRecord(id: UUID(), name: "full", status: .connecting)
+        var resolver = ResolverRecord(backend: "systemd-resolved")
+        resolver.servers = ["198.18.5.1", "198.18.5.2"]
+        resolver.matchDomains = ["corp.example"]
+        resolver.interface = "utun4"
+        resolver.reason = "resolv.conf is resolved's stub"
+        record.resolver = resolver
+        record.killSwitch = KillSwitchRecord(table: "vpnctl_ks", netns: nil)
+        record.startedBy = StartOrigin(rule: 2, reason: "on ethernet \"eth0\"")
+        record.persistent = true
+        record.retrying = "no handshake from 198.18.0.1:51820"
+        record.reconnects = 3
+        var full = DerivedStatus(id: record.id, name: "full", status: .connecting, interface: "utun4", supervisorAlive: true)
+        full.record = record
+        full.bypassRoutes = ["198.18.0.1/32"]
+        full.activity = TunnelActivity(latestHandshake: nil, reportsHandshakes: true, rxBytes: 0, txBytes: 92)
+        #expect(StatusJSON(status: full).jsonText == Output.encodeJSON(StatusJSON(status: full)))
+        // A dead supervisor's resolver is staleResolver.
+        full.supervisorAlive = false
+        full.status = .disconnected
+        #expect(StatusJSON(status: full).jsonText == Output.encodeJSON(StatusJSON(status: full)))
     }
 }

@@ -18,7 +18,7 @@ import VPNCore
     @Test func item6_statusJSONCarriesTheHandshakeAndTheCounters() throws {
         let d = running("office", TunnelActivity(latestHandshake: Self.handshake, reportsHandshakes: true,
                                                  rxBytes: 5_000_000_000, txBytes: 420))
-        let byHand = StatusJSON(status: d).json.serialized
+        let byHand = StatusJSON(status: d).jsonText
         #expect(byHand == Output.encodeJSON(StatusJSON(status: d)), "the hand-built JSON and the encoder's agree")
         let o = jsonObject(byHand)
         #expect(o["latestHandshake"] as? String == "2025-11-29T15:26:40.250Z")
@@ -27,16 +27,16 @@ import VPNCore
 
         // A provider that reports no handshake: null, nothing invented; the counters stay.
         let ovpn = running("ovpn", TunnelActivity(latestHandshake: nil, reportsHandshakes: false, rxBytes: 1, txBytes: 2))
-        let p = jsonObject(StatusJSON(status: ovpn).json.serialized)
+        let p = jsonObject(StatusJSON(status: ovpn).jsonText)
         #expect(p["latestHandshake"] is NSNull)
         #expect((p["rxBytes"] as? NSNumber)?.intValue == 1)
-        #expect(StatusJSON(status: ovpn).json.serialized == Output.encodeJSON(StatusJSON(status: ovpn)))
+        #expect(StatusJSON(status: ovpn).jsonText == Output.encodeJSON(StatusJSON(status: ovpn)))
 
         // No tunnel: all three null, and present (one shape for scripts).
         let down = DerivedStatus(id: UUID(), name: "x", status: .disconnected, supervisorAlive: false)
-        let q = jsonObject(StatusJSON(status: down).json.serialized)
+        let q = jsonObject(StatusJSON(status: down).jsonText)
         for key in ["latestHandshake", "rxBytes", "txBytes"] { #expect(q[key] is NSNull, "\(key)") }
-        #expect(StatusJSON(status: down).json.serialized == Output.encodeJSON(StatusJSON(status: down)))
+        #expect(StatusJSON(status: down).jsonText == Output.encodeJSON(StatusJSON(status: down)))
     }
 
     @Test func item6_theActivityCell() {

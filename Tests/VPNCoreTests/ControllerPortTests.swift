@@ -110,6 +110,23 @@ import VPNTestSupport
         #expect(host.spawned.isEmpty)
     }
 
+    /// Issue 36 item 1: a tunnel started in another network namespace has
+    /// its link there. Here its name is no link (or another's): status
+    /// takes its live supervisor's word, where a tunnel of this namespace
+    /// whose link went reads disconnecting.
+    @Test func item1_aTunnelInAnotherNamespaceIsNotJudgedByThisNamespacesLinks() throws {
+        try recordOfSupervisor(4242, argv: ["vpnctl", "__supervise", id])
+        var r = try #require(try controller.runtime.read(profile.id))
+        r.interface = "utun5"
+        r.ifindex = 9
+        try controller.runtime.write(r)
+        #expect(try controller.derive(profile).status == .disconnecting, "here, a connected tunnel without its link")
+        host.inOtherNamespaces = [4242]
+        #expect(try controller.derive(profile).status == .connected)
+        host.links["utun5"] = (3, nil)
+        #expect(try controller.derive(profile).status == .connected, "another link of the name, here")
+    }
+
     // MARK: stop
 
     @Test func stopSignalsTheProvenSupervisorOnly() throws {

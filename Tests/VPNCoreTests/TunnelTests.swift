@@ -23,8 +23,19 @@ final class FakeTunnelSystem: TunnelSystem {
     func createTun(_ name: String) throws -> Int32 { try record("createTun \(name)"); return 10 }
     func markLink(_ name: String, _ mark: String) throws { try record("markLink \(name) \(mark.prefix(7))") }
     func closeFD(_ fd: Int32) { calls.append("close \(fd)") }
-    func listenUAPI(_ name: String) throws -> Int32 { try record("listenUAPI \(name)"); return 11 }
-    func removeUAPI(_ name: String) { calls.append("removeUAPI \(name)") }
+    func listenUAPI(_ name: String) throws -> Int32 {
+        try record("listenUAPI \(name)")
+        socketFiles[name] = UAPISocketFile(device: 1, inode: UInt64(socketFiles.count + 100))
+        return 11
+    }
+    /// The socket files at each name's path: listenUAPI makes one.
+    var socketFiles: [String: UAPISocketFile] = [:]
+    func uapiSocketFile(_ name: String) -> UAPISocketFile? { socketFiles[name] }
+    func removeUAPI(_ name: String, ifStill file: UAPISocketFile?) {
+        guard let file, socketFiles[name] == file else { return calls.append("removeUAPI \(name) (not ours: left)") }
+        socketFiles[name] = nil
+        calls.append("removeUAPI \(name)")
+    }
     func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t {
         try record("spawn \(argv.joined(separator: " ")) fds=\(passFDs)")
         return 4242
@@ -156,6 +167,24 @@ final class FakeTunnelSystem: TunnelSystem {
         t.stop()
         #expect(system.calls == ["deleteRoute 198.19.0.0/24", "deleteAddress fd19::2/64", "deleteAddress 198.19.0.2/32",
                                  "stopProvider 4242", "removeUAPI utun0", "deleteLink utun0"])
+    }
+
+    /// Issue 36 item 1: the UAPI path is shared by every namespace. A socket
+    /// removed or replaced by another program is named as the cause, is never
+    /// talked to, and the other program's socket is never removed at stop.
+    @Test func item1_aLostControlSocketIsNamedAndAnotherProgramsIsLeftAlone() throws {
+        let system = FakeTunnelSystem()
+        let t = try start(system, config())
+        #expect(t.uapiSocketLoss == nil, "the socket made for it")
+        system.socketFiles["utun0"] = nil
+        #expect(t.uapiSocketLoss == "its control socket /var/run/wireguard/utun0.sock was removed by another program (wireguard-go ends its tunnel when that file goes)")
+        system.socketFiles["utun0"] = UAPISocketFile(device: 1, inode: 999)
+        #expect(t.uapiSocketLoss?.contains("was replaced by another program's") == true)
+        #expect(throws: ProviderFailure.self, "another wireguard-go's socket answers for its own tunnel: not asked") { try t.uapi("get=1\n\n") }
+        system.calls = []
+        t.stop()
+        #expect(system.calls.contains("removeUAPI utun0 (not ours: left)"), "\(system.calls)")
+        #expect(system.socketFiles["utun0"] == UAPISocketFile(device: 1, inode: 999))
     }
 
     @Test func defaultRouteIsSplitAndTheEndpointExcluded() throws {

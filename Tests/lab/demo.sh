@@ -79,6 +79,15 @@ run vpnctl verify office --probe http://198.19.0.1:8080/
 run vpnctl stats --profile office
 
 echo
+echo "== the tunnel lives in the client's namespace; from any other, wg show answers for it and status takes its supervisor's word"
+office_if=$(c "$V" status office --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["profiles"][0]["interface"])')
+step "wg show $office_if latest-handshakes   # in the host's namespace, where $office_if is no link"
+wg show "$office_if" latest-handshakes || { echo "demo: wg show $office_if from the host's namespace failed"; exit 1; }
+step "vpnctl status   # in the host's namespace"
+"$V" status || { echo "demo: status from the host's namespace failed"; exit 1; }
+"$V" status office --json | grep -q '"status":"connected"' || { echo "demo: status from the host's namespace does not say connected"; exit 1; }
+
+echo
 echo "== status --watch in another terminal catches every transition, including ones it did not cause"
 timeout 10 ip netns exec "$NS_C" "$V" status office --watch --count 2 > "$LAB_DIR/watch.out" 2>&1 &
 watcher=$!

@@ -627,6 +627,67 @@ if [ $rec_ready = yes ] && selected "wireguard recovers by itself: server silenc
   rec_hand_wg_down
 fi
 
+# ---- tunnels in two namespaces (issue 36 item 1) ---------------------------------
+# office in the client's namespace and hand in the hand namespace, one store
+# and one run dir, side by side for ITEM1_SECONDS (120 by default): each
+# passes traffic, status from either namespace (and the host's) says both
+# are connected, and wg show answers for both from each. Then another
+# program removes hand's control socket (the path is shared by every
+# namespace): hand ends saying exactly that, office goes on.
+ITEM1_SECONDS=${ITEM1_SECONDS:-120}
+both_connected_from() {  # both_connected_from NS|host
+  local IN_NS=$1 st
+  if [ "$1" = host ]; then st=$("$V" status --json); else st=$(cn "$V" status --json); fi
+  python3 - "$st" <<'PY'
+import json, sys
+p = {x["name"]: x for x in json.loads(sys.argv[1])["profiles"]}
+bad = [f"{n} reads {p[n]['status']} ({p[n]['lastDisconnectError']})" for n in ("office", "hand") if p[n]["status"] != "connected"]
+if bad: print("  " + "; ".join(bad)); sys.exit(1)
+PY
+}
+wg_answers_from() {  # wg_answers_from NS|host IFNAME
+  local out
+  if [ "$1" = host ]; then out=$(wg show "$2" latest-handshakes 2>&1); else out=$(ip netns exec "$1" wg show "$2" latest-handshakes 2>&1); fi
+  [[ $out =~ [[:space:]][1-9][0-9]+$ ]] || { echo "  wg show $2 from $1: $out"; return 1; }
+}
+test_item1_two_namespaces() {
+  [ $rec_ready = yes ] || { echo "  the recovery lab is not up"; return 1; }
+  lab_profile hand hand "${LAB}w" 198.19.0.3 198.19.0.0/24 51820 > "$T/hand.conf"
+  rec_hand_peer || return 1
+  use office && expect_ok "import hand" cn "$V" import "$T/hand.conf" || return 1
+  expect_ok "start office in $NS_C" cn "$V" start office || return 1
+  expect_ok "start hand in $NS_H" h "$V" start hand || return 1
+  local a b IN_NS
+  a=$(field office interface); b=$(field hand interface)
+  expect_ne "the two interfaces' names (one UAPI path for every namespace)" "$a" "$b" || return 1
+  expect_ok "hand's $b is in $NS_H" h ip link show "$b" || return 1
+  expect_run "hand's $b is not in $NS_C" nonzero c ip link show "$b" || return 1
+  local end=$(( $(date +%s) + ITEM1_SECONDS )) rounds=0 where
+  while [ "$(date +%s)" -lt $end ]; do
+    expect_ok "ping through office ($a, round $rounds)" c ping -c 1 -W 2 198.19.0.1 || return 1
+    expect_ok "ping through hand ($b, round $rounds)" h ping -c 1 -W 2 198.19.0.1 || return 1
+    for where in "$NS_C" "$NS_H" host; do
+      both_connected_from "$where" || { echo "  (status from $where, round $rounds)"; return 1; }
+      wg_answers_from "$where" "$a" && wg_answers_from "$where" "$b" || return 1
+    done
+    rounds=$((rounds + 1))
+    sleep 5
+  done
+  echo "  side by side for $ITEM1_SECONDS s: $rounds rounds of pings through both, status and wg show from $NS_C, $NS_H and the host"
+  # Read from the other namespace: hand's counters are its own namespace's.
+  expect_match "hand's rxBytes, read from $NS_C" '^[1-9][0-9]*$' "$(field hand rxBytes)" || return 1
+  # Another program removes hand's socket: wireguard-go ends its tunnel.
+  rm "/var/run/wireguard/$b.sock"
+  IN_NS=$NS_H wait_status hand disconnected 5 || return 1
+  IN_NS=$NS_H expect_contains "the reason" "its control socket /var/run/wireguard/$b.sock was removed by another program" \
+    "$(IN_NS=$NS_H field hand lastDisconnectError.message)" || return 1
+  expect_field office status connected && expect_ok "office still passes traffic" c ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "stop office" cn "$V" stop office || return 1
+  IN_NS=$NS_H nothing_left && nothing_left
+}
+lab_check "item 1: tunnels in two namespaces side by side for ${ITEM1_SECONDS} s (traffic, status, wg show from each); a removed control socket is named" \
+  test_item1_two_namespaces
+
 # ---- underlay flaps (issue 11) ---------------------------------------------------
 # The endpoint is reached through a default route; the underlay flaps five
 # times. Status must follow the path both ways: never connected while a probe

@@ -34,9 +34,13 @@ enum StatusCommand {
         let report = try inv.service.status(reference)
         let statuses = report.profiles.map(\.status)
         if inv.options.json {
-            let value = JSONValue.object(["schemaVersion": .number("1"),
-                                          "profiles": .array(statuses.map { StatusJSON(status: $0).json })])
-            inv.output.json(value.serialized)
+            var w = JSONWriter(capacity: 128 + 700 * statuses.count)
+            w.object { w in
+                w.key("profiles")
+                w.array { w in for s in statuses { StatusJSON(status: s).write(to: &w) } }
+                w.member("schemaVersion", 1)
+            }
+            inv.output.json(w.text)
             return .ok
         }
         if statuses.isEmpty {

@@ -41,33 +41,59 @@ struct StatusJSON: Encodable {
 }
 
 extension StatusJSON {
-    /// The same shape, built by hand: `status` is called in loops, and
+    /// The same shape, written by hand: `status` is called in loops, and
     /// JSONEncoder's generic set-up costs more than the rest of the command.
-    /// The keys are in the order they are written (sorted), so no sort.
-    var json: JSONValue {
-        .object([
-            "bypassRoutes": .array(status.bypassRoutes.map { .string($0) }),
-            "connectedSince": .optional(status.connectedSince.map(Timestamp.iso8601)),
-            "dns": .array(status.dns.map { .string($0) }),
-            "id": .string(status.id.lowercasedString),
-            "interface": .optional(status.interface),
-            "killSwitch": status.killSwitchJSON,
-            "lastDisconnectError": status.lastDisconnectError?.json ?? .null,
-            "latestHandshake": .optional(status.activity?.latestHandshake.map(Timestamp.iso8601)),
-            "name": .string(status.name),
-            "persistent": .bool(status.isPersistent),
-            "reconnects": .number(String(status.record?.reconnects ?? 0)),
-            "resolver": status.resolverJSON,
-            "retrying": .optional(status.retrying),
-            "rxBytes": status.activity.map { .number(String($0.rxBytes)) } ?? .null,
-            "staleResolver": status.staleResolver.map(DerivedStatus.json(of:)) ?? .null,
-            "startedBy": status.record?.startedBy.map {
-                .object(["by": .string($0.by), "reason": .string($0.reason), "rule": .number(String($0.rule))])
-            } ?? .null,
-            "status": .string(status.status.name),
-            "stopReason": .optional(status.stopReason?.rawValue),
-            "txBytes": status.activity.map { .number(String($0.txBytes)) } ?? .null,
-        ])
+    /// The keys are written in sorted order, as `emit` sorts them.
+    var jsonText: String {
+        var w = JSONWriter()
+        write(to: &w)
+        return w.text
+    }
+
+    func write(to w: inout JSONWriter) {
+        let s = status
+        w.object { w in
+            w.member("bypassRoutes", s.bypassRoutes)
+            w.member("connectedSince", s.connectedSince.map(Timestamp.iso8601))
+            w.member("dns", s.dns)
+            w.member("id", s.id.lowercasedString)
+            w.member("interface", s.interface)
+            w.member("killSwitch", s.killSwitch?.rawValue)
+            w.key("lastDisconnectError")
+            if let e = s.lastDisconnectError {
+                w.object { w in
+                    w.member("code", e.code)
+                    w.member("domain", e.domain)
+                    w.member("message", e.message)
+                    w.member("name", e.name)
+                }
+            } else {
+                w.null()
+            }
+            w.member("latestHandshake", s.activity?.latestHandshake.map(Timestamp.iso8601))
+            w.member("name", s.name)
+            w.member("persistent", s.isPersistent)
+            w.member("reconnects", s.record?.reconnects ?? 0)
+            w.key("resolver")
+            DerivedStatus.write(s.resolver, to: &w)
+            w.member("retrying", s.retrying)
+            w.member("rxBytes", s.activity?.rxBytes)
+            w.key("staleResolver")
+            DerivedStatus.write(s.staleResolver, to: &w)
+            w.key("startedBy")
+            if let by = s.record?.startedBy {
+                w.object { w in
+                    w.member("by", by.by)
+                    w.member("reason", by.reason)
+                    w.member("rule", by.rule)
+                }
+            } else {
+                w.null()
+            }
+            w.member("status", s.status.name)
+            w.member("stopReason", s.stopReason?.rawValue)
+            w.member("txBytes", s.activity?.txBytes)
+        }
     }
 }
 
@@ -90,19 +116,21 @@ struct ResolverJSON: Encodable {
 }
 
 extension DerivedStatus {
-    /// The DNS in effect on the system resolver (null when none).
-    var resolverJSON: JSONValue { resolver.map(DerivedStatus.json(of:)) ?? .null }
-
-    static func json(of r: ResolverRecord) -> JSONValue {
-        .object(["backend": .string(r.backend), "servers": .array(r.servers.map { .string($0) }),
-                        "searchDomains": .array(r.searchDomains.map { .string($0) }),
-                        "matchDomains": .array(r.matchDomains.map { .string($0) }),
-                        "interface": .optional(r.interface), "path": .optional(r.path), "note": .optional(r.note),
-                        "reason": .optional(r.reason)])
+    /// A resolver record as status JSON writes it (null when none), with the
+    /// members of ResolverJSON.
+    static func write(_ r: ResolverRecord?, to w: inout JSONWriter) {
+        guard let r else { return w.null() }
+        w.object { w in
+            w.member("backend", r.backend)
+            w.member("interface", r.interface)
+            w.member("matchDomains", r.matchDomains)
+            w.member("note", r.note)
+            w.member("path", r.path)
+            w.member("reason", r.reason)
+            w.member("searchDomains", r.searchDomains)
+            w.member("servers", r.servers)
+        }
     }
-
-    /// "on", "blocking" or null.
-    var killSwitchJSON: JSONValue { .optional(killSwitch?.rawValue) }
 
     /// One line for people: "198.19.8.1 (resolv.conf)".
     var resolverText: String? { resolver.map(DerivedStatus.text(of:)) }

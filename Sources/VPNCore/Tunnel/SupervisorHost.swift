@@ -15,6 +15,9 @@ public protocol SupervisorHost {
     @discardableResult
     func signal(_ pid: pid_t, _ signal: Int32) -> Errno?
     func linkIndex(named name: String) throws -> Int32?
+    /// Whether process `pid` is in this process's network namespace (true
+    /// when that cannot be read): links are looked up only there.
+    func sharesNetworkNamespace(with pid: pid_t) -> Bool
     func linkAlias(named name: String) throws -> (index: Int32, alias: String?)?
     func deleteLink(_ name: String) throws
     func deleteRoute(_ destination: String, table: UInt32) throws
@@ -45,6 +48,11 @@ public struct SystemSupervisorHost: SupervisorHost {
     }
 
     public func linkIndex(named name: String) throws -> Int32? { try NetlinkRouteSocket().linkIndex(named: name) }
+
+    public func sharesNetworkNamespace(with pid: pid_t) -> Bool {
+        guard let theirs = NetworkNamespace.of(String(pid)), let ours = NetworkNamespace.current() else { return true }
+        return theirs == ours
+    }
 
     public func linkAlias(named name: String) throws -> (index: Int32, alias: String?)? { try NetlinkRouteSocket().linkAlias(named: name) }
 

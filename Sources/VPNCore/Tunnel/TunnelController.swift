@@ -135,7 +135,11 @@ public struct TunnelController {
                 "the tunnel supervisor (pid \(r.supervisorPid.map(String.init) ?? "?")) is gone; it was \(r.status.name)")
             return d
         }
-        if let name = r.interface, let index = r.ifindex, r.status == .connected || r.status == .reasserting {
+        // A tunnel in another network namespace (`ip netns exec NS vpnctl
+        // start`) has its link there, where only its supervisor sees it; a
+        // look here would find another link of the name, or none.
+        if let name = r.interface, let index = r.ifindex, r.status == .connected || r.status == .reasserting,
+           let pid = r.supervisorPid, host.sharesNetworkNamespace(with: pid) {
             let live = (try? host.linkIndex(named: name)) ?? nil
             if live != index { d.status = .disconnecting }
         }

@@ -14,7 +14,12 @@ public protocol TunnelSystem: AnyObject {
     func markLink(_ name: String, _ mark: String) throws
     func closeFD(_ fd: Int32)
     func listenUAPI(_ name: String) throws -> Int32
-    func removeUAPI(_ name: String)
+    /// The UAPI socket file at `name`'s path now (nil when there is none):
+    /// the path is shared by every namespace, and anything may remove it.
+    func uapiSocketFile(_ name: String) -> UAPISocketFile?
+    /// Removes `name`'s UAPI socket if it is still `file`: never another
+    /// process's socket that took the path meanwhile.
+    func removeUAPI(_ name: String, ifStill file: UAPISocketFile?)
     func spawnProvider(_ path: String, _ argv: [String], environment: [String: String], passFDs: [Int32], logFD: Int32) throws -> pid_t
     func stopProvider(_ pid: pid_t)
     /// A provider that runs as `user` (a plugin), tied to this process like the others.
@@ -71,6 +76,16 @@ extension TunnelSystem {
     public func socketPair() throws -> (Int32, Int32) { try UnixSocket.pair() }
 }
 
+/// A UAPI socket file, by st_dev and st_ino: the same pair is the same socket.
+public struct UAPISocketFile: Equatable, Sendable {
+    public let device: UInt64
+    public let inode: UInt64
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
 public final class KernelTunnelSystem: TunnelSystem {
     let netlink: NetlinkRouteSocket
     public static let uapiDirectory = "/var/run/wireguard"
@@ -105,7 +120,13 @@ public final class KernelTunnelSystem: TunnelSystem {
         return try UnixSocket.listen(at: path)
     }
 
-    public func removeUAPI(_ name: String) {
+    public func uapiSocketFile(_ name: String) -> UAPISocketFile? {
+        guard let info = try? FileSystem.info(KernelTunnelSystem.uapiPath(name)), info.isSocket else { return nil }
+        return UAPISocketFile(device: info.device, inode: info.inode)
+    }
+
+    public func removeUAPI(_ name: String, ifStill file: UAPISocketFile?) {
+        guard let file, uapiSocketFile(name) == file else { return }
         unlink(KernelTunnelSystem.uapiPath(name))
     }
 

@@ -30,12 +30,21 @@ public struct TunnelActivity: Codable, Equatable, Sendable {
     /// with its name): counters of another interface would be a lie.
     public static func read(_ d: DerivedStatus, profile: Profile) -> TunnelActivity? {
         guard d.isActive, let name = d.interface, let index = d.record?.ifindex else { return nil }
-        let link: LinkRecord?
-        do { link = try LinkDump.link(named: name, counters: true) } catch { return nil }
-        guard let link, link.ifindex == index, let c = link.counters else { return nil }
+        let rx: UInt64, tx: UInt64
+        if let pid = d.record?.supervisorPid, !SystemSupervisorHost().sharesNetworkNamespace(with: pid) {
+            // A tunnel in another network namespace: its counters are in its
+            // supervisor's view of /proc/net/dev, where the name is its own.
+            guard let c = (try? ProcNetDev.read(path: "/proc/\(pid)/net/dev"))?.first(where: { $0.name == name }) else { return nil }
+            (rx, tx) = (c.rxBytes, c.txBytes)
+        } else {
+            let link: LinkRecord?
+            do { link = try LinkDump.link(named: name, counters: true) } catch { return nil }
+            guard let link, link.ifindex == index, let c = link.counters else { return nil }
+            (rx, tx) = (c.rxBytes, c.txBytes)
+        }
         // A profile no provider of this vpnctl runs has no word on handshakes.
         let provider = try? ProviderRegistry.provider(for: profile)
         return TunnelActivity(latestHandshake: provider?.latestHandshake(interface: name), reportsHandshakes: provider?.reportsHandshakes ?? false,
-                              rxBytes: c.rxBytes, txBytes: c.txBytes)
+                              rxBytes: rx, txBytes: tx)
     }
 }

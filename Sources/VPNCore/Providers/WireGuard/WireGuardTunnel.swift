@@ -24,6 +24,8 @@ public final class WireGuardTunnel {
     public private(set) var interface = ""
     public private(set) var ifindex: Int32 = 0
     public private(set) var providerPid: pid_t = 0
+    /// The UAPI socket file made for this wireguard-go.
+    var uapiFile: UAPISocketFile?
     public private(set) var peers: [Peer] = []
     public private(set) var settings = AppliedSettings()
     /// Sets up the settings applier as the profile asks (DNS, enforceRoutes).
@@ -161,7 +163,9 @@ public final class WireGuardTunnel {
     /// ours must come after.
     func startWireGuardGo(_ wireguardGo: String, name: String, tunFD: Int32, logFD: Int32) throws {
         let uapiFD = try system.listenUAPI(name)
-        undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name) }
+        let file = system.uapiSocketFile(name)
+        uapiFile = file
+        undo.push("remove \(KernelTunnelSystem.uapiPath(name))") { [system] in system.removeUAPI(name, ifStill: file) }
         defer { system.closeFD(uapiFD) }
         providerPid = try system.spawnProvider(wireguardGo, [wireguardGo, "-f", name],
                                                environment: ["WG_TUN_FD": "3", "WG_UAPI_FD": "4",
@@ -228,7 +232,23 @@ public final class WireGuardTunnel {
     }
 
     public func uapi(_ request: String) throws -> String {
-        try system.uapi(interface, request)
+        // Another program's socket at our path would answer for its own tunnel.
+        if let lost = uapiSocketLoss { throw ProviderFailure(.pluginFailed, lost, .providerFailed) }
+        return try system.uapi(interface, request)
+    }
+
+    /// Why wireguard-go lost its control socket, or nil while the socket at
+    /// its path is still the one made for it. wireguard-go watches that file
+    /// and ends its tunnel when it goes, so a clean-up script or a
+    /// `wireguard-go` of the same name in another namespace ends this one.
+    public var uapiSocketLoss: String? {
+        guard let made = uapiFile else { return nil }
+        let path = KernelTunnelSystem.uapiPath(interface)
+        switch system.uapiSocketFile(interface) {
+        case made: return nil
+        case nil: return "its control socket \(path) was removed by another program (wireguard-go ends its tunnel when that file goes)"
+        default: return "its control socket \(path) was replaced by another program's (wireguard-go ends its tunnel when its file goes)"
+        }
     }
 
     public func status() throws -> [WireGuardUAPI.PeerStatus] {
