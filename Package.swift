@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "vpnctl", targets: ["vpnctl"]),
         .library(name: "VPNProviderKit", targets: ["VPNProviderKit"]),
         .executable(name: "vpnctl-example-udp-relay", targets: ["vpnctl-example-udp-relay"]),
+        .executable(name: "vpnctl-dbus", targets: ["vpnctl-dbus"]),
     ],
     targets: [
         .systemLibrary(
@@ -19,12 +20,22 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
         .target(name: "CVPNShims"),
         .target(name: "VPNSystem", dependencies: ["CNetlink", "CVPNShims"]),
         .target(name: "VPNCore", dependencies: ["VPNSystem", "CCrypto"]),
         .target(name: "VPNService", dependencies: ["VPNCore", "VPNSystem"]),
         .target(name: "VPNCLI", dependencies: ["VPNService", "VPNCore", "VPNSystem"]),
         .executableTarget(name: "vpnctl", dependencies: ["VPNCLI"]),
+        // The D-Bus front end: an executable of its own, linked against the
+        // shared libdbus-1 (its static archive needs libsystemd, which
+        // Debian ships only shared), so that vpnctl stays static.
+        .target(name: "VPNDBus", dependencies: ["CDBus", "VPNService", "VPNCore", "VPNSystem"]),
+        .executableTarget(name: "vpnctl-dbus", dependencies: ["VPNDBus"]),
         .target(name: "VPNProviderKit"),
         .executableTarget(name: "vpnctl-example-udp-relay", dependencies: ["VPNProviderKit"]),
         // Fakes of the system's ports for unit tests: never in vpnctl itself.
@@ -33,6 +44,7 @@ let package = Package(
         .testTarget(name: "VPNCoreTests", dependencies: ["VPNCore", "VPNSystem", "VPNTestSupport"]),
         .testTarget(name: "VPNServiceTests", dependencies: ["VPNService", "VPNCore", "VPNSystem", "VPNTestSupport"]),
         .testTarget(name: "VPNCLITests", dependencies: ["VPNCLI", "VPNService", "VPNCore"]),
+        .testTarget(name: "VPNDBusTests", dependencies: ["VPNDBus", "VPNService", "VPNCore"]),
         .testTarget(name: "VPNProviderKitTests", dependencies: ["VPNProviderKit"]),
     ],
     swiftLanguageModes: [.v5]

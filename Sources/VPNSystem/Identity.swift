@@ -70,6 +70,12 @@ public enum UserDatabase {
         return records(passwdPath).first { $0[2].elementsEqual(id) }.map { text($0[0]) }
     }
 
+    /// The primary group of `uid` in passwd, or nil.
+    public static func primaryGroup(_ uid: uid_t) -> gid_t? {
+        let id = Array(String(uid).utf8)
+        return records(passwdPath).first { $0[2].elementsEqual(id) }.flatMap { gid_t(text($0[3])) }
+    }
+
     /// The group name of `gid`, or nil.
     public static func groupName(_ gid: gid_t) -> String? {
         let id = Array(String(gid).utf8)

@@ -94,7 +94,7 @@ extension Array {
 
 /// Keeps vpnctl-profile(5) in step with the model, and both pages clean.
 @Suite struct ProfilePageTests {
-    static let pages = ["man/vpnctl.1", "man/vpnctl-profile.5", "man/vpnctl-agent.8"]
+    static let pages = ["man/vpnctl.1", "man/vpnctl-profile.5", "man/vpnctl-agent.8", "man/vpnctl-dbus.8"]
 
     func read(_ path: String) throws -> String {
         try String(contentsOf: DocsTests.repo.appendingPathComponent(path), encoding: .utf8)

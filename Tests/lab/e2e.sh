@@ -18,6 +18,7 @@ source "$HERE/openvpn.sh"
 source "$HERE/recovery.sh"
 source "$HERE/flap.sh"
 source "$HERE/agent.sh"
+source "$HERE/dbus.sh"
 source "$HERE/ondemand.sh"
 
 source "$HERE/plugin.sh"
@@ -1082,6 +1083,8 @@ if [ $ovpn_ready = yes ]; then
 fi
 
 agent_lab_checks
+lab_check "D-Bus: org.vpnctl.VPN1 on a private bus: list, properties, start/toggle a real tunnel, PropertiesChanged for each transition (D-Bus, CLI, provider death), refusals by name, the installed XML" \
+  test_dbus_api
 ondemand_checks
 
 # ---- Provider plugins ------------------------------------------------------------

@@ -159,6 +159,7 @@ lab_stop_supervisors() {
 
 lab_down() {
   local pid d ns
+  type dbus_lab_down >/dev/null 2>&1 && dbus_lab_down
   type agent_lab_down >/dev/null 2>&1 && agent_lab_down
   # Supervisors this lab's vpnctl started (by the pids in each run dir it used).
   for d in "$LAB_DIR"/run "$LAB_DIR"/*/run; do [ -d "$d" ] && lab_stop_supervisors "$d" >/dev/null; done

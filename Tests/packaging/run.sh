@@ -210,7 +210,8 @@ test_make_install() {
   for f in bin/vpnctl share/man/man1/vpnctl.1 share/man/man5/vpnctl-profile.5 share/bash-completion/completions/vpnctl \
            share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
            lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service lib/systemd/system/vpnctl-block@.service \
-           share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo; do
+           share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo \
+           bin/vpnctl-dbus share/man/man8/vpnctl-dbus.8 share/dbus-1/system.d/org.vpnctl.VPN1.conf share/dbus-1/interfaces/org.vpnctl.VPN1.xml; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
   grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \
@@ -219,6 +220,6 @@ test_make_install() {
   local left; left=$(find "$dest" -type f)
   [ -z "$left" ] || { echo "  left after uninstall: $left"; return 1; }
 }
-check "make install / uninstall: binary, the pages, three completion scripts, the agent's systemd units, the catalogs" test_make_install
+check "make install / uninstall: binaries, the pages, three completion scripts, the agent's systemd units, the catalogs, the D-Bus policy and interfaces" test_make_install
 
 summary packaging

@@ -99,6 +99,9 @@ public struct TunnelController {
     public let configDirectory: String
     /// Processes, the log and netlink: the system, or a unit test's fake.
     public let host: any SupervisorHost
+    /// The vpnctl that runs `__supervise`: this executable, unless it is
+    /// another front end (vpnctl-dbus runs the vpnctl beside it).
+    public var supervisorExecutable: String? = nil
 
     /// `files` holds the run directory: the system's, or a unit test's `MemoryFiles`.
     public init(configDirectory: String, runDirectory: String, host: any SupervisorHost = SystemSupervisorHost(),
@@ -228,14 +231,14 @@ public struct TunnelController {
     /// listening end of a doorbell it rings on every transition (the caller
     /// closes it). `executable` is vpnctl itself (a unit test's is not).
     public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?, startedBy: StartOrigin? = nil,
-                                persistent: Bool = false, executable: String = Processes.currentExecutable()) throws -> (pid: pid_t, doorbell: Int32) {
+                                persistent: Bool = false, executable: String? = nil) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD: Int32
         do { logFD = try host.openLog(runtime.logPath(profile.id)) } catch {
             throw VPNError(.configurationReadWriteFailed, L("cannot open \(runtime.logPath(profile.id)): \(error)"))
         }
         defer { close(logFD) }
-        let exe = executable
+        let exe = executable ?? supervisorExecutable ?? Processes.currentExecutable()
         var env = ["PATH": path ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
         env["LANG"] = "C"
         if let plugins = getenv("VPNCTL_PROVIDERS_DIR") { env["VPNCTL_PROVIDERS_DIR"] = String(cString: plugins) }

@@ -13,6 +13,8 @@ public final class LocalService: TunnelService {
     /// The PATH supervisors and providers are found on.
     public let path: String?
     public var access: ServiceAccess
+    /// The vpnctl that supervises tunnels (nil: this executable).
+    public var supervisorExecutable: String? = nil
 
     public init(configDirectory: String, runDirectory: String, path: String?, access: ServiceAccess = .unrestricted) {
         self.configDirectory = configDirectory
@@ -22,7 +24,11 @@ public final class LocalService: TunnelService {
     }
 
     var store: PreferencesStore { PreferencesStore(directory: configDirectory) }
-    var controller: TunnelController { TunnelController(configDirectory: configDirectory, runDirectory: runDirectory) }
+    var controller: TunnelController {
+        var c = TunnelController(configDirectory: configDirectory, runDirectory: runDirectory)
+        c.supervisorExecutable = supervisorExecutable
+        return c
+    }
     var pauses: OnDemandPauses { OnDemandPauses(runDirectory: runDirectory) }
     var caller: Caller { access.caller ?? Caller.current }
 

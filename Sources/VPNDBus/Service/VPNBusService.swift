@@ -1,0 +1,303 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import Synchronization
+import VPNCore
+import VPNService
+import VPNSystem
+
+/// org.vpnctl.VPN1 on a bus: each method is a typed service call, decided
+/// for the caller the bus names (its uid, from the bus) by the same policy
+/// as the agent's socket, and run by the same use cases. Starts and stops
+/// do not wait (as NEVPNConnection's do not): the outcome arrives as
+/// PropertiesChanged, from the same event source as `status --watch`.
+public final class VPNBusService: @unchecked Sendable {
+    let bus: BusConnection
+    let settings: AgentSettings
+    let searchPath: String?
+    /// The vpnctl that supervises the tunnels this service starts.
+    let supervisor: String
+    /// Unique bus names are never reused, so a sender's uid is asked once.
+    let uids = Mutex<[String: uid_t]>([:])
+
+    public init(bus: BusConnection, settings: AgentSettings, searchPath: String?, supervisor: String) {
+        self.bus = bus
+        self.settings = settings
+        self.searchPath = searchPath
+        self.supervisor = supervisor
+    }
+
+    func service(_ access: ServiceAccess = .unrestricted) -> LocalService {
+        let s = LocalService(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory, path: searchPath, access: access)
+        s.supervisorExecutable = supervisor
+        return s
+    }
+
+    /// Serves the objects, then owns the name (so that nobody calls before they are served).
+    public func publish() throws {
+        try bus.serve(ProfileObjects.managerPath) { [unowned self] m in self.handle(m) }
+        try bus.requestName(ProfileObjects.busName)
+    }
+
+    // MARK: dispatch
+
+    func handle(_ m: BusMessage) -> BusReply? {
+        guard m.isMethodCall else { return nil }
+        AgentAuthorization.speak(nil)
+        let caller: Caller
+        do { caller = try self.caller(m.sender) } catch let e as BusError { return .error(e) } catch { return .error(Self.failed("\(error)")) }
+        do {
+            switch (m.interface, m.member) {
+            case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+                try expect(m, "")
+                return .values([.string(try introspect(m.path, caller))])
+            case ("org.freedesktop.DBus.Peer", "Ping"):
+                return .values([])
+            case ("org.freedesktop.DBus.Properties", let member):
+                return try properties(member, m, caller)
+            case (ProfileObjects.managerInterface, let member) where m.path == ProfileObjects.managerPath:
+                return try manager(member, m, caller)
+            case (ProfileObjects.profileInterface, let member):
+                return try profile(member, m, caller)
+            default:
+                return .error(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod",
+                                       message: "no method \(m.interface).\(m.member) on \(m.path)"))
+            }
+        } catch let e as BusError {
+            return .error(e)
+        } catch {
+            return .error(ProfileObjects.busError((error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error)))
+        }
+    }
+
+    static func failed(_ message: String) -> BusError { BusError(name: "org.freedesktop.DBus.Error.Failed", message: message) }
+
+    func expect(_ m: BusMessage, _ signature: String) throws {
+        guard m.signature == signature else {
+            throw BusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                           message: "\(m.interface).\(m.member) takes (\(signature)), not (\(m.signature))")
+        }
+    }
+
+    /// The caller the bus names: its uid from the bus, its groups from the system's databases.
+    func caller(_ sender: String) throws -> Caller {
+        let uid: uid_t
+        if let known = uids.withLock({ $0[sender] }) { uid = known } else {
+            uid = try bus.unixUser(of: sender)
+            uids.withLock { $0[sender] = uid }
+        }
+        return Caller.fromSystem(uid: uid, gid: UserDatabase.primaryGroup(uid) ?? gid_t(uid))
+    }
+
+    /// Authorizes `call` as the agent does, and the service it runs on.
+    func granted(_ call: ServiceCall, _ caller: Caller) throws -> (ServiceCall, LocalService) {
+        let grant = try AgentAuthorization.authorize(call, caller: caller, settings: settings)
+        return (grant.call, service(grant.access))
+    }
+
+    /// The profile behind an object path, by id.
+    func reference(_ path: String) throws -> String {
+        guard let id = ProfileObjects.id(at: path) else {
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)")
+        }
+        return id.lowercasedString
+    }
+
+    // MARK: the manager
+
+    func manager(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+        switch member {
+        case "ListProfiles":
+            try expect(m, "")
+            let (_, service) = try granted(.list, caller)
+            return .values([.array(of: "o", try service.list().profiles.map { .objectPath(ProfileObjects.path(of: $0.id)) })])
+        case "GetProfileByName":
+            try expect(m, "s")
+            guard case .string(let name) = m.arguments().first else { throw Self.failed("no name") }
+            let (call, service) = try granted(.isConnected(profile: name), caller)
+            let answer = try service.isConnected(call.profile ?? name)
+            let row = try service.list().profiles.first { $0.name == answer.name }
+            guard let row else { throw Self.failed("profile '\(name)' went meanwhile") }
+            return .values([.objectPath(ProfileObjects.path(of: row.id))])
+        default:
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.managerInterface).\(member)")
+        }
+    }
+
+    // MARK: a profile
+
+    /// The profile's properties, read now (status is derived, never kept).
+    func propertyValues(_ reference: String, _ caller: Caller) throws -> [(String, BusValue)] {
+        let (call, service) = try granted(.status(profile: reference), caller)
+        let id = call.profile ?? reference
+        guard let row = try service.list().profiles.first(where: { $0.id.lowercasedString == id }),
+              let status = try service.status(id).profiles.first else { throw Self.failed("profile \(id) went meanwhile") }
+        return ProfileObjects.properties(row, status)
+    }
+
+    func properties(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+        let args = m.arguments()
+        switch member {
+        case "Get":
+            try expect(m, "ss")
+            guard case .string(let interface) = args[0], case .string(let name) = args[1] else { throw Self.failed("bad arguments") }
+            guard interface == ProfileObjects.profileInterface || interface.isEmpty else { throw noSuchProperty(interface, name) }
+            guard let value = try propertyValues(try reference(m.path), caller).first(where: { $0.0 == name })?.1 else {
+                throw noSuchProperty(interface, name)
+            }
+            return .values([.variant(value)])
+        case "GetAll":
+            try expect(m, "s")
+            guard case .string(let interface) = args[0] else { throw Self.failed("bad arguments") }
+            if m.path == ProfileObjects.managerPath || interface != ProfileObjects.profileInterface && !interface.isEmpty {
+                return .values([.dictionary([])])
+            }
+            return .values([.dictionary(try propertyValues(try reference(m.path), caller))])
+        case "Set":
+            throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "the properties of \(ProfileObjects.profileInterface) are read-only")
+        default:
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method org.freedesktop.DBus.Properties.\(member)")
+        }
+    }
+
+    func noSuchProperty(_ interface: String, _ name: String) -> BusError {
+        BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name) in \(interface.isEmpty ? ProfileObjects.profileInterface : interface)")
+    }
+
+    func profile(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+        let reference = try reference(m.path)
+        switch member {
+        case "Start":
+            try expect(m, "a{sv}")
+            var persist = false
+            if case .dictionary(let options) = m.arguments().first {
+                for (key, value) in options {
+                    switch (key, value) {
+                    case ("persist", .bool(let b)): persist = b
+                    default:
+                        throw BusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                       message: "unknown option \(key.quotedForMessage) of type \(value.signature) (Start takes persist: b)")
+                    }
+                }
+            }
+            let (call, service) = try granted(.start(profile: reference, wait: false, timeout: 20, changes: false, persist: persist), caller)
+            _ = try service.start(call.profile ?? reference, wait: false, timeout: 20, changes: false, persist: persist, NoEvents())
+            return .values([])
+        case "Stop":
+            try expect(m, "")
+            let (call, service) = try granted(.stop(profile: reference, wait: false, timeout: 20, changes: false), caller)
+            _ = try service.stop(call.profile ?? reference, wait: false, timeout: 20, changes: false, NoEvents())
+            return .values([])
+        case "Toggle":
+            try expect(m, "")
+            // Decided as a toggle; done as the start or stop it stands for, without a wait.
+            let (call, service) = try granted(.toggle(profile: reference, timeout: 20, changes: false), caller)
+            let id = call.profile ?? reference
+            if try service.status(id).profiles.first?.status.isActive == true {
+                _ = try service.stop(id, wait: false, timeout: 20, changes: false, NoEvents())
+            } else {
+                _ = try service.start(id, wait: false, timeout: 20, changes: false, persist: false, NoEvents())
+            }
+            return .values([])
+        case "Stats":
+            try expect(m, "")
+            let (call, service) = try granted(.stats(profile: reference), caller)
+            let d = try service.stats(call.profile ?? reference).status
+            var stats: [(String, BusValue)] = [("Status", .string(d.status.name)), ("Interface", .string(d.interface ?? ""))]
+            if let a = d.activity {
+                stats += [("RxBytes", .uint64(a.rxBytes)), ("TxBytes", .uint64(a.txBytes))]
+                if let h = a.latestHandshake { stats.append(("LatestHandshake", .string(Timestamp.iso8601(h)))) }
+            }
+            return .values([.dictionary(stats)])
+        default:
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.profileInterface).\(member)")
+        }
+    }
+
+    // MARK: introspection
+
+    func introspect(_ path: String, _ caller: Caller) throws -> String {
+        if path == ProfileObjects.managerPath || path == "/org/vpnctl/VPN1/profile" {
+            let (_, service) = try granted(.list, caller)
+            let ids = try service.list().profiles.map { $0.id }
+            return Introspection.node(path == ProfileObjects.managerPath ? Introspection.manager : "",
+                                      children: path == ProfileObjects.managerPath ? ["profile"] : ids.map { String(ProfileObjects.path(of: $0).split(separator: "/").last!) })
+        }
+        if path == "/" || path == "/org" || path == "/org/vpnctl" {
+            return Introspection.node("", children: [path == "/" ? "org" : path == "/org" ? "vpnctl" : "VPN1"])
+        }
+        _ = try propertyValues(try reference(path), caller)
+        return Introspection.node(Introspection.profile, children: [])
+    }
+
+    // MARK: signals
+
+    /// Watches for transitions on a thread of its own and sends a
+    /// PropertiesChanged for each from `loop`'s thread.
+    public func signalTransitions(on loop: EventLoop) throws {
+        let queue = try TransitionQueue()
+        loop.watch(queue.readFD) { [unowned self] in
+            for t in queue.take() { _ = signal(t) }
+        }
+        try BackgroundThread.start { [unowned self] in watchTransitions(queue) }
+    }
+
+    /// Hands each transition `status --watch` sees to `queue`, for ever.
+    func watchTransitions(_ queue: TransitionQueue) {
+        let service = self.service()
+        let events = TransitionSignals { t in queue.push(t); return true }
+        while true {
+            do { try service.watch(nil, events) } catch {
+                fputs("vpnctl-dbus: the watch behind PropertiesChanged failed (again in 1 s): \(error)\n", stderr)
+                sleep(1)
+            }
+        }
+    }
+
+    func signal(_ t: StatusTransition) -> Bool {
+        let service = self.service()
+        guard let row = try? service.list().profiles.first(where: { $0.id == t.id }),
+              let status = try? service.status(t.id.lowercasedString).profiles.first else { return true }
+        let changed = ProfileObjects.properties(row, status).filter { ProfileObjects.transitionProperties.contains($0.0) }
+        if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                     [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
+            bus.send(m)
+        }
+        return true
+    }
+}
+
+/// Transitions from the watch's thread to the loop's: a list under a lock,
+/// and a doorbell whose listener the loop waits on.
+final class TransitionQueue: @unchecked Sendable {
+    let readFD: Int32
+    let ringer: Int32
+    let pending = Mutex<[StatusTransition]>([])
+
+    init() throws {
+        (readFD, ringer) = try Doorbell.pair()
+    }
+
+    func push(_ t: StatusTransition) {
+        pending.withLock { $0.append(t) }
+        Doorbell.ring(ringer)
+    }
+
+    func take() -> [StatusTransition] {
+        _ = Doorbell.drain(readFD)
+        return pending.withLock { all in defer { all = [] }; return all }
+    }
+}
+
+/// The watch's events, each transition handed to `transition`.
+final class TransitionSignals: ServiceEvents {
+    let transition: (StatusTransition) -> Bool
+    init(_ transition: @escaping (StatusTransition) -> Bool) { self.transition = transition }
+    func emit(_ event: ServiceEvent) -> Bool {
+        if case .transition(let t) = event { return transition(t) }
+        return true
+    }
+    func isOpen() -> Bool { true }
+    var hangupDescriptor: Int32? { nil }
+}

@@ -1,0 +1,3 @@
+import VPNDBus
+
+VPNDBusMain.exit(VPNDBusMain.run(CommandLine.arguments))

@@ -1,0 +1,151 @@
+# The D-Bus API (issue 33), sourced by e2e.sh after agent.sh. A private
+# system bus of the lab's own (dbus-daemon with the lab's config, its socket
+# in the lab's dir, the installed policy file included) and vpnctl-dbus on it,
+# root, in the client namespace. Clients are busctl, dbus-send and
+# dbus-monitor, as root and as the agent lab's users.
+
+DBL_DIR="" DBL_BUS="" DBL_SVC=""
+dbl_address() { echo "unix:path=$DBL_DIR/bus.sock"; }
+B() { busctl --address="$(dbl_address)" "$@"; }
+# as_bus USER busctl ARGS...: busctl as USER.
+as_bus() { local u=$1; shift; runuser -u "$u" -- busctl --address="$(dbl_address)" "$@"; }
+# dbus_call USER PATH INTERFACE.METHOD [OPTIONS_JSON]: the python3-dbus client (prints an error's name).
+dbus_call() {
+  local who=()
+  [ "$1" != root ] && who=(runuser -u "$1" --)
+  "${who[@]}" /usr/bin/python3 "$DBL_DIR/dbus-call.py" "$(dbl_address)" "${@:2}" 2>&1
+}
+# dbus_send USER ARGS...: dbus-send --print-reply (it prints an error's name).
+dbus_send() {
+  local who=()
+  [ "$1" != root ] && who=(runuser -u "$1" --)
+  shift
+  "${who[@]}" dbus-send --bus="$(dbl_address)" --print-reply --dest=org.vpnctl.VPN1 "$@" 2>&1
+}
+
+dbus_lab_up() {
+  DBL_DIR=$LAB_DIR/dbus
+  mkdir -p -m 755 "$DBL_DIR"
+  # The users run the client from the lab's dir (the checkout may be 0700).
+  install -m 0755 "$HERE/dbus-call.py" "$DBL_DIR/dbus-call.py" || return 1
+  cat > "$DBL_DIR/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$DBL_DIR/bus.sock</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
+  </policy>
+  <include>$HERE/../../dbus/org.vpnctl.VPN1.conf</include>
+</busconfig>
+CONF
+  dbus-daemon --config-file="$DBL_DIR/bus.conf" --nofork --nopidfile > "$DBL_DIR/bus.log" 2>&1 &
+  DBL_BUS=$!
+  LAB_PIDS+=("$DBL_BUS")
+  wait_for "the lab's bus" 5 test -S "$DBL_DIR/bus.sock" || { cat "$DBL_DIR/bus.log"; return 1; }
+  ip netns exec "$NS_C" "$(dirname "$V")/vpnctl-dbus" --address "$(dbl_address)" > "$DBL_DIR/service.log" 2>&1 &
+  DBL_SVC=$!
+  LAB_PIDS+=("$DBL_SVC")
+  wait_for "org.vpnctl.VPN1 on the lab's bus" 5 bash -c "busctl --address='$(dbl_address)' list | grep -q '^org.vpnctl.VPN1 '" \
+    || { cat "$DBL_DIR/service.log"; return 1; }
+}
+
+dbus_lab_down() {
+  [ -n "$DBL_SVC" ] && stop_pid "$DBL_SVC"
+  [ -n "$DBL_BUS" ] && stop_pid "$DBL_BUS"
+  DBL_SVC="" DBL_BUS=""
+  return 0
+}
+
+# The org.vpnctl interfaces of introspection XML, as comparable text.
+dbl_interfaces() {
+  python3 - "$1" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+text = open(sys.argv[1]).read()
+text = re.sub(r"<!DOCTYPE[^>]*>", "", text)
+out = []
+for i in ET.fromstring(text).iter("interface"):
+    if not i.get("name", "").startswith("org.vpnctl."): continue
+    for e in i:
+        args = ",".join(f"{a.get('name')}:{a.get('type')}:{a.get('direction', '')}" for a in e.iter("arg"))
+        out.append(f"{i.get('name')} {e.tag} {e.get('name')} {e.get('type', '')} {e.get('access', '')} {args}")
+print("\n".join(sorted(out)))
+PY
+}
+
+test_dbus_api() {
+  use office || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  defer dbus_lab_down
+  dbus_lab_up || return 1
+  local u1=${LAB}u1 u2=${LAB}u2 p
+  expect_ok "ListProfiles as root" B call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1
+  p=/org/vpnctl/VPN1/profile/$(field office id | tr -d -)
+  expect_eq "ListProfiles" "ao 1 \"$p\"" "$OUT" || return 1
+  expect_ok "GetProfileByName office as $u1" as_bus "$u1" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager GetProfileByName s office || return 1
+  expect_eq "office's object" "o \"$p\"" "$OUT" || return 1
+  # What the service answers is the installed XML.
+  B introspect --xml-interface org.vpnctl.VPN1 /org/vpnctl/VPN1 > "$T/manager.xml" && B introspect --xml-interface org.vpnctl.VPN1 "$p" > "$T/profile.xml" || return 1
+  expect_eq "the served interfaces (the manager's and a profile's) and the installed XML" "$(dbl_interfaces "$HERE/../../dbus/org.vpnctl.VPN1.xml")" \
+    "$( (dbl_interfaces "$T/manager.xml"; dbl_interfaces "$T/profile.xml") | sort)" || return 1
+  expect_ok "Status as $u1" as_bus "$u1" get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  expect_eq "Status" '(us) 1 "disconnected"' "$OUT" || return 1
+
+  # Every transition, whoever causes it, is a PropertiesChanged.
+  dbus-monitor --address "$(dbl_address)" "type='signal',sender='org.vpnctl.VPN1',member='PropertiesChanged'" > "$T/signals.txt" 2>&1 &
+  local monitor=$!
+  defer stop_pid $monitor
+  # (it is a monitor once the bus took its name back)
+  wait_for "dbus-monitor to listen" 5 grep -q NameLost "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }
+  expect_ok "Start as $u1" as_bus "$u1" call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 || return 1
+  wait_status office connected 10 || return 1
+  expect_ok "ping through the tunnel D-Bus started" c ping -c 1 -W 2 198.19.0.1 || return 1
+  wait_for "PropertiesChanged to connected" 5 grep -q 'string "connected"' "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }
+  expect_ok "Interface as $u1" as_bus "$u1" get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Interface || return 1
+  expect_eq "Interface" "s \"$(field office interface)\"" "$OUT" || return 1
+  expect_ok "stop from the command line" cn "$V" stop office || return 1
+  wait_for "PropertiesChanged to disconnected (a stop by the CLI)" 5 grep -q 'string "disconnected"' "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }
+  # A provider's death (started by a Toggle, from the python client).
+  expect_ok "Toggle as $u1" dbus_call "$u1" "$p" org.vpnctl.VPN1.Profile.Toggle || return 1
+  wait_status office connected 10 || return 1
+  : > "$T/signals.txt"
+  kill -KILL "$(record office providerPid)"
+  wait_for "PropertiesChanged naming the kill" 5 grep -q 'killed by signal 9' "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }
+  wait_status office disconnected 5 || return 1
+
+  # Outside the policy: no profile, by the stable name.
+  expect_ok "ListProfiles as $u2" as_bus "$u2" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1
+  expect_eq "ListProfiles as $u2" "ao 0" "$OUT" || return 1
+  expect_contains "GetProfileByName as $u2" "org.vpnctl.VPN1.Error.ConfigurationUnknown" \
+    "$(dbus_send "$u2" /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager.GetProfileByName string:office)" || return 1
+  expect_contains "Start as $u2" "error org.vpnctl.VPN1.Error.ConfigurationUnknown: no profile named" \
+    "$(dbus_call "$u2" "$p" org.vpnctl.VPN1.Profile.Start '{}')" || return 1
+  expect_field office status disconnected || return 1
+  # Bad messages get D-Bus errors, and the service goes on.
+  expect_contains "Start without its options" "org.freedesktop.DBus.Error.InvalidArgs" "$(dbus_send root "$p" org.vpnctl.VPN1.Profile.Start)" || return 1
+  expect_contains "an unknown option" "error org.freedesktop.DBus.Error.InvalidArgs: unknown option 'bogus'" \
+    "$(dbus_call root "$p" org.vpnctl.VPN1.Profile.Start '{"bogus": "x"}')" || return 1
+  expect_contains "an unknown property" "org.freedesktop.DBus.Error.UnknownProperty" \
+    "$(dbus_send root "$p" org.freedesktop.DBus.Properties.Get string:org.vpnctl.VPN1.Profile string:Nope)" || return 1
+  expect_contains "an object of no profile" "org.vpnctl.VPN1.Error.ConfigurationUnknown" \
+    "$(dbus_send root /org/vpnctl/VPN1/profile/00000000000040008000000000000000 org.vpnctl.VPN1.Profile.Stop)" || return 1
+  expect_ok "the service still answers" B get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  expect_eq "Status at the end" '(us) 1 "disconnected"' "$OUT" || return 1
+  nothing_left
+}
