@@ -144,6 +144,7 @@ bench: build
 	bash Benchmarks/profiles.sh build/vpnctl
 	bash Benchmarks/tunnels.sh build/vpnctl
 	bash Benchmarks/agent.sh build/vpnctl
+	bash Benchmarks/dbus.sh build/vpnctl
 	bash Benchmarks/ondemand.sh build/vpnctl
 	bash Benchmarks/ikev2.sh build/vpnctl
 

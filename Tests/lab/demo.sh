@@ -8,6 +8,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lab.sh"
 source "$HERE/openvpn.sh"
 source "$HERE/agent.sh"
+source "$HERE/dbus.sh"
 source "$HERE/ondemand.sh"
 source "$HERE/plugin.sh"
 source "$HERE/ikev2.sh"
@@ -165,6 +166,25 @@ if command -v useradd >/dev/null; then
   runuser -u "${LAB}u1" -- python3 "$LAB_DIR/bin/agent-client.py" "$VPNCTL_RUN_DIR/agent.sock" isConnected profile='"office"' \
     || { echo "demo: the typed client's call failed"; exit 1; }
   as_user 0 vpnctl stop office
+
+  echo
+  echo "== D-Bus: vpnctl-dbus (root) owns org.vpnctl.VPN1 on a bus of the lab's own; ${LAB}u1 toggles office with busctl"
+  dbus_lab_up || exit 1
+  bus_user() {  # bus_user WANT ARGS...: busctl as the user; it must exit WANT
+    local want=$1; shift
+    step "busctl $*   # as ${LAB}u1"
+    as_bus "${LAB}u1" "$@"
+    local rc=$?; [ $rc = 0 ] || echo "(exit $rc)"
+    [ "$rc" = "$want" ] || { echo "demo: the step 'busctl $*' as ${LAB}u1 exited $rc, not $want"; exit 1; }
+  }
+  bus_user 0 call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager GetProfileByName s office
+  obj=$(as_bus "${LAB}u1" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager GetProfileByName s office | sed 's/^o "\(.*\)"$/\1/')
+  bus_user 0 call org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Toggle
+  wait_for "office to connect" 10 bash -c "ip netns exec $NS_C $V is-connected office" || { echo "demo: office did not connect from D-Bus"; exit 1; }
+  bus_user 0 get-property org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Status Interface
+  bus_user 0 call org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Toggle
+  bus_user 1 call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager GetProfileByName s second
+  dbus_lab_down
   agent_lab_down
 else
   echo
