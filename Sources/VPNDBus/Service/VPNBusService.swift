@@ -127,13 +127,14 @@ public final class VPNBusService: @unchecked Sendable {
 
     // MARK: a profile
 
-    /// The profile's properties, read now (status is derived, never kept).
+    /// The profile's properties, read now (status is derived, never kept):
+    /// the store is read once, to decide, and the profile read then is the one shown.
     func propertyValues(_ reference: String, _ caller: Caller) throws -> [(String, BusValue)] {
-        let (call, service) = try granted(.status(profile: reference), caller)
-        let id = call.profile ?? reference
-        guard let row = try service.list().profiles.first(where: { $0.id.lowercasedString == id }),
-              let status = try service.status(id).profiles.first else { throw Self.failed("profile \(id) went meanwhile") }
-        return ProfileObjects.properties(row, status)
+        let grant = try AgentAuthorization.authorize(.status(profile: reference), caller: caller, settings: settings)
+        guard let p = grant.profile, let status = try service(grant.access).statuses(of: [p]).first else {
+            throw Self.failed("profile \(reference) went meanwhile")
+        }
+        return ProfileObjects.properties(ProfileList.Row(p), status)
     }
 
     func properties(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {

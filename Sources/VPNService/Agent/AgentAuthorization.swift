@@ -39,6 +39,8 @@ public enum AgentAuthorization {
         public let call: ServiceCall
         public let decision: AccessDecision?
         public let access: ServiceAccess
+        /// The profile the call names, as read for the decision.
+        public let profile: Profile?
     }
 
     /// Authorizes `call` for the caller, or throws the error to send (a
@@ -50,10 +52,12 @@ public enum AgentAuthorization {
         var resolved = call
         var decision: AccessDecision?
         var profileID: UUID?
+        var named: Profile?
         if let reference = call.profile {
             let profile = try visibleProfile(reference, caller: caller, settings: settings)
             resolved = call.naming(profile.id.lowercasedString)
             profileID = profile.id
+            named = profile
             // list and can decide nothing on the caller's behalf: can answers
             // "denied" itself, for a profile the caller may see.
             if let action = call.action {
@@ -62,7 +66,8 @@ public enum AgentAuthorization {
                 decision = d
             }
         }
-        return Grant(call: resolved, decision: decision, access: access(for: call, caller: caller, settings: settings, profileID: profileID))
+        return Grant(call: resolved, decision: decision, access: access(for: call, caller: caller, settings: settings, profileID: profileID),
+                     profile: named)
     }
 
     /// What the service may show and do for the caller during the call.

@@ -49,9 +49,7 @@ public final class LocalService: TunnelService {
     func profile(_ reference: String) throws -> Profile { try manager().profile(named: reference) }
 
     public func list() throws -> ProfileList {
-        let rows = try manager().profiles.map {
-            ProfileList.Row(id: $0.id, name: $0.name, enabled: $0.enabled, protocol: $0.protocol.kind.rawValue, revision: $0.revision)
-        }
+        let rows = try manager().profiles.map(ProfileList.Row.init)
         return ProfileList(profiles: rows, restricted: access.visible != nil, storePath: access.visible == nil ? store.path : nil)
     }
 
@@ -70,13 +68,17 @@ public final class LocalService: TunnelService {
     public func status(_ reference: String?) throws -> StatusReport {
         let m = try manager()
         let profiles = try reference.map { [try m.profile(named: $0)] } ?? m.profiles
+        return StatusReport(profiles: try statuses(of: profiles), restricted: access.visible != nil)
+    }
+
+    /// The status of profiles already read (a caller that read the store to decide reads it once).
+    public func statuses(of profiles: [Profile]) throws -> [ProfileStatus] {
         let statuses = try StatusUseCase(controller: controller).statuses(of: profiles)
         let paused = (try? pauses.paused()) ?? []
         let report = try? OnDemandReport.read(runDirectory: runDirectory)
-        let rows = zip(profiles, statuses).map { p, d in
+        return zip(profiles, statuses).map { p, d in
             ProfileStatus(status: d, onDemandEnabled: p.onDemand.enabled, onDemandPaused: paused.contains(d.id), onDemandNote: report?.entry(d.id)?.note)
         }
-        return StatusReport(profiles: rows, restricted: access.visible != nil)
     }
 
     public func watch(_ reference: String?, _ events: ServiceEvents) throws {

@@ -12,6 +12,14 @@ public struct ProfileList: Codable, Equatable, Sendable {
         public let enabled: Bool
         public let `protocol`: String
         public let revision: Int
+
+        public init(_ p: Profile) {
+            id = p.id
+            name = p.name
+            enabled = p.enabled
+            `protocol` = p.protocol.kind.rawValue
+            revision = p.revision
+        }
     }
 
     public var profiles: [Row]
