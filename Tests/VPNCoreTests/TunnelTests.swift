@@ -166,7 +166,8 @@ final class FakeTunnelSystem: TunnelSystem {
         system.calls = []
         t.stop()
         #expect(system.calls == ["deleteRoute 198.19.0.0/24", "deleteAddress fd19::2/64", "deleteAddress 198.19.0.2/32",
-                                 "stopProvider 4242", "removeUAPI utun0", "deleteLink utun0"])
+                                 "stopProvider 4242", "removeUAPI utun0", "close 10", "deleteLink utun0"],
+                "the supervisor's tun fd is closed only after wireguard-go has stopped")
     }
 
     /// Issue 36 item 1: the UAPI path is shared by every namespace. A socket

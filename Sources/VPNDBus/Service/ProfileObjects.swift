@@ -56,7 +56,7 @@ public enum ProfileObjects {
     /// (org.vpnctl.VPN1.Error.ConfigurationUnknown), the hint after the message.
     public static func busError(_ e: VPNError) -> BusError {
         let name = e.code.name
-        let message = ([e.message] + e.problems.map { "- " + $0 } + (e.hint.map { ["hint: " + $0] } ?? [])).joined(separator: "\n")
+        let message = ([e.message] + e.problems.map { "- " + $0 } + (e.hint.map { [L("hint: \($0)")] } ?? [])).joined(separator: "\n")
         return BusError(name: errorPrefix + name.prefix(1).uppercased() + name.dropFirst(), message: message)
     }
 }

@@ -78,14 +78,17 @@ final class WireGuardGoSession: ProviderTunnel {
     func childExited(_ pid: pid_t, _ status: ExitStatus) {
         guard let tunnel, pid == tunnel.providerPid else { return }
         context.log("[!] wireguard-go \(status)")
+        // Its tun deleted under it, wireguard-go exits by itself: the deletion
+        // is the cause. (The supervisor holds the tun too, so the interface
+        // goes only when deleted from outside.)
+        let interfaceGone = goneTick != nil || (try? context.system.ifindex(tunnel.interface)) != tunnel.ifindex
+        if interfaceGone, case .exited = status {
+            return end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted (wireguard-go then \(status))"),
+                       reason: .providerFailed)
+        }
         // Its socket removed, wireguard-go ends its tunnel and exits: the removal is the cause.
         if let lost = tunnel.uapiSocketLoss, case .exited = status {
             return end(error: ConnectionError(.pluginFailed, "wireguard-go stopped: \(lost); it then \(status)"), reason: .providerFailed)
-        }
-        // Its tun deleted under it, wireguard-go exits by itself: the deletion is the cause.
-        if goneTick != nil, case .exited = status {
-            return end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted (wireguard-go then \(status))"),
-                       reason: .providerFailed)
         }
         end(error: ConnectionError(.pluginFailed, "wireguard-go (pid \(pid)) \(status)"), reason: .providerFailed)
     }
@@ -99,9 +102,6 @@ final class WireGuardGoSession: ProviderTunnel {
             guard goneTick == nil else { return }
             goneTick = context.loop.after(Self.exitGraceMs) { [weak self] in
                 guard let self else { return }
-                if let lost = tunnel.uapiSocketLoss {
-                    return self.end(error: ConnectionError(.pluginFailed, "wireguard-go stopped: \(lost)"), reason: .providerFailed)
-                }
                 self.end(error: ConnectionError(.pluginFailed, "interface \(tunnel.interface) was deleted (wireguard-go still runs)"),
                          reason: .providerFailed)
             }

@@ -95,7 +95,12 @@ public final class WireGuardTunnel {
         let excluded = config.excludedRoutes.compactMap(CIDR.init).map { ($0.network, system.route(to: $0.network.address)) }
 
         let (name, tunFD) = try createInterface()
-        defer { system.closeFD(tunFD) }
+        // The supervisor keeps its tun fd until the end: the interface then
+        // outlives a wireguard-go that exits by itself, so that only a
+        // deletion from outside makes it go while the tunnel runs, and the
+        // two causes (the interface deleted, the control socket removed)
+        // are told apart without a race.
+        undo.push("close the tun of \(name)") { [system] in system.closeFD(tunFD) }
         try startWireGuardGo(wireguardGo, name: name, tunFD: tunFD, logFD: logFD)
 
         ifindex = try system.ifindex(name)
