@@ -11,6 +11,7 @@ V=$(realpath "${1:?usage: dbus.sh path/to/vpnctl [calls]}")
 N=${2:-2000}
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../Tests/lib/testlib.sh"
+source "$HERE/../Tests/lab/dbus.sh"
 [ "$(id -u)" = 0 ] || { echo "the D-Bus benchmark needs root (vpnctl-dbus runs as root)"; exit 1; }
 [ -x "$(dirname "$V")/vpnctl-dbus" ] || { echo "no vpnctl-dbus beside $V (make build makes both)"; exit 1; }
 /usr/bin/python3 -c 'import dbus' 2>/dev/null || { echo "python3-dbus is needed: apt-get install --no-install-recommends python3-dbus"; exit 1; }
@@ -29,17 +30,7 @@ ip netns add "$NS" || exit 1
 wg_quick_conf 198.19.0.2/32 198.19.0.0/24 198.18.0.1:51820 \
   yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk= xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg= > "$D/p.conf"
 "$V" import "$D/p.conf" --name office >/dev/null || exit 1
-cat > "$D/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$D/bus.sock</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default"><allow user="*"/><allow send_destination="*"/><allow receive_sender="*"/></policy>
-  <include>$HERE/../dbus/org.vpnctl.VPN1.conf</include>
-</busconfig>
-CONF
+dbus_bus_conf "$D/bus.sock" > "$D/bus.conf"
 A=unix:path=$D/bus.sock
 dbus-daemon --config-file="$D/bus.conf" --nofork --nopidfile > "$D/bus.log" 2>&1 &
 BUS=$!

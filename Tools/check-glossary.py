@@ -20,6 +20,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pofile import unquote  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What is code, not prose, in an English message: a 'quoted' word or
@@ -44,19 +47,6 @@ ZH_COMMA = re.compile(r"[%s%s] *,|, *[%s]" % (CJK, FULLWIDTH, CJK))
 # vpnctl edit 'my vpn').
 ZH_QUOTE = re.compile(r"(?:[%s] *)(['\"])[^'\"\n]*\1|(?<![\w.,:;=/-])(?<![\w.,:;=/-] )(['\"])[^'\"\n]*\2(?= *[%s])"
                       % (CJK + FULLWIDTH, CJK + FULLWIDTH))
-
-
-def unquote(s):
-    s = s.strip()
-    out, i, s = [], 0, s[1:-1]
-    while i < len(s):
-        if s[i] == "\\":
-            out.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\"}.get(s[i + 1], s[i + 1]))
-            i += 2
-        else:
-            out.append(s[i])
-            i += 1
-    return "".join(out)
 
 
 def entries(path):

@@ -10,22 +10,11 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pofile import unquote  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEHOLDER = re.compile(r"%(?:%|\d+\$s)")
-
-
-def unquote(s):
-    s = s.strip()
-    assert s.startswith('"') and s.endswith('"'), s
-    out, i, s = [], 0, s[1:-1]
-    while i < len(s):
-        if s[i] == "\\":
-            out.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\"}.get(s[i + 1], s[i + 1]))
-            i += 2
-        else:
-            out.append(s[i])
-            i += 1
-    return "".join(out)
 
 
 def entries(path):

@@ -23,17 +23,17 @@ dbus_send() {
   "${who[@]}" dbus-send --bus="$(dbl_address)" --print-reply --dest=org.vpnctl.VPN1 "$@" 2>&1
 }
 
-dbus_lab_up() {
-  DBL_DIR=$LAB_DIR/dbus
-  mkdir -p -m 755 "$DBL_DIR"
-  # The users run the client from the lab's dir (the checkout may be 0700).
-  install -m 0755 "$HERE/dbus-call.py" "$DBL_DIR/dbus-call.py" || return 1
-  cat > "$DBL_DIR/bus.conf" <<CONF
+# dbus_bus_conf SOCKET: a system bus's configuration as Debian's default
+# policy has it (calls only where a policy file allows them, replies and
+# signals), listening on SOCKET, with vpnctl's installed policy file.
+dbus_bus_conf() {
+  local policy; policy=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../dbus" && pwd)/org.vpnctl.VPN1.conf
+  cat <<CONF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:path=$DBL_DIR/bus.sock</listen>
+  <listen>unix:path=$1</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow user="*"/>
@@ -50,9 +50,17 @@ dbus_lab_up() {
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Monitoring"/>
   </policy>
-  <include>$HERE/../../dbus/org.vpnctl.VPN1.conf</include>
+  <include>$policy</include>
 </busconfig>
 CONF
+}
+
+dbus_lab_up() {
+  DBL_DIR=$LAB_DIR/dbus
+  mkdir -p -m 755 "$DBL_DIR"
+  # The users run the client from the lab's dir (the checkout may be 0700).
+  install -m 0755 "$HERE/dbus-call.py" "$DBL_DIR/dbus-call.py" || return 1
+  dbus_bus_conf "$DBL_DIR/bus.sock" > "$DBL_DIR/bus.conf"
   dbus-daemon --config-file="$DBL_DIR/bus.conf" --nofork --nopidfile > "$DBL_DIR/bus.log" 2>&1 &
   DBL_BUS=$!
   LAB_PIDS+=("$DBL_BUS")
