@@ -58,8 +58,6 @@ public struct JSONWriter {
     public mutating func bool(_ b: Bool) { separate(); bytes.append(contentsOf: (b ? "true" : "false").utf8) }
     public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8) }
     public mutating func strings(_ all: [String]) { array { w in for s in all { w.string(s) } } }
-    /// A value built as a tree (written compact, keys sorted).
-    public mutating func value(_ v: JSONValue) { separate(); v.write(to: &bytes) }
 
     public mutating func object(_ key: StaticString, _ body: (inout JSONWriter) -> Void) { self.key(key); object(body) }
 

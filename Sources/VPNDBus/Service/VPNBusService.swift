@@ -115,11 +115,10 @@ public final class VPNBusService: @unchecked Sendable {
         case "GetProfileByName":
             try expect(m, "s")
             guard case .string(let name) = m.arguments().first else { throw Self.failed("no name") }
-            let (call, service) = try granted(.isConnected(profile: name), caller)
-            let answer = try service.isConnected(call.profile ?? name)
-            let row = try service.list().profiles.first { $0.name == answer.name }
-            guard let row else { throw Self.failed("profile '\(name)' went meanwhile") }
-            return .values([.objectPath(ProfileObjects.path(of: row.id))])
+            // Decided as a status read; the profile read to decide names the object.
+            let grant = try AgentAuthorization.authorize(.isConnected(profile: name), caller: caller, settings: settings)
+            guard let p = grant.profile else { throw Self.failed("profile '\(name)' went meanwhile") }
+            return .values([.objectPath(ProfileObjects.path(of: p.id))])
         default:
             throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.managerInterface).\(member)")
         }
@@ -256,11 +255,12 @@ public final class VPNBusService: @unchecked Sendable {
         }
     }
 
+    /// The service's own caller, for the signals it sends of itself.
+    static let root = Caller.fromSystem(uid: 0, gid: 0)
+
     func signal(_ t: StatusTransition) -> Bool {
-        let service = self.service()
-        guard let row = try? service.list().profiles.first(where: { $0.id == t.id }),
-              let status = try? service.status(t.id.lowercasedString).profiles.first else { return true }
-        let changed = ProfileObjects.properties(row, status).filter { ProfileObjects.transitionProperties.contains($0.0) }
+        guard let all = try? propertyValues(t.id.lowercasedString, Self.root) else { return true }
+        let changed = all.filter { ProfileObjects.transitionProperties.contains($0.0) }
         if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                                      [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
             bus.send(m)
