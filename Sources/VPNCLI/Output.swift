@@ -54,6 +54,15 @@ public struct Output {
         context.stdout.write((context.stdoutIsTerminal ? Output.indented(compact) : compact) + "\n")
     }
 
+    /// JSON a command wrote with a `JSONWriter`: in a pipe its bytes go out
+    /// as they are, with no copy into a String.
+    public func json(_ writer: inout JSONWriter) {
+        guard !context.stdoutIsTerminal else { return json(writer.text) }
+        var bytes = writer.take()
+        bytes.append(0x0A)
+        context.stdout.write(utf8: bytes)
+    }
+
     /// Compact JSON with two-space indentation and a space after each
     /// colon; strings are copied as they are.
     static func indented(_ compact: String) -> String {

@@ -15,6 +15,9 @@ public enum Terminal {
 /// Where text output goes. The CLI writes through this so tests can capture it.
 public protocol TextSink: AnyObject {
     func write(_ text: String)
+    /// UTF-8 text as bytes: a large output (status of a thousand profiles)
+    /// goes out without being copied into a String first.
+    func write(utf8 bytes: [UInt8])
     /// The first write that failed; nothing is written after it.
     var failure: Errno? { get }
     /// Whether output can still arrive (false once a write failed or the
@@ -26,6 +29,7 @@ public protocol TextSink: AnyObject {
 }
 
 extension TextSink {
+    public func write(utf8 bytes: [UInt8]) { write(String(decoding: bytes, as: UTF8.self)) }
     public var failure: Errno? { nil }
     public func checkOpen() -> Bool { failure == nil }
     public var descriptor: Int32? { nil }
@@ -41,11 +45,19 @@ public final class FileDescriptorSink: TextSink {
     public init(fd: Int32) { self.fd = fd }
 
     public func write(_ text: String) {
-        guard failure == nil else { return }
-        var bytes = Array(text.utf8)
+        // A native String's bytes are written where they are.
+        if text.utf8.withContiguousStorageIfAvailable({ write($0) }) == nil { write(utf8: Array(text.utf8)) }
+    }
+
+    public func write(utf8 bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { write($0) }
+    }
+
+    func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard failure == nil, let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { buf in Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset) }
+            let n = Glibc.write(fd, base + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN {
@@ -58,7 +70,6 @@ public final class FileDescriptorSink: TextSink {
             }
             offset += n
         }
-        bytes.removeAll()
     }
 
     /// A zero-length write finds a closed (or read-only) descriptor; poll

@@ -32,17 +32,17 @@ enum StatusCommand {
         if inv.args.flag("watch") { return try watch(inv, reference) }
         if inv.args.value("count") != nil { throw VPNError.usage(L("'--count' needs '--watch'"), hint: L("See 'vpnctl help status'.")) }
         let report = try inv.service.status(reference)
-        let statuses = report.profiles.map(\.status)
         if inv.options.json {
-            var w = JSONWriter(capacity: 128 + 700 * statuses.count)
+            var w = JSONWriter(capacity: 128 + 700 * report.profiles.count)
             w.object { w in
                 w.key("profiles")
-                w.array { w in for s in statuses { StatusJSON(status: s).write(to: &w) } }
+                w.array { w in for p in report.profiles { StatusJSON(status: p.status).write(to: &w) } }
                 w.member("schemaVersion", 1)
             }
-            inv.output.json(w.text)
+            inv.output.json(&w)
             return .ok
         }
+        let statuses = report.profiles.map(\.status)
         if statuses.isEmpty {
             inv.output.note(report.restricted ? L("no profiles for you: none names you or a group of yours in its policy")
                                               : L("no profiles; add one with: vpnctl import FILE"))

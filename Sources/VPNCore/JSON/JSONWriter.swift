@@ -14,6 +14,14 @@ public struct JSONWriter {
 
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// The bytes written, taken out (the writer is left empty), so that
+    /// the caller holds the only reference and can append without a copy.
+    public mutating func take() -> [UInt8] {
+        var out: [UInt8] = []
+        swap(&out, &bytes)
+        return out
+    }
+
     mutating func separate() {
         if started { bytes.append(UInt8(ascii: ",")) }
         started = true

@@ -14,7 +14,8 @@ public struct DerivedStatus: Codable, Equatable, Sendable {
     public var lastDisconnectError: ConnectionError?
     public var stopReason: StopReason?
     public var supervisorAlive: Bool
-    public var record: RuntimeRecord?
+    /// Behind a reference: the record is most of a status's size.
+    @Boxed public var record: RuntimeRecord?
 
     public var isActive: Bool { [.connecting, .connected, .reasserting, .disconnecting].contains(status) }
 
