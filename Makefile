@@ -8,7 +8,7 @@ SWIFT   ?= swift
 # Debian packages the build and the tests need. `make deps` installs only
 # what is missing, so it is fast when everything is present.
 BUILD_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libdbus-1-dev gettext
-TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl nftables tcpdump dbus-daemon dbus-bin systemd python3-dbus
+TEST_PACKAGES  := passwd util-linux iproute2 iputils-ping python3 wireguard-go wireguard-tools openvpn openssl nftables tcpdump dbus-daemon dbus-bin systemd python3-dbus python3-gi
 # The host lab: a Debian root file system booted with systemd-nspawn.
 HOST_PACKAGES  := mmdebstrap systemd-container dpkg-dev binutils
 # IKEv2: charon, kernel-libipsec (extra), EAP-MSCHAPv2 (extauth), openssl and gcrypt, swanctl and pki for the lab.

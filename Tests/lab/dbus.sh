@@ -16,6 +16,16 @@ dbus_call() {
   "${who[@]}" /usr/bin/python3 "$DBL_DIR/dbus-call.py" "$(dbl_address)" "${@:2}" 2>&1
 }
 # dbus_send USER ARGS...: dbus-send --print-reply (it prints an error's name).
+# dbus_listen USER FILE: a listener of PropertiesChanged (dbus-listen.py)
+# for 60 s at most, its lines in FILE; its pid in LISTENER.
+dbus_listen() {
+  local who=()
+  [ "$1" != root ] && who=(runuser -u "$1" --)
+  "${who[@]}" /usr/bin/python3 "$DBL_DIR/dbus-listen.py" "$(dbl_address)" 60 > "$2" 2>&1 &
+  LISTENER=$!
+  LAB_PIDS+=("$LISTENER")
+  wait_for "a listener as $1" 5 grep -q '^listening' "$2" || { cat "$2"; return 1; }
+}
 dbus_send() {
   local who=()
   [ "$1" != root ] && who=(runuser -u "$1" --)
@@ -60,6 +70,7 @@ dbus_lab_up() {
   mkdir -p -m 755 "$DBL_DIR"
   # The users run the client from the lab's dir (the checkout may be 0700).
   install -m 0755 "$HERE/dbus-call.py" "$DBL_DIR/dbus-call.py" || return 1
+  install -m 0755 "$HERE/dbus-listen.py" "$DBL_DIR/dbus-listen.py" || return 1
   dbus_bus_conf "$DBL_DIR/bus.sock" > "$DBL_DIR/bus.conf"
   dbus-daemon --config-file="$DBL_DIR/bus.conf" --nofork --nopidfile > "$DBL_DIR/bus.log" 2>&1 &
   DBL_BUS=$!
@@ -115,7 +126,12 @@ test_dbus_api() {
   expect_ok "Status as $u1" as_bus "$u1" get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
   expect_eq "Status" '(us) 1 "disconnected"' "$OUT" || return 1
 
-  # Every transition, whoever causes it, is a PropertiesChanged.
+  # Every transition, whoever causes it, is a PropertiesChanged, sent to
+  # each caller that may see the profile ($u1), never to the whole bus ($u2).
+  dbus_listen "$u1" "$T/u1.txt" || return 1
+  defer stop_pid $LISTENER
+  dbus_listen "$u2" "$T/u2.txt" || return 1
+  defer stop_pid $LISTENER
   dbus-monitor --address "$(dbl_address)" "type='signal',sender='org.vpnctl.VPN1',member='PropertiesChanged'" > "$T/signals.txt" 2>&1 &
   local monitor=$!
   defer stop_pid $monitor
@@ -136,6 +152,9 @@ test_dbus_api() {
   kill -KILL "$(record office providerPid)"
   wait_for "PropertiesChanged naming the kill" 5 grep -q 'killed by signal 9' "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }
   wait_status office disconnected 5 || return 1
+  wait_for "$u1's listener to hear of the kill" 5 grep -q "$p disconnected .*killed by signal 9" "$T/u1.txt" || { cat "$T/u1.txt"; return 1; }
+  expect_contains "what $u1 heard" "$p connected" "$(cat "$T/u1.txt")" || return 1
+  expect_eq "what $u2 (outside the policy) heard" "listening" "$(cat "$T/u2.txt")" || return 1
 
   # Outside the policy: no profile, by the stable name.
   expect_ok "ListProfiles as $u2" as_bus "$u2" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1

@@ -104,10 +104,44 @@ public final class BusConnection: @unchecked Sendable {
         }
     }
 
+    /// Calls `lost` with each unique name that leaves the bus (the bus's
+    /// NameOwnerChanged with no new owner), so that what is kept per caller
+    /// goes with it. dbus_bus_add_match() and dbus_connection_add_filter().
+    public func onNameLost(_ lost: @escaping (String) -> Void) throws {
+        let handler = Handler { m in
+            guard m.interface == "org.freedesktop.DBus", m.member == "NameOwnerChanged", m.sender == "org.freedesktop.DBus",
+                  case let args = m.arguments(), args.count == 3,
+                  case .string(let name) = args[0], case .string(let newOwner) = args[2],
+                  name.hasPrefix(":"), newOwner.isEmpty else { return nil }
+            lost(name)
+            return nil
+        }
+        handlers.append(handler)
+        let filter: DBusHandleMessageFunction = { _, message, data in
+            guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            if dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_SIGNAL {
+                _ = Unmanaged<Handler>.fromOpaque(data).takeUnretainedValue().handle(BusMessage(retaining: message))
+            }
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        guard dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(handler).toOpaque(), nil) != 0 else {
+            throw BusError(name: "org.freedesktop.DBus.Error.NoMemory", message: "no memory for a message filter")
+        }
+        var e = DBusError()
+        dbus_error_init(&e)
+        dbus_bus_add_match(connection, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'", &e)
+        if dbus_error_is_set(&e) != 0 { throw BusError(&e, doing: "follow callers leaving the bus") }
+    }
+
     /// Sends a signal (or any message made here), on the loop's thread.
     public func send(_ message: BusMessage) {
-        _ = dbus_connection_send(connection, message.message, nil)
-        dbus_connection_flush(connection)
+        send([message])
+    }
+
+    /// Sends several messages, then flushes once.
+    public func send(_ messages: [BusMessage]) {
+        for m in messages { _ = dbus_connection_send(connection, m.message, nil) }
+        if !messages.isEmpty { dbus_connection_flush(connection) }
     }
 
     /// Serves the connection from `loop` (its socket, from

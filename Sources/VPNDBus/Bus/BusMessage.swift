@@ -212,10 +212,12 @@ public final class BusMessage: @unchecked Sendable {
         return out
     }
 
-    /// A signal from `path` (dbus_message_new_signal).
-    public static func signal(path: String, interface: String, member: String, _ values: [BusValue]) -> BusMessage? {
+    /// A signal from `path` (dbus_message_new_signal); with `destination`,
+    /// delivered to that connection only (a monitor aside), not broadcast.
+    public static func signal(path: String, interface: String, member: String, destination: String? = nil, _ values: [BusValue]) -> BusMessage? {
         guard let m = dbus_message_new_signal(path, interface, member) else { return nil }
         let message = BusMessage(owning: m)
+        if let destination, dbus_message_set_destination(m, destination) == 0 { return nil }
         guard message.append(values) else { return nil }
         return message
     }

@@ -18,7 +18,11 @@ public final class VPNBusService: @unchecked Sendable {
     let searchPath: String?
     /// The vpnctl that supervises the tunnels this service starts.
     let supervisor: String
-    /// Unique bus names are never reused, so a sender's uid is asked once.
+    /// The callers on the bus now, by unique name, with their uids (a
+    /// unique name is never reused, so its uid is asked once). A name goes
+    /// when it leaves the bus. These are also the receivers of
+    /// PropertiesChanged: a signal goes to each caller that may see its
+    /// profile, never to the whole bus.
     let uids = Mutex<[String: uid_t]>([:])
 
     public init(bus: BusConnection, settings: AgentSettings, searchPath: String?, supervisor: String) {
@@ -37,6 +41,7 @@ public final class VPNBusService: @unchecked Sendable {
     /// Serves the objects, then owns the name (so that nobody calls before they are served).
     public func publish() throws {
         try bus.serve(ProfileObjects.managerPath) { [unowned self] m in self.handle(m) }
+        try bus.onNameLost { [unowned self] name in _ = uids.withLock { $0.removeValue(forKey: name) } }
         try bus.requestName(ProfileObjects.busName)
     }
 
@@ -87,7 +92,11 @@ public final class VPNBusService: @unchecked Sendable {
             uid = try bus.unixUser(of: sender)
             uids.withLock { $0[sender] = uid }
         }
-        return Caller.fromSystem(uid: uid, gid: UserDatabase.primaryGroup(uid) ?? gid_t(uid))
+        return Self.caller(uid: uid)
+    }
+
+    static func caller(uid: uid_t) -> Caller {
+        Caller.fromSystem(uid: uid, gid: UserDatabase.primaryGroup(uid) ?? gid_t(uid))
     }
 
     /// Authorizes `call` as the agent does, and the service it runs on.
@@ -258,13 +267,26 @@ public final class VPNBusService: @unchecked Sendable {
     /// The service's own caller, for the signals it sends of itself.
     static let root = Caller.fromSystem(uid: 0, gid: 0)
 
+    /// A transition's PropertiesChanged, to each caller on the bus whose
+    /// policy lets it see the profile (decided once per uid), addressed to
+    /// it: a broadcast would tell every process on the bus about tunnels
+    /// its user may not even list.
     func signal(_ t: StatusTransition) -> Bool {
-        guard let all = try? propertyValues(t.id.lowercasedString, Self.root) else { return true }
+        let id = t.id.lowercasedString
+        guard let all = try? propertyValues(id, Self.root) else { return true }
         let changed = all.filter { ProfileObjects.transitionProperties.contains($0.0) }
-        if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                                     [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
-            bus.send(m)
+        let receivers = Dictionary(grouping: uids.withLock { $0 }, by: \.value)
+        var messages: [BusMessage] = []
+        for (uid, callers) in receivers {
+            guard (try? AgentAuthorization.authorize(.status(profile: id), caller: Self.caller(uid: uid), settings: settings)) != nil else { continue }
+            for (name, _) in callers {
+                if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                             destination: name, [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
+                    messages.append(m)
+                }
+            }
         }
+        bus.send(messages)
         return true
     }
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/python3
+# A listener of org.vpnctl.VPN1's PropertiesChanged, written against the
+# bus alone (python3-dbus with GLib's main loop, Debian's):
+# dbus-listen.py ADDRESS SECONDS
+# calls ListProfiles once (a caller is what the service sends signals to),
+# prints "listening", then one line per PropertiesChanged it receives,
+# "PATH STATUS-NAME [LastDisconnectError's message]", for SECONDS at most.
+import sys
+import dbus, dbus.mainloop.glib
+from gi.repository import GLib
+
+address, seconds = sys.argv[1], int(sys.argv[2])
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.bus.BusConnection(address)
+
+def changed(interface, props, invalidated, path=None):
+    status = props.get("Status")
+    error = props.get("LastDisconnectError")
+    name = str(status[1]) if status is not None else "-"
+    message = str(error[2]) if error is not None and len(error) > 2 else ""
+    print(path, name, message, flush=True)
+
+bus.add_signal_receiver(changed, signal_name="PropertiesChanged", dbus_interface="org.freedesktop.DBus.Properties",
+                        bus_name="org.vpnctl.VPN1", path_keyword="path")
+bus.call_blocking("org.vpnctl.VPN1", "/org/vpnctl/VPN1", "org.vpnctl.VPN1.Manager", "ListProfiles", "", [])
+print("listening", flush=True)
+loop = GLib.MainLoop()
+GLib.timeout_add_seconds(seconds, loop.quit)
+loop.run()
