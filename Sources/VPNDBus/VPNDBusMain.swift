@@ -57,6 +57,7 @@ public enum VPNDBusMain {
             let loop = EventLoop()
             try bus.attach(to: loop)
             try service.signalTransitions(on: loop)
+            service.signalStoreChanges(on: loop)
             try service.publish()
             fputs("vpnctl-dbus: \(ProfileObjects.busName) on \(address) as \(bus.uniqueName)\n", stderr)
             loop.run()

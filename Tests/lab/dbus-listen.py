@@ -4,7 +4,9 @@
 # dbus-listen.py ADDRESS SECONDS
 # calls ListProfiles once (a caller is what the service sends signals to),
 # prints "listening", then one line per PropertiesChanged it receives,
-# "PATH STATUS-NAME [LastDisconnectError's message]", for SECONDS at most.
+# "PATH STATUS-NAME [LastDisconnectError's message]", and one per
+# ProfileAdded or ProfileRemoved, "added PATH" or "removed PATH", for
+# SECONDS at most.
 import sys
 import dbus, dbus.mainloop.glib
 from gi.repository import GLib
@@ -22,6 +24,14 @@ def changed(interface, props, invalidated, path=None):
 
 bus.add_signal_receiver(changed, signal_name="PropertiesChanged", dbus_interface="org.freedesktop.DBus.Properties",
                         bus_name="org.vpnctl.VPN1", path_keyword="path")
+def added(path):
+    print("added", path, flush=True)
+
+def removed(path):
+    print("removed", path, flush=True)
+
+bus.add_signal_receiver(added, signal_name="ProfileAdded", dbus_interface="org.vpnctl.VPN1.Manager", bus_name="org.vpnctl.VPN1")
+bus.add_signal_receiver(removed, signal_name="ProfileRemoved", dbus_interface="org.vpnctl.VPN1.Manager", bus_name="org.vpnctl.VPN1")
 bus.call_blocking("org.vpnctl.VPN1", "/org/vpnctl/VPN1", "org.vpnctl.VPN1.Manager", "ListProfiles", "", [])
 print("listening", flush=True)
 loop = GLib.MainLoop()

@@ -156,6 +156,21 @@ test_dbus_api() {
   expect_contains "what $u1 heard" "$p connected" "$(cat "$T/u1.txt")" || return 1
   expect_eq "what $u2 (outside the policy) heard" "listening" "$(cat "$T/u2.txt")" || return 1
 
+  # A policy change is, for each caller, the profiles it now sees and no
+  # longer sees: ProfileAdded for $u2, ProfileRemoved for $u1; the
+  # ObjectManager answers the same.
+  agent_set_policy office "{\"users\":[\"$u2\"]}" || return 1
+  wait_for "$u2 to hear office added" 5 grep -q "^added $p" "$T/u2.txt" || { cat "$T/u2.txt"; return 1; }
+  wait_for "$u1 to hear office removed" 5 grep -q "^removed $p" "$T/u1.txt" || { cat "$T/u1.txt"; return 1; }
+  expect_ok "GetManagedObjects as $u2" as_bus "$u2" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.freedesktop.DBus.ObjectManager GetManagedObjects || return 1
+  expect_contains "GetManagedObjects as $u2" "\"$p\" 1 \"org.vpnctl.VPN1.Profile\"" "$OUT" || return 1
+  expect_contains "office's name in GetManagedObjects" '"Name" s "office"' "$OUT" || return 1
+  expect_ok "GetManagedObjects as $u1" as_bus "$u1" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.freedesktop.DBus.ObjectManager GetManagedObjects || return 1
+  expect_eq "GetManagedObjects as $u1 (outside the policy now)" "a{oa{sa{sv}}} 0" "$OUT" || return 1
+  agent_set_policy office "{\"users\":[\"$u1\"]}" || return 1
+  wait_for "$u1 to hear office added again" 5 grep -q "^added $p" "$T/u1.txt" || { cat "$T/u1.txt"; return 1; }
+  wait_for "$u2 to hear office removed" 5 grep -q "^removed $p" "$T/u2.txt" || { cat "$T/u2.txt"; return 1; }
+
   # Outside the policy: no profile, by the stable name.
   expect_ok "ListProfiles as $u2" as_bus "$u2" call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1
   expect_eq "ListProfiles as $u2" "ao 0" "$OUT" || return 1

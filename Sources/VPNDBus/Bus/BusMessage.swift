@@ -35,6 +35,9 @@ public indirect enum BusValue: Equatable, Sendable {
     case array(of: String, [BusValue])
     /// a{sv}: string keys, variant values.
     case dictionary([(String, BusValue)])
+    /// A dictionary of any key and value types (`a{KV}`), e.g. the
+    /// ObjectManager's a{oa{sa{sv}}}; every key and value of those types.
+    case entries(key: String, value: String, [(BusValue, BusValue)])
     case variant(BusValue)
 
     public var signature: String {
@@ -49,6 +52,7 @@ public indirect enum BusValue: Equatable, Sendable {
         case .structure(let members): return "(" + members.map(\.signature).joined() + ")"
         case .array(let of, _): return "a" + of
         case .dictionary: return "a{sv}"
+        case .entries(let k, let v, _): return "a{" + k + v + "}"
         case .variant: return "v"
         }
     }
@@ -65,6 +69,8 @@ public indirect enum BusValue: Equatable, Sendable {
         case (.array(let s, let x), .array(let t, let y)): return s == t && x == y
         case (.dictionary(let x), .dictionary(let y)): return x.map(\.0) == y.map(\.0) && x.map(\.1) == y.map(\.1)
         case (.variant(let x), .variant(let y)): return x == y
+        case (.entries(let k, let v, let x), .entries(let l, let w, let y)):
+            return k == l && v == w && x.map(\.0) == y.map(\.0) && x.map(\.1) == y.map(\.1)
         default: return false
         }
     }
@@ -100,6 +106,12 @@ public indirect enum BusValue: Equatable, Sendable {
                     BusValue.container(&sub, BusType.dictentry, nil) { entry in
                         BusValue.string(key).append(to: &entry) && BusValue.variant(value).append(to: &entry)
                     }
+                }
+            }
+        case .entries(let k, let v, let entries):
+            return BusValue.container(&iter, BusType.array, "{" + k + v + "}") { sub in
+                entries.allSatisfy { key, value in
+                    BusValue.container(&sub, BusType.dictentry, nil) { entry in key.append(to: &entry) && value.append(to: &entry) }
                 }
             }
         case .variant(let inner):

@@ -49,6 +49,31 @@ enum Introspection {
           <arg name="name" type="s" direction="in"/>
           <arg name="profile" type="o" direction="out"/>
         </method>
+        <signal name="ProfileAdded">
+          <arg name="profile" type="o"/>
+        </signal>
+        <signal name="ProfileRemoved">
+          <arg name="profile" type="o"/>
+        </signal>
+      </interface>
+
+    """
+
+    /// The manager's org.freedesktop.DBus.ObjectManager (the profiles as
+    /// its children): a standard interface, so not in org.vpnctl.VPN1.xml.
+    static let objectManager = """
+      <interface name="org.freedesktop.DBus.ObjectManager">
+        <method name="GetManagedObjects">
+          <arg name="objects" type="a{oa{sa{sv}}}" direction="out"/>
+        </method>
+        <signal name="InterfacesAdded">
+          <arg name="object" type="o"/>
+          <arg name="interfaces" type="a{sa{sv}}"/>
+        </signal>
+        <signal name="InterfacesRemoved">
+          <arg name="object" type="o"/>
+          <arg name="interfaces" type="as"/>
+        </signal>
       </interface>
 
     """

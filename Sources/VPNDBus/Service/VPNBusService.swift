@@ -24,6 +24,9 @@ public final class VPNBusService: @unchecked Sendable {
     /// PropertiesChanged: a signal goes to each caller that may see its
     /// profile, never to the whole bus.
     let uids = Mutex<[String: uid_t]>([:])
+    /// The store's profiles as last read, to tell what a change added and removed.
+    let storeSnapshot = Mutex<[Profile]>([])
+    var storeWatch: FileWatch?
 
     public init(bus: BusConnection, settings: AgentSettings, searchPath: String?, supervisor: String) {
         self.bus = bus
@@ -61,6 +64,9 @@ public final class VPNBusService: @unchecked Sendable {
                 return .values([])
             case ("org.freedesktop.DBus.Properties", let member):
                 return try properties(member, m, caller)
+            case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where m.path == ProfileObjects.managerPath:
+                try expect(m, "")
+                return .values([try managedObjects(caller)])
             case (ProfileObjects.managerInterface, let member) where m.path == ProfileObjects.managerPath:
                 return try manager(member, m, caller)
             case (ProfileObjects.profileInterface, let member):
@@ -131,6 +137,22 @@ public final class VPNBusService: @unchecked Sendable {
         default:
             throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.managerInterface).\(member)")
         }
+    }
+
+    /// ObjectManager.GetManagedObjects: each profile the caller may see,
+    /// with its properties as GetAll gives them.
+    func managedObjects(_ caller: Caller) throws -> BusValue {
+        let (_, service) = try granted(.list, caller)
+        let profiles = try service.manager().profiles
+        let statuses = try service.statuses(of: profiles)
+        return .entries(key: "o", value: "a{sa{sv}}", zip(profiles, statuses).map { p, s in
+            (.objectPath(ProfileObjects.path(of: p.id)), Self.interfaces(ProfileObjects.properties(ProfileList.Row(p), s)))
+        })
+    }
+
+    /// A profile object's interfaces with their properties (a{sa{sv}}).
+    static func interfaces(_ properties: [(String, BusValue)]) -> BusValue {
+        .entries(key: "s", value: "a{sv}", [(.string(ProfileObjects.profileInterface), .dictionary(properties))])
     }
 
     // MARK: a profile
@@ -230,7 +252,7 @@ public final class VPNBusService: @unchecked Sendable {
         if path == ProfileObjects.managerPath || path == "/org/vpnctl/VPN1/profile" {
             let (_, service) = try granted(.list, caller)
             let ids = try service.list().profiles.map { $0.id }
-            return Introspection.node(path == ProfileObjects.managerPath ? Introspection.manager : "",
+            return Introspection.node(path == ProfileObjects.managerPath ? Introspection.manager + Introspection.objectManager : "",
                                       children: path == ProfileObjects.managerPath ? ["profile"] : ids.map { String(ProfileObjects.path(of: $0).split(separator: "/").last!) })
         }
         if path == "/" || path == "/org" || path == "/org/vpnctl" {
@@ -288,6 +310,100 @@ public final class VPNBusService: @unchecked Sendable {
         }
         bus.send(messages)
         return true
+    }
+}
+
+extension VPNBusService {
+    // MARK: store changes
+
+    /// Watches the preferences file on `loop`: an import, a removal, an
+    /// edit or a policy change becomes, for each caller on the bus, the
+    /// ProfileAdded/InterfacesAdded and ProfileRemoved/InterfacesRemoved
+    /// of the profiles it may now see or no longer see, and a
+    /// PropertiesChanged of what an edit changed. A store that cannot be
+    /// watched is said once; the rest of the service goes on.
+    public func signalStoreChanges(on loop: EventLoop) {
+        let path = PreferencesStore(directory: settings.configDirectory).path
+        storeSnapshot.withLock { $0 = (try? storeProfiles()) ?? [] }
+        do {
+            let watch = try FileWatch(path)
+            storeWatch = watch
+            loop.watch(watch.fd) { [unowned self] in
+                if watch.drain() { storeChanged() }
+            }
+        } catch {
+            fputs("vpnctl-dbus: no ProfileAdded or ProfileRemoved signals: \(error)\n", stderr)
+        }
+    }
+
+    func storeProfiles() throws -> [Profile] {
+        let m = ProfileManager(store: PreferencesStore(directory: settings.configDirectory))
+        try m.load()
+        return m.profiles
+    }
+
+    /// The store read again after a change; a store that does not read
+    /// (a writer's rename not yet done) is read at its next change.
+    func storeChanged() {
+        guard let fresh = try? storeProfiles() else { return }
+        let old = storeSnapshot.withLock { s in defer { s = fresh }; return s }
+        bus.send(storeSignals(from: old, to: fresh))
+    }
+
+    /// The signals that take each caller on the bus from the profiles it
+    /// saw in `old` to those it sees in `new`, addressed to it.
+    func storeSignals(from old: [Profile], to new: [Profile]) -> [BusMessage] {
+        let policy = settings.policy
+        let before = Dictionary(old.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        // A profile's status is derived once, for all the callers told of it.
+        var statuses: [UUID: ProfileStatus] = [:]
+        func status(_ p: Profile) -> ProfileStatus? {
+            if let known = statuses[p.id] { return known }
+            let s = (try? service().statuses(of: [p]))?.first
+            statuses[p.id] = s
+            return s
+        }
+        let manager = ProfileObjects.managerPath
+        let objectManager = "org.freedesktop.DBus.ObjectManager"
+        var messages: [BusMessage] = []
+        for (uid, callers) in Dictionary(grouping: uids.withLock { $0 }, by: \.value) {
+            let caller = Self.caller(uid: uid)
+            let sees: (Profile) -> Bool = policy.isAdmin(caller) ? { _ in true } : { policy.canSee(caller, $0) }
+            let saw = Set(old.filter(sees).map(\.id))
+            let seesNow = new.filter(sees)
+            let seen = Set(seesNow.map(\.id))
+            var signals: [(path: String, interface: String, member: String, [BusValue])] = []
+            for p in seesNow {
+                let path = ProfileObjects.path(of: p.id)
+                if !saw.contains(p.id) {
+                    guard let s = status(p) else { continue }
+                    signals.append((manager, ProfileObjects.managerInterface, "ProfileAdded", [.objectPath(path)]))
+                    signals.append((manager, objectManager, "InterfacesAdded",
+                                    [.objectPath(path), Self.interfaces(ProfileObjects.properties(ProfileList.Row(p), s))]))
+                } else if let was = before[p.id], was != p, let s = status(p) {
+                    // What the edit changed: the same status, shown with the profile before and after.
+                    var then = s
+                    then.onDemandEnabled = was.onDemand.enabled
+                    let changed = zip(ProfileObjects.properties(ProfileList.Row(p), s), ProfileObjects.properties(ProfileList.Row(was), then))
+                        .filter { $0.0.1 != $0.1.1 }.map(\.0)
+                    if !changed.isEmpty {
+                        signals.append((path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
+                                        [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]))
+                    }
+                }
+            }
+            for id in old.map(\.id) where saw.contains(id) && !seen.contains(id) {
+                let path = ProfileObjects.path(of: id)
+                signals.append((manager, ProfileObjects.managerInterface, "ProfileRemoved", [.objectPath(path)]))
+                signals.append((manager, objectManager, "InterfacesRemoved", [.objectPath(path), .array(of: "s", [.string(ProfileObjects.profileInterface)])]))
+            }
+            for (name, _) in callers {
+                for s in signals {
+                    if let m = BusMessage.signal(path: s.path, interface: s.interface, member: s.member, destination: name, s.3) { messages.append(m) }
+                }
+            }
+        }
+        return messages
     }
 }
 

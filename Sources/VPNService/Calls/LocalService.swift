@@ -39,7 +39,7 @@ public final class LocalService: TunnelService {
     }
 
     /// The store's profiles the caller may name.
-    func manager() throws -> ProfileManager {
+    public func manager() throws -> ProfileManager {
         let m = ProfileManager(store: store)
         try m.load()
         if let visible = access.visible { m.restrict(to: visible) }
