@@ -37,10 +37,21 @@ install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$PKG/usr/share/man/man1" "$PKG/usr/shar
 # Stripped as dh_strip would (27 MB with debug info, 16 MB without).
 strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$PKG/usr/bin/vpnctl" "$BIN"
 chmod 0755 "$PKG/usr/bin/vpnctl"
+# vpnctl-dbus, built beside vpnctl (make build), links the shared libdbus-1.
+DBUS_BIN=$(dirname "$BIN")/vpnctl-dbus
+[ -x "$DBUS_BIN" ] || { echo "build-deb: no vpnctl-dbus beside $BIN (make build makes both)" >&2; exit 1; }
+strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$PKG/usr/bin/vpnctl-dbus" "$DBUS_BIN"
+chmod 0755 "$PKG/usr/bin/vpnctl-dbus"
+gzip -9n < "$ROOT/man/vpnctl-dbus.8" > "$PKG/usr/share/man/man8/vpnctl-dbus.8.gz"
+install -D -m 0644 "$ROOT/dbus/org.vpnctl.VPN1.conf" "$PKG/usr/share/dbus-1/system.d/org.vpnctl.VPN1.conf"
+install -D -m 0644 "$ROOT/dbus/org.vpnctl.VPN1.xml" "$PKG/usr/share/dbus-1/interfaces/org.vpnctl.VPN1.xml"
+install -d "$PKG/usr/share/dbus-1/system-services"
+sed 's|@BINDIR@|/usr/bin|g' "$ROOT/dbus/org.vpnctl.VPN1.service" > "$PKG/usr/share/dbus-1/system-services/org.vpnctl.VPN1.service"
+chmod 0644 "$PKG/usr/share/dbus-1/system-services/org.vpnctl.VPN1.service"
 gzip -9n < "$ROOT/man/vpnctl.1" > "$PKG/usr/share/man/man1/vpnctl.1.gz"
 gzip -9n < "$ROOT/man/vpnctl-profile.5" > "$PKG/usr/share/man/man5/vpnctl-profile.5.gz"
 gzip -9n < "$ROOT/man/vpnctl-agent.8" > "$PKG/usr/share/man/man8/vpnctl-agent.8.gz"
-for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service vpnctl-block@.service; do
+for unit in vpnctl-agent.socket vpnctl-agent.service vpnctl@.service vpnctl-block@.service vpnctl-dbus.service; do
   sed 's|@BINDIR@|/usr/bin|g' "$HERE/systemd/$unit" > "$PKG/usr/lib/systemd/system/$unit"
   chmod 0644 "$PKG/usr/lib/systemd/system/$unit"
 done
@@ -70,11 +81,18 @@ sed -e "s/@VERSION@/$VERSION/" -e "s|@MAINTAINER@|$MAINTAINER|" -e "s/@DATE@/$(d
   | gzip -9n > "$PKG/usr/share/doc/vpnctl/changelog.gz"
 chmod 0644 "$PKG/usr/share/doc/vpnctl/changelog.gz" "$PKG"/usr/share/man/man*/*.gz
 
-# A static executable (see DEPENDS in the control template): no shlibs to
-# compute; glibc's NSS modules are loaded at run time.
+# vpnctl is a static executable: no shlibs to compute; glibc's NSS modules
+# are loaded at run time, hence libc6 (>= the version it was linked with).
+# vpnctl-dbus loads libdbus-1, libnl, libcrypto and the C++ runtime: its
+# dependencies as dh_shlibdeps computes them (dpkg-shlibdeps, which reads a
+# debian/control: a minimal one in the stage).
 LIBC=$(dpkg-query -W -f='${Version}' libc6 | sed 's/-.*//')
+install -d "$STAGE/src/debian"
+printf 'Source: vpnctl\n\nPackage: vpnctl\nArchitecture: any\n' > "$STAGE/src/debian/control"
+SHLIBS=$(cd "$STAGE/src" && dpkg-shlibdeps -O -xlibc6 -e"$PKG/usr/bin/vpnctl-dbus" 2>"$STAGE/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
+[ -n "$SHLIBS" ] || { echo "build-deb: dpkg-shlibdeps found no libraries for vpnctl-dbus:" >&2; cat "$STAGE/shlibdeps.log" >&2; exit 1; }
 SIZE=$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)
-sed -e "s/@VERSION@/$VERSION/" -e "s|@MAINTAINER@|$MAINTAINER|" -e "s/@ARCH@/$ARCH/" -e "s/@SIZE@/$SIZE/" -e "s/@LIBC@/$LIBC/" \
+sed -e "s/@VERSION@/$VERSION/" -e "s|@MAINTAINER@|$MAINTAINER|" -e "s/@ARCH@/$ARCH/" -e "s/@SIZE@/$SIZE/" -e "s/@LIBC@/$LIBC/" -e "s/@SHLIBS@/$SHLIBS/" \
   "$HERE/debian/control.in" > "$PKG/DEBIAN/control"
 (cd "$PKG" && find usr -type f -print0 | sort -z | xargs -0 md5sum) > "$PKG/DEBIAN/md5sums"
 chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"

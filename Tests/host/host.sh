@@ -30,18 +30,19 @@ host_cannot_run() {
   grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || { echo "no overlay file system"; return; }
 }
 
-# host_rootfs: prints the cached root file system's path, building it first
+# host_rootfs [PACKAGES]: prints the cached root file system's path, with
+# HOST_PACKAGES and PACKAGES (comma-separated) installed, building it first
 # when the package list or this recipe changed (about a minute).
 host_rootfs() {
-  local key dir sources
-  key=$( { echo "$HOST_SUITE $HOST_PACKAGES"; sed -n '/^host_rootfs()/,/^}/p' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
+  local key dir sources packages="$HOST_PACKAGES${1:+,$1}"
+  key=$( { echo "$HOST_SUITE $packages"; sed -n '/^host_rootfs()/,/^}/p' "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
   dir=$HOST_CACHE/$key
   if [ ! -f "$dir/ready" ]; then
     rm -rf "$dir.new" && mkdir -p "$dir.new" || return 1
     sources=/etc/apt/sources.list.d/debian.sources
     [ -f "$sources" ] || sources=/etc/apt/sources.list
     echo "  building the host lab's root file system ($HOST_SUITE, mmdebstrap; cached in $dir)" >&2
-    if ! mmdebstrap --quiet --variant=important --include="$HOST_PACKAGES" "$HOST_SUITE" "$dir.new/root" "$sources" > "$dir.new/mmdebstrap.log" 2>&1; then
+    if ! mmdebstrap --quiet --variant=important --include="$packages" "$HOST_SUITE" "$dir.new/root" "$sources" > "$dir.new/mmdebstrap.log" 2>&1; then
       tail -n 15 "$dir.new/mmdebstrap.log" | sed 's/^/  mmdebstrap | /' >&2
       return 1
     fi
@@ -60,7 +61,10 @@ host_rootfs() {
 # host_prepare DEB: an overlay of the cached root in $LAB_DIR/host (the
 # container's /), with DEB copied to /var/tmp for host_install.
 host_prepare() {
-  local root; root=$(host_rootfs) || return 1
+  # The .deb's Depends are installed as apt would have installed them
+  # (host_install's dpkg -i runs offline).
+  local depends; depends=$(dpkg-deb -f "$1" Depends | sed 's/ *([^)]*)//g; s/ //g')
+  local root; root=$(host_rootfs "$depends") || return 1
   mkdir -p "$LAB_DIR/host/upper" "$LAB_DIR/host/work" "$LAB_DIR/host/root" || return 1
   need mount -t overlay overlay -o "lowerdir=$root,upperdir=$LAB_DIR/host/upper,workdir=$LAB_DIR/host/work" "$LAB_DIR/host/root" || return 1
   HOST_MERGED=$LAB_DIR/host/root

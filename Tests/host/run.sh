@@ -143,6 +143,34 @@ test_host_socket_activation() {
 }
 check "socket activation: a user's start brings up the agent, a WireGuard tunnel with DNS on resolved; stop undoes it" test_host_socket_activation
 
+# ---- 1b. D-Bus activation of org.vpnctl.VPN1 --------------------------------
+test_host_dbus_activation() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  expect_ok "policy" host_policy office "$HU" || return 1
+  local p; p=/org/vpnctl/VPN1/profile/$(hfield office id | tr -d -)
+  expect_eq "vpnctl-dbus.service before the first call" inactive "$(hx systemctl is-active vpnctl-dbus.service)" || return 1
+  expect_ok "ListProfiles by $HU on the system bus" hu "$HU" busctl call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles \
+    || { hx journalctl --no-pager -n 30 -o cat -u vpnctl-dbus.service -u dbus.service | sed 's/^/  journal | /'; return 1; }
+  expect_eq "ListProfiles" "ao 1 \"$p\"" "$OUT" || return 1
+  expect_eq "vpnctl-dbus.service after the call (activated)" active "$(hx systemctl is-active vpnctl-dbus.service)" || return 1
+  expect_ok "Start by $HU" hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 || return 1
+  wait_for "office to connect" 15 host_status_is office connected || return 1
+  expect_ok "a ping through the tunnel D-Bus started" hx ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "Status by $HU" hu "$HU" busctl get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  expect_eq "Status" '(us) 3 "connected"' "$OUT" || return 1
+  # The tunnel belongs to its supervisor, not to the service's unit.
+  expect_ok "systemctl restart vpnctl-dbus" hx systemctl restart vpnctl-dbus.service || return 1
+  expect_eq "status after the service's restart" connected "$(hfield office status)" || return 1
+  expect_ok "Stop by $HU" hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Stop || return 1
+  wait_for "office to disconnect" 10 host_status_is office disconnected || return 1
+  expect_eq "links named utun after Stop" "" "$(hx ip -o link show | grep -o 'utun[0-9]*' || true)" || return 1
+  expect_ok "the installed interfaces" hx busctl introspect org.vpnctl.VPN1 /org/vpnctl/VPN1 || return 1
+  expect_contains "introspection" "GetManagedObjects" "$OUT" || return 1
+  echo "  systemd-analyze security vpnctl-dbus.service: $(hx systemd-analyze security --no-pager vpnctl-dbus.service 2>/dev/null | tail -n 1 | sed 's/^.*Overall exposure level for [^:]*: //')"
+}
+check "D-Bus activation: a user's call starts vpnctl-dbus.service, which starts and stops a tunnel in its sandbox; a restart of it leaves the tunnel" test_host_dbus_activation
+
 # The same through the agent's sandbox for OpenVPN and IKEv2: a user's start,
 # the pushed route and DNS, stop.
 test_host_agent_providers() {
@@ -494,9 +522,11 @@ test_host_package_removal() {
   expect_ok "import" vx import /root/office.conf --name office || return 1
   expect_ok "start" vx start office || return 1
   expect_ok "a request through the socket (the agent runs)" hx runuser -u "$HU" -- vpnctl list || return 1
+  expect_ok "a call on the system bus (vpnctl-dbus runs)" hx busctl call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1
   expect_ok "dpkg -r vpnctl" hx dpkg -r vpnctl || return 1
   expect_eq "vpnctl-agent.socket after dpkg -r" inactive "$(hx systemctl is-active vpnctl-agent.socket)" || return 1
   expect_eq "vpnctl-agent.service after dpkg -r" inactive "$(hx systemctl is-active vpnctl-agent.service)" || return 1
+  expect_eq "vpnctl-dbus.service after dpkg -r" inactive "$(hx systemctl is-active vpnctl-dbus.service)" || return 1
   expect_ok "a ping: the tunnel outlives the package" hx ping -c 1 -W 2 198.19.0.1 || return 1
   expect_ok "dpkg -i again" hx dpkg -i /var/tmp/vpnctl.deb || return 1
   expect_eq "vpnctl-agent.socket after dpkg -i" active "$(hx systemctl is-active vpnctl-agent.socket)" || { echo "  is-enabled: $(hx systemctl is-enabled vpnctl-agent.socket)"; hx sh -x /var/lib/dpkg/info/vpnctl.postinst configure 2>&1 | sed "s/^/  postinst | /"; return 1; }
@@ -505,7 +535,7 @@ test_host_package_removal() {
   expect_ok "stop" vx stop office || return 1
   expect_ok "remove" vx remove office
 }
-check "the .deb: dpkg -r stops the agent and its socket, the tunnel stays up; dpkg -i enables and starts the socket again" test_host_package_removal
+check "the .deb: dpkg -r stops the agent, its socket and vpnctl-dbus, the tunnel stays up; dpkg -i enables and starts the socket again" test_host_package_removal
 
 host_down
 t_end=$(date +%s)

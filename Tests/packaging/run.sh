@@ -50,17 +50,26 @@ test_package_fields() {
   expect_eq "Version" "$VERSION" "$(dpkg-deb -f "$DEB" Version)" || return 1
   expect_eq "Architecture" "$ARCH" "$(dpkg-deb -f "$DEB" Architecture)" || return 1
   local depends; depends=$(dpkg-deb -f "$DEB" Depends)
-  # libnl is a Depends only when the binary loads it at run time.
-  if ldd "$BIN" 2>/dev/null | grep -q 'libnl-route-3'; then
+  # libnl is a Depends only when a binary loads it at run time (vpnctl is
+  # static; vpnctl-dbus loads the shared libnl).
+  if ldd "$BIN" "$(dirname "$BIN")/vpnctl-dbus" 2>/dev/null | grep -q 'libnl-route-3'; then
     expect_contains "Depends (dynamic libnl)" "libnl-route-3-200" "$depends" || return 1
   else
-    ! grep -q libnl <<<"$depends" || { echo "  Depends names libnl, but $BIN does not load it: $depends"; return 1; }
+    ! grep -q libnl <<<"$depends" || { echo "  Depends names libnl, but neither binary loads it: $depends"; return 1; }
   fi
+  # vpnctl-dbus loads libdbus-1.
+  expect_contains "Depends (vpnctl-dbus)" "libdbus-1-3 (>= " "$depends" || return 1
   expect_contains "Recommends" "wireguard-go" "$(dpkg-deb -f "$DEB" Recommends)" || return 1
   expect_contains "Suggests" "strongswan" "$(dpkg-deb -f "$DEB" Suggests)" || return 1
   local files; files=$(dpkg-deb -c "$DEB" | awk '{print $1, $2, $NF}')
   local f
   for f in "-rwxr-xr-x root/root ./usr/bin/vpnctl" \
+           "-rwxr-xr-x root/root ./usr/bin/vpnctl-dbus" \
+           "-rw-r--r-- root/root ./usr/share/man/man8/vpnctl-dbus.8.gz" \
+           "-rw-r--r-- root/root ./usr/share/dbus-1/system.d/org.vpnctl.VPN1.conf" \
+           "-rw-r--r-- root/root ./usr/share/dbus-1/system-services/org.vpnctl.VPN1.service" \
+           "-rw-r--r-- root/root ./usr/share/dbus-1/interfaces/org.vpnctl.VPN1.xml" \
+           "-rw-r--r-- root/root ./usr/lib/systemd/system/vpnctl-dbus.service" \
            "-rw-r--r-- root/root ./usr/share/man/man1/vpnctl.1.gz" \
            "-rw-r--r-- root/root ./usr/share/man/man5/vpnctl-profile.5.gz" \
            "-rw-r--r-- root/root ./usr/share/man/man7/vpnctl-provider.7.gz" \
@@ -110,6 +119,9 @@ test_install_use_purge() {
   done
   grep -qx "ExecStart=/usr/bin/vpnctl agent" "$R/usr/lib/systemd/system/vpnctl-agent.service" \
     || { echo "  the packaged agent unit does not run /usr/bin/vpnctl"; return 1; }
+  grep -qx "Exec=/usr/bin/vpnctl-dbus" "$R/usr/share/dbus-1/system-services/org.vpnctl.VPN1.service" \
+    && grep -qx "ExecStart=/usr/bin/vpnctl-dbus" "$R/usr/lib/systemd/system/vpnctl-dbus.service" \
+    || { echo "  the packaged D-Bus activation does not run /usr/bin/vpnctl-dbus"; return 1; }
   expect_eq "installed --version" "vpnctl $VERSION" "$("$R/usr/bin/vpnctl" --version)" || return 1
   cmp -s "$R/usr/share/bash-completion/completions/vpnctl" "$WORK/completions/vpnctl.bash" || { echo "  installed bash script differs"; return 1; }
   # The installed binary finds the installed catalogs (/usr/bin/../share/locale).
@@ -117,7 +129,8 @@ test_install_use_purge() {
   expect_contains "installed, LANG=ru_RU.UTF-8" "ИСПОЛЬЗОВАНИЕ:" "$(LC_ALL= LANG=ru_RU.UTF-8 "$R/usr/bin/vpnctl" help list)" || return 1
   # Each installed page renders without a warning at 80 columns.
   local page warn
-  for page in "$R/usr/share/man/man1/vpnctl.1.gz" "$R/usr/share/man/man5/vpnctl-profile.5.gz" "$R/usr/share/man/man7/vpnctl-provider.7.gz"; do
+  for page in "$R/usr/share/man/man1/vpnctl.1.gz" "$R/usr/share/man/man5/vpnctl-profile.5.gz" "$R/usr/share/man/man7/vpnctl-provider.7.gz" \
+              "$R/usr/share/man/man8/vpnctl-dbus.8.gz"; do
     if command -v man >/dev/null; then
       warn=$(MANWIDTH=80 man -l "$page" 2>&1 >/dev/null)
       [ -z "$warn" ] || { echo "  man -l $(basename "$page"): $warn"; return 1; }
@@ -211,15 +224,18 @@ test_make_install() {
            share/zsh/site-functions/_vpnctl share/fish/vendor_completions.d/vpnctl.fish share/man/man8/vpnctl-agent.8 \
            lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service lib/systemd/system/vpnctl-block@.service \
            share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo \
-           bin/vpnctl-dbus share/man/man8/vpnctl-dbus.8 share/dbus-1/system.d/org.vpnctl.VPN1.conf share/dbus-1/interfaces/org.vpnctl.VPN1.xml; do
+           bin/vpnctl-dbus share/man/man8/vpnctl-dbus.8 share/dbus-1/system.d/org.vpnctl.VPN1.conf share/dbus-1/interfaces/org.vpnctl.VPN1.xml \
+           share/dbus-1/system-services/org.vpnctl.VPN1.service lib/systemd/system/vpnctl-dbus.service; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
   grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \
     || { echo "  the agent's unit does not run $prefix/bin/vpnctl"; return 1; }
+  grep -qx "Exec=$prefix/bin/vpnctl-dbus" "$dest$prefix/share/dbus-1/system-services/org.vpnctl.VPN1.service" \
+    || { echo "  the D-Bus activation file does not run $prefix/bin/vpnctl-dbus"; return 1; }
   make -C "$ROOT" -s uninstall DESTDIR="$dest" PREFIX=$prefix >/dev/null || return 1
   local left; left=$(find "$dest" -type f)
   [ -z "$left" ] || { echo "  left after uninstall: $left"; return 1; }
 }
-check "make install / uninstall: binaries, the pages, three completion scripts, the agent's systemd units, the catalogs, the D-Bus policy and interfaces" test_make_install
+check "make install / uninstall: binaries, the pages, three completion scripts, the systemd units, the catalogs, the D-Bus policy, interfaces and activation file" test_make_install
 
 summary packaging
