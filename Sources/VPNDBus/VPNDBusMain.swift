@@ -58,6 +58,7 @@ public enum VPNDBusMain {
             try bus.attach(to: loop)
             try service.signalTransitions(on: loop)
             service.signalStoreChanges(on: loop)
+            try service.answerInBackground(on: loop)
             try service.publish()
             fputs("vpnctl-dbus: \(ProfileObjects.busName) on \(address) as \(bus.uniqueName)\n", stderr)
             loop.run()

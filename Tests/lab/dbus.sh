@@ -106,6 +106,9 @@ print("\n".join(sorted(out)))
 PY
 }
 
+# dbl_accepted N: the silent server (test_dbus_api) has accepted N connections.
+dbl_accepted() { [ "$(grep -c accepted "$T/silent.txt")" -ge "$1" ]; }
+
 test_dbus_api() {
   use office || return 1
   agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
@@ -148,6 +151,38 @@ test_dbus_api() {
   # A provider's death (started by a Toggle, from the python client).
   expect_ok "Toggle as $u1" dbus_call "$u1" "$p" org.vpnctl.VPN1.Profile.Toggle || return 1
   wait_status office connected 10 || return 1
+  # Verify proves the path as `vpnctl verify` does; a probe left hanging
+  # (a server that accepts and never answers) holds up nobody else.
+  expect_ok "Verify as $u1" as_bus "$u1" call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Verify s http://198.19.0.1:8080/ || return 1
+  expect_contains "Verify's verdict" '"Verdict" s "path proven"' "$OUT" || return 1
+  expect_contains "Verify's Proven" '"Proven" b true' "$OUT" || return 1
+  printf '%s\n' 'import socket, sys, time' 's = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)' \
+    's.bind(("198.19.0.1", 8081)); s.listen(8); print("ready", flush=True)' \
+    'held = []' 'while True: held.append(s.accept()[0]); print("accepted", flush=True)' > "$T/silent.py"
+  ip netns exec "$NS_S" timeout 30 python3 "$T/silent.py" > "$T/silent.txt" 2>&1 &
+  LAB_PIDS+=($!)
+  wait_for "the silent server" 5 grep -q ready "$T/silent.txt" || return 1
+  as_bus "$u1" call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Verify s http://198.19.0.1:8081/ > "$T/slow.txt" 2>&1 &
+  local slow=$!
+  wait_for "the probe to reach the silent server" 5 grep -q accepted "$T/silent.txt" || return 1
+  expect_ok "Status as $u1 while a Verify waits for its probe" as_bus "$u1" get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  expect_eq "Status" '(us) 3 "connected"' "$OUT" || return 1
+  expect_eq "the Verify's reply, when the Status came" "" "$(cat "$T/slow.txt")" || return 1
+  wait "$slow"
+  expect_contains "the hanging probe's verdict" '"Verdict" s "probe failed"' "$(cat "$T/slow.txt")" || return 1
+  # The agent's per-user limit: 32 calls of one user at once, the 33rd
+  # refused by name while the others wait; the user's other calls go on.
+  local i slows=()
+  for i in $(seq 1 32); do
+    as_bus "$u1" call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Verify s http://198.19.0.1:8081/ > "$T/slow$i.txt" 2>&1 &
+    slows+=($!)
+  done
+  wait_for "32 probes at the silent server" 10 dbl_accepted 33 || { cat "$T/silent.txt" | sort | uniq -c; return 1; }
+  expect_contains "a 33rd Verify of $u1's" "org.vpnctl.VPN1.Error.Failure: 32 requests of yours are running already" \
+    "$(dbus_send "$u1" "$p" org.vpnctl.VPN1.Profile.Verify string:http://198.19.0.1:8081/)" || return 1
+  expect_ok "Status as $u1 meanwhile" as_bus "$u1" get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  wait "${slows[@]}"
+  expect_contains "the 32nd Verify's verdict" '"Verdict" s "probe failed"' "$(cat "$T/slow32.txt")" || return 1
   : > "$T/signals.txt"
   kill -KILL "$(record office providerPid)"
   wait_for "PropertiesChanged naming the kill" 5 grep -q 'killed by signal 9' "$T/signals.txt" || { cat "$T/signals.txt"; return 1; }

@@ -1083,7 +1083,7 @@ if [ $ovpn_ready = yes ]; then
 fi
 
 agent_lab_checks
-lab_check "D-Bus: org.vpnctl.VPN1 on a private bus: list, properties, start/toggle a real tunnel, PropertiesChanged for each transition (D-Bus, CLI, provider death), refusals by name, the installed XML" \
+lab_check "D-Bus: org.vpnctl.VPN1 on a private bus: list, properties, start/toggle/verify a real tunnel, a hanging probe holds up nobody, the per-user limit, PropertiesChanged for each transition (D-Bus, CLI, provider death), ProfileAdded/Removed on a policy change, refusals by name, the installed XML" \
   test_dbus_api
 ondemand_checks
 

@@ -94,6 +94,7 @@ public final class BusConnection: @unchecked Sendable {
             let handler = Unmanaged<Handler>.fromOpaque(data).takeUnretainedValue()
             let m = BusMessage(retaining: message)
             guard let reply = handler.handle(m) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            // (a deferred reply has no message yet)
             if !m.noReplyExpected, let r = reply.message(for: m) { _ = dbus_connection_send(connection, r, nil); dbus_message_unref(r) }
             return DBUS_HANDLER_RESULT_HANDLED
         }
@@ -131,6 +132,14 @@ public final class BusConnection: @unchecked Sendable {
         dbus_error_init(&e)
         dbus_bus_add_match(connection, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'", &e)
         if dbus_error_is_set(&e) != 0 { throw BusError(&e, doing: "follow callers leaving the bus") }
+    }
+
+    /// Answers a call whose handler deferred its reply, on the loop's thread.
+    public func reply(to call: BusMessage, _ reply: BusReply) {
+        guard !call.noReplyExpected, let r = reply.message(for: call) else { return }
+        _ = dbus_connection_send(connection, r, nil)
+        dbus_message_unref(r)
+        dbus_connection_flush(connection)
     }
 
     /// Sends a signal (or any message made here), on the loop's thread.

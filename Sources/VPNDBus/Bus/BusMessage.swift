@@ -242,9 +242,11 @@ public final class BusMessage: @unchecked Sendable {
 }
 
 /// What a handler answers a method call with.
-public enum BusReply {
+public enum BusReply: @unchecked Sendable {
     case values([BusValue])
     case error(BusError)
+    /// Answered later, with BusConnection.reply(to:_:).
+    case deferred
 
     /// The reply message to `call`; nil when libdbus is out of memory.
     func message(for call: BusMessage) -> OpaquePointer? {
@@ -257,6 +259,8 @@ public enum BusReply {
             return r
         case .error(let e):
             return dbus_message_new_error(call.message, e.name, e.message)
+        case .deferred:
+            return nil
         }
     }
 }

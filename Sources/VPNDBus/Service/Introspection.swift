@@ -88,6 +88,10 @@ enum Introspection {
         <method name="Stats">
           <arg name="stats" type="a{sv}" direction="out"/>
         </method>
+        <method name="Verify">
+          <arg name="probe" type="s" direction="in"/>
+          <arg name="result" type="a{sv}" direction="out"/>
+        </method>
         <property name="Id" type="s" access="read"/>
         <property name="Name" type="s" access="read"/>
         <property name="Protocol" type="s" access="read"/>

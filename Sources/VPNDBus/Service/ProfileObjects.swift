@@ -49,6 +49,15 @@ public enum ProfileObjects {
         ]
     }
 
+    /// Verify's answer (a{sv}): Verdict (s, as `vpnctl verify` prints it),
+    /// Proven (b: the probe's path is the tunnel, exit 0 of the command),
+    /// Checks (a(sbs): each step's name, whether it held, what it found).
+    public static func verification(_ report: VerifyReport) -> [(String, BusValue)] {
+        [("Verdict", .string(report.verdict.rawValue)),
+         ("Proven", .bool(report.verdict == .pathProven)),
+         ("Checks", .array(of: "(sbs)", report.checks.map { .structure([.string($0.name), .bool($0.ok), .string($0.detail)]) }))]
+    }
+
     /// The properties a transition changes.
     static let transitionProperties: Set<String> = ["Status", "ConnectedSince", "Interface", "LastDisconnectError"]
 

@@ -27,6 +27,8 @@ public final class VPNBusService: @unchecked Sendable {
     /// The store's profiles as last read, to tell what a change added and removed.
     let storeSnapshot = Mutex<[Profile]>([])
     var storeWatch: FileWatch?
+    /// Where the calls that take a while run (nil: in place, on the caller's thread).
+    var calls: BackgroundCalls?
 
     public init(bus: BusConnection, settings: AgentSettings, searchPath: String?, supervisor: String) {
         self.bus = bus
@@ -75,11 +77,29 @@ public final class VPNBusService: @unchecked Sendable {
                 return .error(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod",
                                        message: "no method \(m.interface).\(m.member) on \(m.path)"))
             }
-        } catch let e as BusError {
-            return .error(e)
         } catch {
-            return .error(ProfileObjects.busError((error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error)))
+            return Self.reply(for: error)
         }
+    }
+
+    /// The D-Bus error a call's failure is sent as.
+    static func reply(for error: Error) -> BusReply {
+        if let e = error as? BusError { return .error(e) }
+        return .error(ProfileObjects.busError((error as? AgentAuthorization.Denial)?.error ?? VPNError.from(error)))
+    }
+
+    /// Runs `work` off the loop when it has one (the calls that spawn
+    /// processes or wait), so that nobody else waits for it; in place otherwise.
+    func inBackground(_ m: BusMessage, _ caller: Caller, _ work: @escaping () throws -> BusReply) throws -> BusReply {
+        guard let calls else { return try work() }
+        return try calls.run(m, for: caller, work)
+    }
+
+    /// Answers the calls that take a while from threads of their own (BackgroundCalls).
+    public func answerInBackground(on loop: EventLoop) throws {
+        let calls = try BackgroundCalls(bus: bus)
+        calls.attach(to: loop)
+        self.calls = calls
     }
 
     static func failed(_ message: String) -> BusError { BusError(name: "org.freedesktop.DBus.Error.Failed", message: message) }
@@ -192,6 +212,9 @@ public final class VPNBusService: @unchecked Sendable {
         }
     }
 
+    /// Verify's probe timeout, as `vpnctl verify`'s default.
+    static let verifyTimeout = 5
+
     func noSuchProperty(_ interface: String, _ name: String) -> BusError {
         BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name) in \(interface.isEmpty ? ProfileObjects.profileInterface : interface)")
     }
@@ -201,36 +224,51 @@ public final class VPNBusService: @unchecked Sendable {
         switch member {
         case "Start":
             try expect(m, "a{sv}")
-            var persist = false
+            var persistOption = false
             if case .dictionary(let options) = m.arguments().first {
                 for (key, value) in options {
                     switch (key, value) {
-                    case ("persist", .bool(let b)): persist = b
+                    case ("persist", .bool(let b)): persistOption = b
                     default:
                         throw BusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
                                        message: "unknown option \(key.quotedForMessage) of type \(value.signature) (Start takes persist: b)")
                     }
                 }
             }
+            let persist = persistOption
             let (call, service) = try granted(.start(profile: reference, wait: false, timeout: 20, changes: false, persist: persist), caller)
-            _ = try service.start(call.profile ?? reference, wait: false, timeout: 20, changes: false, persist: persist, NoEvents())
-            return .values([])
+            return try inBackground(m, caller) {
+                _ = try service.start(call.profile ?? reference, wait: false, timeout: 20, changes: false, persist: persist, NoEvents())
+                return .values([])
+            }
         case "Stop":
             try expect(m, "")
             let (call, service) = try granted(.stop(profile: reference, wait: false, timeout: 20, changes: false), caller)
-            _ = try service.stop(call.profile ?? reference, wait: false, timeout: 20, changes: false, NoEvents())
-            return .values([])
+            return try inBackground(m, caller) {
+                _ = try service.stop(call.profile ?? reference, wait: false, timeout: 20, changes: false, NoEvents())
+                return .values([])
+            }
         case "Toggle":
             try expect(m, "")
             // Decided as a toggle; done as the start or stop it stands for, without a wait.
             let (call, service) = try granted(.toggle(profile: reference, timeout: 20, changes: false), caller)
             let id = call.profile ?? reference
-            if try service.status(id).profiles.first?.status.isActive == true {
-                _ = try service.stop(id, wait: false, timeout: 20, changes: false, NoEvents())
-            } else {
-                _ = try service.start(id, wait: false, timeout: 20, changes: false, persist: false, NoEvents())
+            return try inBackground(m, caller) {
+                if try service.status(id).profiles.first?.status.isActive == true {
+                    _ = try service.stop(id, wait: false, timeout: 20, changes: false, NoEvents())
+                } else {
+                    _ = try service.start(id, wait: false, timeout: 20, changes: false, persist: false, NoEvents())
+                }
+                return .values([])
             }
-            return .values([])
+        case "Verify":
+            try expect(m, "s")
+            guard case .string(let probe) = m.arguments().first else { throw Self.failed("no probe") }
+            let (call, service) = try granted(.verify(profile: reference, probe: probe, dns: nil, timeout: Self.verifyTimeout), caller)
+            return try inBackground(m, caller) {
+                let answer = try service.verify(call.profile ?? reference, probe: probe, dns: nil, timeout: Self.verifyTimeout)
+                return .values([.dictionary(ProfileObjects.verification(answer.report))])
+            }
         case "Stats":
             try expect(m, "")
             let (call, service) = try granted(.stats(profile: reference), caller)
@@ -267,7 +305,7 @@ public final class VPNBusService: @unchecked Sendable {
     /// Watches for transitions on a thread of its own and sends a
     /// PropertiesChanged for each from `loop`'s thread.
     public func signalTransitions(on loop: EventLoop) throws {
-        let queue = try TransitionQueue()
+        let queue = try LoopQueue<StatusTransition>()
         loop.watch(queue.readFD) { [unowned self] in
             for t in queue.take() { _ = signal(t) }
         }
@@ -275,7 +313,7 @@ public final class VPNBusService: @unchecked Sendable {
     }
 
     /// Hands each transition `status --watch` sees to `queue`, for ever.
-    func watchTransitions(_ queue: TransitionQueue) {
+    func watchTransitions(_ queue: LoopQueue<StatusTransition>) {
         let service = self.service()
         let events = TransitionSignals { t in queue.push(t); return true }
         while true {
@@ -407,23 +445,24 @@ extension VPNBusService {
     }
 }
 
-/// Transitions from the watch's thread to the loop's: a list under a lock,
-/// and a doorbell whose listener the loop waits on.
-final class TransitionQueue: @unchecked Sendable {
+/// Items from other threads to the loop's (transitions from the watch,
+/// replies of calls run in the background): a list under a lock, and a
+/// doorbell whose listener the loop waits on.
+final class LoopQueue<Item>: @unchecked Sendable {
     let readFD: Int32
     let ringer: Int32
-    let pending = Mutex<[StatusTransition]>([])
+    let pending = Mutex<[Item]>([])
 
     init() throws {
         (readFD, ringer) = try Doorbell.pair()
     }
 
-    func push(_ t: StatusTransition) {
-        pending.withLock { $0.append(t) }
+    func push(_ item: Item) {
+        pending.withLock { $0.append(item) }
         Doorbell.ring(ringer)
     }
 
-    func take() -> [StatusTransition] {
+    func take() -> [Item] {
         _ = Doorbell.drain(readFD)
         return pending.withLock { all in defer { all = [] }; return all }
     }
