@@ -234,6 +234,36 @@ public final class BusMessage: @unchecked Sendable {
         return message
     }
 
+    /// A method call (dbus_message_new_method_call), as a client sends it.
+    public static func methodCall(destination: String?, path: String, interface: String, member: String, _ values: [BusValue]) -> BusMessage? {
+        guard let m = dbus_message_new_method_call(destination, path, interface, member) else { return nil }
+        let message = BusMessage(owning: m)
+        return message.append(values) ? message : nil
+    }
+
+    /// A message from its wire form (dbus_message_demarshal: libdbus checks
+    /// the header, the signature and the body), or nil when it is not one.
+    public static func demarshal(_ bytes: [UInt8]) -> BusMessage? {
+        var e = DBusError()
+        dbus_error_init(&e)
+        let m = bytes.withUnsafeBufferPointer { b in
+            b.baseAddress.flatMap { base in base.withMemoryRebound(to: CChar.self, capacity: b.count) { dbus_message_demarshal($0, Int32(b.count), &e) } }
+        }
+        dbus_error_free(&e)
+        return m.map { BusMessage(owning: $0) }
+    }
+
+    /// The message's wire form (dbus_message_marshal), with `serial` (a
+    /// message made here has none until it is sent).
+    public func marshal(serial: UInt32 = 1) -> [UInt8]? {
+        if dbus_message_get_serial(message) == 0 { dbus_message_set_serial(message, serial) }
+        var p: UnsafeMutablePointer<CChar>?
+        var n: Int32 = 0
+        guard dbus_message_marshal(message, &p, &n) != 0, let p else { return nil }
+        defer { dbus_free(p) }
+        return p.withMemoryRebound(to: UInt8.self, capacity: Int(n)) { Array(UnsafeBufferPointer(start: $0, count: Int(n))) }
+    }
+
     func append(_ values: [BusValue]) -> Bool {
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(message, &iter)

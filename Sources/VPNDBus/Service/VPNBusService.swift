@@ -55,30 +55,44 @@ public final class VPNBusService: @unchecked Sendable {
     func handle(_ m: BusMessage) -> BusReply? {
         guard m.isMethodCall else { return nil }
         AgentAuthorization.speak(nil)
-        let caller: Caller
-        do { caller = try self.caller(m.sender) } catch let e as BusError { return .error(e) } catch { return .error(Self.failed("\(error)")) }
         do {
-            switch (m.interface, m.member) {
-            case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-                try expect(m, "")
-                return .values([.string(try introspect(m.path, caller))])
-            case ("org.freedesktop.DBus.Peer", "Ping"):
-                return .values([])
-            case ("org.freedesktop.DBus.Properties", let member):
-                return try properties(member, m, caller)
-            case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where m.path == ProfileObjects.managerPath:
-                try expect(m, "")
-                return .values([try managedObjects(caller)])
-            case (ProfileObjects.managerInterface, let member) where m.path == ProfileObjects.managerPath:
-                return try manager(member, m, caller)
-            case (ProfileObjects.profileInterface, let member):
-                return try profile(member, m, caller)
-            default:
-                return .error(BusError(name: "org.freedesktop.DBus.Error.UnknownMethod",
-                                       message: "no method \(m.interface).\(m.member) on \(m.path)"))
-            }
+            let call = try BusCall.decode(m)
+            return try run(call, m, try caller(m.sender))
         } catch {
             return Self.reply(for: error)
+        }
+    }
+
+    /// Decides and runs a decoded call for `caller`.
+    func run(_ call: BusCall, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+        switch call {
+        case .introspect(let path):
+            return .values([.string(try introspect(path, caller))])
+        case .ping:
+            return .values([])
+        case .getProperty(let path, let interface, let name):
+            guard interface == ProfileObjects.profileInterface || interface.isEmpty else { throw noSuchProperty(interface, name) }
+            guard let value = try propertyValues(try reference(path), caller).first(where: { $0.0 == name })?.1 else {
+                throw noSuchProperty(interface, name)
+            }
+            return .values([.variant(value)])
+        case .getAllProperties(let path, let interface):
+            if path == ProfileObjects.managerPath || interface != ProfileObjects.profileInterface && !interface.isEmpty {
+                return .values([.dictionary([])])
+            }
+            return .values([.dictionary(try propertyValues(try reference(path), caller))])
+        case .managedObjects:
+            return .values([try managedObjects(caller)])
+        case .listProfiles:
+            let (_, service) = try granted(.list, caller)
+            return .values([.array(of: "o", try service.list().profiles.map { .objectPath(ProfileObjects.path(of: $0.id)) })])
+        case .profileByName(let name):
+            // Decided as a status read; the profile read to decide names the object.
+            let grant = try AgentAuthorization.authorize(.isConnected(profile: name), caller: caller, settings: settings)
+            guard let p = grant.profile else { throw Self.failed("profile '\(name)' went meanwhile") }
+            return .values([.objectPath(ProfileObjects.path(of: p.id))])
+        case .start, .stop, .toggle, .verify, .stats:
+            return try profile(call, m, caller)
         }
     }
 
@@ -103,13 +117,6 @@ public final class VPNBusService: @unchecked Sendable {
     }
 
     static func failed(_ message: String) -> BusError { BusError(name: "org.freedesktop.DBus.Error.Failed", message: message) }
-
-    func expect(_ m: BusMessage, _ signature: String) throws {
-        guard m.signature == signature else {
-            throw BusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                           message: "\(m.interface).\(m.member) takes (\(signature)), not (\(m.signature))")
-        }
-    }
 
     /// The caller the bus names: its uid from the bus, its groups from the system's databases.
     func caller(_ sender: String) throws -> Caller {
@@ -141,24 +148,6 @@ public final class VPNBusService: @unchecked Sendable {
 
     // MARK: the manager
 
-    func manager(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
-        switch member {
-        case "ListProfiles":
-            try expect(m, "")
-            let (_, service) = try granted(.list, caller)
-            return .values([.array(of: "o", try service.list().profiles.map { .objectPath(ProfileObjects.path(of: $0.id)) })])
-        case "GetProfileByName":
-            try expect(m, "s")
-            guard case .string(let name) = m.arguments().first else { throw Self.failed("no name") }
-            // Decided as a status read; the profile read to decide names the object.
-            let grant = try AgentAuthorization.authorize(.isConnected(profile: name), caller: caller, settings: settings)
-            guard let p = grant.profile else { throw Self.failed("profile '\(name)' went meanwhile") }
-            return .values([.objectPath(ProfileObjects.path(of: p.id))])
-        default:
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.managerInterface).\(member)")
-        }
-    }
-
     /// ObjectManager.GetManagedObjects: each profile the caller may see,
     /// with its properties as GetAll gives them.
     func managedObjects(_ caller: Caller) throws -> BusValue {
@@ -187,31 +176,6 @@ public final class VPNBusService: @unchecked Sendable {
         return ProfileObjects.properties(ProfileList.Row(p), status)
     }
 
-    func properties(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
-        let args = m.arguments()
-        switch member {
-        case "Get":
-            try expect(m, "ss")
-            guard case .string(let interface) = args[0], case .string(let name) = args[1] else { throw Self.failed("bad arguments") }
-            guard interface == ProfileObjects.profileInterface || interface.isEmpty else { throw noSuchProperty(interface, name) }
-            guard let value = try propertyValues(try reference(m.path), caller).first(where: { $0.0 == name })?.1 else {
-                throw noSuchProperty(interface, name)
-            }
-            return .values([.variant(value)])
-        case "GetAll":
-            try expect(m, "s")
-            guard case .string(let interface) = args[0] else { throw Self.failed("bad arguments") }
-            if m.path == ProfileObjects.managerPath || interface != ProfileObjects.profileInterface && !interface.isEmpty {
-                return .values([.dictionary([])])
-            }
-            return .values([.dictionary(try propertyValues(try reference(m.path), caller))])
-        case "Set":
-            throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "the properties of \(ProfileObjects.profileInterface) are read-only")
-        default:
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method org.freedesktop.DBus.Properties.\(member)")
-        }
-    }
-
     /// Verify's probe timeout, as `vpnctl verify`'s default.
     static let verifyTimeout = 5
 
@@ -219,37 +183,22 @@ public final class VPNBusService: @unchecked Sendable {
         BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name) in \(interface.isEmpty ? ProfileObjects.profileInterface : interface)")
     }
 
-    func profile(_ member: String, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
-        let reference = try reference(m.path)
-        switch member {
-        case "Start":
-            try expect(m, "a{sv}")
-            var persistOption = false
-            if case .dictionary(let options) = m.arguments().first {
-                for (key, value) in options {
-                    switch (key, value) {
-                    case ("persist", .bool(let b)): persistOption = b
-                    default:
-                        throw BusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                                       message: "unknown option \(key.quotedForMessage) of type \(value.signature) (Start takes persist: b)")
-                    }
-                }
-            }
-            let persist = persistOption
+    /// A profile's methods: decided on the loop, run off it (but Stats, which reads counters).
+    func profile(_ call: BusCall, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+        switch call {
+        case .start(let reference, let persist):
             let (call, service) = try granted(.start(profile: reference, wait: false, timeout: 20, changes: false, persist: persist), caller)
             return try inBackground(m, caller) {
                 _ = try service.start(call.profile ?? reference, wait: false, timeout: 20, changes: false, persist: persist, NoEvents())
                 return .values([])
             }
-        case "Stop":
-            try expect(m, "")
+        case .stop(let reference):
             let (call, service) = try granted(.stop(profile: reference, wait: false, timeout: 20, changes: false), caller)
             return try inBackground(m, caller) {
                 _ = try service.stop(call.profile ?? reference, wait: false, timeout: 20, changes: false, NoEvents())
                 return .values([])
             }
-        case "Toggle":
-            try expect(m, "")
+        case .toggle(let reference):
             // Decided as a toggle; done as the start or stop it stands for, without a wait.
             let (call, service) = try granted(.toggle(profile: reference, timeout: 20, changes: false), caller)
             let id = call.profile ?? reference
@@ -261,16 +210,13 @@ public final class VPNBusService: @unchecked Sendable {
                 }
                 return .values([])
             }
-        case "Verify":
-            try expect(m, "s")
-            guard case .string(let probe) = m.arguments().first else { throw Self.failed("no probe") }
+        case .verify(let reference, let probe):
             let (call, service) = try granted(.verify(profile: reference, probe: probe, dns: nil, timeout: Self.verifyTimeout), caller)
             return try inBackground(m, caller) {
                 let answer = try service.verify(call.profile ?? reference, probe: probe, dns: nil, timeout: Self.verifyTimeout)
                 return .values([.dictionary(ProfileObjects.verification(answer.report))])
             }
-        case "Stats":
-            try expect(m, "")
+        case .stats(let reference):
             let (call, service) = try granted(.stats(profile: reference), caller)
             let d = try service.stats(call.profile ?? reference).status
             var stats: [(String, BusValue)] = [("Status", .string(d.status.name)), ("Interface", .string(d.interface ?? ""))]
@@ -280,7 +226,7 @@ public final class VPNBusService: @unchecked Sendable {
             }
             return .values([.dictionary(stats)])
         default:
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "no method \(ProfileObjects.profileInterface).\(member)")
+            throw Self.failed("not a profile's method")
         }
     }
 
