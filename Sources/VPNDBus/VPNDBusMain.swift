@@ -13,13 +13,17 @@ import VPNSystem
 public enum VPNDBusMain {
     static let usage = """
     usage: vpnctl-dbus [--address ADDRESS] [--config-dir DIR] [--run-dir DIR] [--admin-group GROUP]
+           vpnctl-dbus notify SUMMARY BODY [ICON]
 
     Serves org.vpnctl.VPN1 on the system bus (or the bus at ADDRESS, a D-Bus
     address such as unix:path=/run/dbus/system_bus_socket). Runs as root.
-    See vpnctl-dbus(8).
+    With notify, shows a desktop notification on the caller's session bus
+    (what vpnctl toggle --notify runs, as the calling user). See vpnctl-dbus(8).
     """
 
     public static func run(_ argv: [String]) -> Int32 {
+        func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        if argv.count > 1 && argv[1] == "notify" { return DesktopNotification.run(Array(argv.dropFirst(2)), environment: env) }
         var options: [String: String] = [:]
         var i = 1
         while i < argv.count {
@@ -32,7 +36,6 @@ public enum VPNDBusMain {
             options[a] = argv[i + 1]
             i += 2
         }
-        func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         let settings = AgentSettings(configDirectory: options["--config-dir"] ?? env("VPNCTL_CONFIG_DIR") ?? "/etc/vpnctl",
                                      runDirectory: options["--run-dir"] ?? env("VPNCTL_RUN_DIR") ?? "/run/vpnctl",
                                      adminGroup: options["--admin-group"] ?? AccessPolicy.defaultAdminGroup)

@@ -19,6 +19,8 @@ agent_lab_up() {
   # The checkout may be in a 0700 directory: the users run a copy (with its catalogs) from the lab's own.
   mkdir -p -m 755 "$LAB_DIR/bin" && cp "$V" "$LAB_DIR/bin/vpnctl" && chmod 755 "$LAB_DIR/bin/vpnctl" \
     || { echo "  lab set-up failed at: copying vpnctl for the test users"; return 1; }
+  # (and vpnctl-dbus beside it, which toggle --notify runs as the user)
+  if [ -x "$(dirname "$V")/vpnctl-dbus" ]; then install -m 0755 "$(dirname "$V")/vpnctl-dbus" "$LAB_DIR/bin/vpnctl-dbus" || return 1; fi
   if [ -d "$(dirname "$V")/locale" ]; then cp -r "$(dirname "$V")/locale" "$LAB_DIR/bin/locale" && chmod -R go+rX "$LAB_DIR/bin/locale"; fi
   AGL_V=$LAB_DIR/bin/vpnctl
   agent_lab_start

@@ -226,3 +226,49 @@ test_dbus_api() {
   expect_eq "Status at the end" '(us) 1 "disconnected"' "$OUT" || return 1
   nothing_left
 }
+
+# toggle --notify: the card as a desktop notification on the user's own
+# session bus (a dbus-daemon --session of $u1's, with a notification server
+# of the test's own), shown by vpnctl-dbus run as $u1; without a session
+# bus, or with no server on it, a note says so and the card is printed.
+test_dbus_notify() {
+  use office || return 1
+  agent_set_policy office "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 d=$LAB_DIR/session
+  mkdir -p -m 700 "$d" && chown "$u1" "$d" && install -m 0755 "$HERE/notify-server.py" "$LAB_DIR/bin/notify-server.py" || return 1
+  local address=unix:path=$d/bus
+  runuser -u "$u1" -- dbus-daemon --session --address="$address" --nofork --nopidfile > "$T/session.log" 2>&1 &
+  LAB_PIDS+=($!)
+  defer stop_pid $!
+  wait_for "$u1's session bus" 5 test -S "$d/bus" || { cat "$T/session.log"; return 1; }
+  # No notification server yet: the card, and a note naming the bus's answer.
+  expect_ok "toggle --notify with no notification server" as_session "$u1" "$address" toggle office --notify || return 1
+  expect_contains "the card" "connected  office" "$OUT" || return 1
+  expect_contains "the note" "no desktop notification: org.freedesktop.DBus.Error.ServiceUnknown" "$OUT" || return 1
+  runuser -u "$u1" -- /usr/bin/python3 "$LAB_DIR/bin/notify-server.py" "$address" 60 > "$T/notes.txt" 2>&1 &
+  LAB_PIDS+=($!)
+  defer stop_pid $!
+  wait_for "the notification server" 5 grep -q ready "$T/notes.txt" || { cat "$T/notes.txt"; return 1; }
+  expect_ok "toggle --notify (a stop)" as_session "$u1" "$address" toggle office --notify || return 1
+  expect_contains "the card" "disconnected  office" "$OUT" || return 1
+  expect_not_contains "no note" "no desktop notification" "$OUT" || return 1
+  expect_ok "toggle --notify (a start)" as_session "$u1" "$address" toggle office --notify || return 1
+  wait_for "two notifications" 5 bash -c "[ \$(grep -c '^vpnctl|' '$T/notes.txt') -ge 2 ]" || { cat "$T/notes.txt"; return 1; }
+  expect_contains "the stop's notification" "vpnctl|office|○ disconnected  office|network-offline" "$(cat "$T/notes.txt")" || return 1
+  expect_contains "the start's notification" "vpnctl|office|● connected  office  $(field office interface)|network-vpn" "$(cat "$T/notes.txt")" || return 1
+  # No session bus at all: the card and the note, exit 0.
+  expect_ok "toggle --notify without a session bus" runuser -u "$u1" -- env -u DBUS_SESSION_BUS_ADDRESS -u VPNCTL_CONFIG_DIR \
+    XDG_RUNTIME_DIR=/nonexistent VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$AGL_V" toggle office --notify || return 1
+  expect_contains "the card" "disconnected  office" "$OUT" || return 1
+  expect_contains "the note" "no desktop notification: no session bus: DBUS_SESSION_BUS_ADDRESS is not set and there is no \$XDG_RUNTIME_DIR/bus" "$OUT" || return 1
+  expect_eq "notifications in all" 2 "$(grep -c '^vpnctl|' "$T/notes.txt")" || return 1
+  nothing_left
+}
+# as_session USER ADDRESS ARGS...: vpnctl as USER (through the agent) with ADDRESS as the session bus.
+as_session() {
+  local u=$1 address=$2; shift 2
+  runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR DBUS_SESSION_BUS_ADDRESS="$address" VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$AGL_V" "$@"
+}
+

@@ -182,6 +182,7 @@ if command -v useradd >/dev/null; then
   bus_user 0 call org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Toggle
   wait_for "office to connect" 10 bash -c "ip netns exec $NS_C $V is-connected office" || { echo "demo: office did not connect from D-Bus"; exit 1; }
   bus_user 0 get-property org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Status Interface
+  bus_user 0 call org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Verify s http://198.19.0.1:8080/
   bus_user 0 call org.vpnctl.VPN1 "$obj" org.vpnctl.VPN1.Profile Toggle
   bus_user 1 call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager GetProfileByName s second
   dbus_lab_down

@@ -1085,6 +1085,8 @@ fi
 agent_lab_checks
 lab_check "D-Bus: org.vpnctl.VPN1 on a private bus: list, properties, start/toggle/verify a real tunnel, a hanging probe holds up nobody, the per-user limit, PropertiesChanged for each transition (D-Bus, CLI, provider death), ProfileAdded/Removed on a policy change, refusals by name, the installed XML" \
   test_dbus_api
+lab_check "toggle --notify: the status card as a desktop notification on the user's session bus (a server of the test's own); without a bus or a server, a note and the card" \
+  test_dbus_notify
 ondemand_checks
 
 # ---- Provider plugins ------------------------------------------------------------

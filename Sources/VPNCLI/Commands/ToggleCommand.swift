@@ -6,8 +6,10 @@ enum ToggleCommand {
         name: "toggle", abstract: L("Connect if disconnected, disconnect if connected; then show a status card."),
         examples: [
             "vpnctl toggle office",
+            "vpnctl toggle office --notify",
         ],
-        options: [OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 20)."))],
+        options: [OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 20).")),
+                  OptionSpec("notify", help: L("Show the status card as a desktop notification too (on your session bus, through vpnctl-dbus)."))],
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
@@ -27,6 +29,7 @@ enum ToggleCommand {
         } else {
             inv.output.line(statusCard(report.status, inv.output))
         }
+        if inv.args.flag("notify") { DesktopNotice.show(report.status, inv) }
         return report.failure ?? .ok
     }
 }

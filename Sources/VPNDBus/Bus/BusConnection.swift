@@ -177,6 +177,18 @@ public final class BusConnection: @unchecked Sendable {
         dbus_connection_flush(connection)
     }
 
+    /// Calls a method and waits for its reply, up to `timeoutMs`
+    /// (dbus_connection_send_with_reply_and_block): its values, or the
+    /// error it answered with.
+    public func call(_ message: BusMessage, timeoutMs: Int32) throws -> [BusValue] {
+        var e = DBusError()
+        dbus_error_init(&e)
+        guard let reply = dbus_connection_send_with_reply_and_block(connection, message.message, timeoutMs, &e) else {
+            throw BusError(&e, doing: "call \(message.interface).\(message.member)")
+        }
+        return BusMessage(owning: reply).arguments()
+    }
+
     /// The uid of the process behind a unique bus name: the bus's own word
     /// (GetConnectionUnixUser), not the caller's.
     public func unixUser(of sender: String) throws -> uid_t {
