@@ -52,7 +52,10 @@ test_package_fields() {
   local depends; depends=$(dpkg-deb -f "$DEB" Depends)
   # libnl is a Depends only when a binary loads it at run time (vpnctl is
   # static; vpnctl-dbus loads the shared libnl).
-  if ldd "$BIN" "$(dirname "$BIN")/vpnctl-dbus" 2>/dev/null | grep -q 'libnl-route-3'; then
+  # (read whole before grep: under pipefail an early grep -q or ldd's exit 1 for the
+  # static vpnctl would read as "not loaded")
+  local needed; needed=$( { readelf -d "$BIN"; readelf -d "$(dirname "$BIN")/vpnctl-dbus"; } 2>/dev/null)
+  if grep -q 'NEEDED.*libnl-route-3' <<<"$needed"; then
     expect_contains "Depends (dynamic libnl)" "libnl-route-3-200" "$depends" || return 1
   else
     ! grep -q libnl <<<"$depends" || { echo "  Depends names libnl, but neither binary loads it: $depends"; return 1; }
