@@ -44,8 +44,7 @@ public enum VPNDBusMain {
             return ExitCode.permissionDenied.rawValue
         }
         // The supervisor is the vpnctl beside this executable.
-        let me = Processes.currentExecutable()
-        let supervisor = String(me[..<(me.lastIndex(of: "/") ?? me.startIndex)]) + "/vpnctl"
+        let supervisor = Processes.besideSelf("vpnctl")
         guard access(supervisor, X_OK) == 0 else {
             fputs("vpnctl-dbus: no vpnctl beside it (\(supervisor)); install both from one package\n", stderr)
             return ExitCode.providerUnavailable.rawValue

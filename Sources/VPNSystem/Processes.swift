@@ -38,6 +38,13 @@ public enum Processes {
         return n > 0 ? String(cString: buf) : CommandLine.arguments[0]
     }
 
+    /// The executable named `name` in this executable's directory (vpnctl
+    /// and vpnctl-dbus, installed together, find each other so).
+    public static func besideSelf(_ name: String) -> String {
+        let me = currentExecutable()
+        return String(me[..<(me.lastIndex(of: "/") ?? me.startIndex)]) + "/" + name
+    }
+
     /// Finds `program` in PATH (or takes it as a path when it contains '/').
     public static func which(_ program: String, path: String?) -> String? {
         if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }

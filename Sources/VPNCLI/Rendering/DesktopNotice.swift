@@ -10,8 +10,7 @@ import VPNSystem
 /// bus. What keeps it from showing is a note; the card is printed anyway.
 enum DesktopNotice {
     static func show(_ d: DerivedStatus, _ inv: Invocation) {
-        let me = Processes.currentExecutable()
-        let helper = String(me[..<(me.lastIndex(of: "/") ?? me.startIndex)]) + "/vpnctl-dbus"
+        let helper = Processes.besideSelf("vpnctl-dbus")
         guard access(helper, X_OK) == 0 else {
             return inv.output.note(L("no desktop notification: vpnctl-dbus is not installed beside vpnctl (\(helper))"))
         }

@@ -23,9 +23,6 @@ public enum BusCall: Equatable, Sendable {
     case verify(profile: String, probe: String)
     case stats(profile: String)
 
-    static let properties = "org.freedesktop.DBus.Properties"
-    static let objectManager = "org.freedesktop.DBus.ObjectManager"
-
     /// The call `m` makes, or the error to answer it with.
     public static func decode(_ m: BusMessage) throws(BusError) -> BusCall {
         let path = m.path
@@ -35,19 +32,19 @@ public enum BusCall: Equatable, Sendable {
             return .introspect(path: path)
         case ("org.freedesktop.DBus.Peer", "Ping"):
             return .ping
-        case (properties, "Get"):
+        case (ProfileObjects.propertiesInterface, "Get"):
             try expect(m, "ss")
             guard case let args = m.arguments(), args.count == 2, case .string(let interface) = args[0], case .string(let name) = args[1] else {
                 throw invalid("Get's arguments do not read as (ss)")
             }
             return .getProperty(path: path, interface: interface, name: name)
-        case (properties, "GetAll"):
+        case (ProfileObjects.propertiesInterface, "GetAll"):
             try expect(m, "s")
             guard case .string(let interface) = m.arguments().first else { throw invalid("GetAll's argument does not read as (s)") }
             return .getAllProperties(path: path, interface: interface)
-        case (properties, "Set"):
+        case (ProfileObjects.propertiesInterface, "Set"):
             throw BusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "the properties of \(ProfileObjects.profileInterface) are read-only")
-        case (objectManager, "GetManagedObjects") where path == ProfileObjects.managerPath:
+        case (ProfileObjects.objectManagerInterface, "GetManagedObjects") where path == ProfileObjects.managerPath:
             try expect(m, "")
             return .managedObjects
         case (ProfileObjects.managerInterface, "ListProfiles") where path == ProfileObjects.managerPath:
@@ -64,11 +61,16 @@ public enum BusCall: Equatable, Sendable {
         }
     }
 
-    static func profileCall(_ member: String, _ m: BusMessage) throws(BusError) -> BusCall {
-        guard let id = ProfileObjects.id(at: m.path) else {
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(m.path)")
+    /// The profile an object path names, by id, or UnknownObject.
+    static func profile(at path: String) throws(BusError) -> String {
+        guard let id = ProfileObjects.id(at: path) else {
+            throw BusError(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)")
         }
-        let profile = id.lowercasedString
+        return id.lowercasedString
+    }
+
+    static func profileCall(_ member: String, _ m: BusMessage) throws(BusError) -> BusCall {
+        let profile = try profile(at: m.path)
         switch member {
         case "Start":
             try expect(m, "a{sv}")

@@ -9,6 +9,8 @@ public enum ProfileObjects {
     public static let managerPath = "/org/vpnctl/VPN1"
     public static let managerInterface = "org.vpnctl.VPN1.Manager"
     public static let profileInterface = "org.vpnctl.VPN1.Profile"
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     static let profilePrefix = "/org/vpnctl/VPN1/profile/"
     static let errorPrefix = "org.vpnctl.VPN1.Error."
 

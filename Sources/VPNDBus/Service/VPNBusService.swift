@@ -72,7 +72,7 @@ public final class VPNBusService: @unchecked Sendable {
             return .values([])
         case .getProperty(let path, let interface, let name):
             guard interface == ProfileObjects.profileInterface || interface.isEmpty else { throw noSuchProperty(interface, name) }
-            guard let value = try propertyValues(try reference(path), caller).first(where: { $0.0 == name })?.1 else {
+            guard let value = try propertyValues(try BusCall.profile(at: path), caller).first(where: { $0.0 == name })?.1 else {
                 throw noSuchProperty(interface, name)
             }
             return .values([.variant(value)])
@@ -80,7 +80,7 @@ public final class VPNBusService: @unchecked Sendable {
             if path == ProfileObjects.managerPath || interface != ProfileObjects.profileInterface && !interface.isEmpty {
                 return .values([.dictionary([])])
             }
-            return .values([.dictionary(try propertyValues(try reference(path), caller))])
+            return .values([.dictionary(try propertyValues(try BusCall.profile(at: path), caller))])
         case .managedObjects:
             return .values([try managedObjects(caller)])
         case .listProfiles:
@@ -136,14 +136,6 @@ public final class VPNBusService: @unchecked Sendable {
     func granted(_ call: ServiceCall, _ caller: Caller) throws -> (ServiceCall, LocalService) {
         let grant = try AgentAuthorization.authorize(call, caller: caller, settings: settings)
         return (grant.call, service(grant.access))
-    }
-
-    /// The profile behind an object path, by id.
-    func reference(_ path: String) throws -> String {
-        guard let id = ProfileObjects.id(at: path) else {
-            throw BusError(name: "org.freedesktop.DBus.Error.UnknownObject", message: "no object at \(path)")
-        }
-        return id.lowercasedString
     }
 
     // MARK: the manager
@@ -242,7 +234,7 @@ public final class VPNBusService: @unchecked Sendable {
         if path == "/" || path == "/org" || path == "/org/vpnctl" {
             return Introspection.node("", children: [path == "/" ? "org" : path == "/org" ? "vpnctl" : "VPN1"])
         }
-        _ = try propertyValues(try reference(path), caller)
+        _ = try propertyValues(try BusCall.profile(at: path), caller)
         return Introspection.node(Introspection.profile, children: [])
     }
 
@@ -286,7 +278,7 @@ public final class VPNBusService: @unchecked Sendable {
         for (uid, callers) in receivers {
             guard (try? AgentAuthorization.authorize(.status(profile: id), caller: Self.caller(uid: uid), settings: settings)) != nil else { continue }
             for (name, _) in callers {
-                if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: ProfileObjects.propertiesInterface, member: "PropertiesChanged",
                                              destination: name, [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
                     messages.append(m)
                 }
@@ -334,21 +326,60 @@ extension VPNBusService {
         bus.send(storeSignals(from: old, to: fresh))
     }
 
+    /// A signal before it is addressed: its object, interface, member and arguments.
+    typealias StoreSignal = (path: String, interface: String, member: String, arguments: [BusValue])
+
     /// The signals that take each caller on the bus from the profiles it
-    /// saw in `old` to those it sees in `new`, addressed to it.
+    /// saw in `old` to those it sees in `new`, addressed to it. What a
+    /// profile's signals carry is made once, for all the callers told of it.
     func storeSignals(from old: [Profile], to new: [Profile]) -> [BusMessage] {
         let policy = settings.policy
+        let service = self.service()
         let before = Dictionary(old.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        // A profile's status is derived once, for all the callers told of it.
-        var statuses: [UUID: ProfileStatus] = [:]
+        let manager = ProfileObjects.managerPath
+        var statuses: [UUID: ProfileStatus?] = [:]
         func status(_ p: Profile) -> ProfileStatus? {
             if let known = statuses[p.id] { return known }
-            let s = (try? service().statuses(of: [p]))?.first
+            let s = (try? service.statuses(of: [p]))?.first
             statuses[p.id] = s
             return s
         }
-        let manager = ProfileObjects.managerPath
-        let objectManager = "org.freedesktop.DBus.ObjectManager"
+        var added: [UUID: [StoreSignal]] = [:]
+        func adding(_ p: Profile) -> [StoreSignal] {
+            if let known = added[p.id] { return known }
+            let path = ProfileObjects.path(of: p.id)
+            let signals: [StoreSignal] = status(p).map { s in
+                [(manager, ProfileObjects.managerInterface, "ProfileAdded", [.objectPath(path)]),
+                 (manager, ProfileObjects.objectManagerInterface, "InterfacesAdded",
+                  [.objectPath(path), Self.interfaces(ProfileObjects.properties(ProfileList.Row(p), s))])]
+            } ?? []
+            added[p.id] = signals
+            return signals
+        }
+        var edited: [UUID: [StoreSignal]] = [:]
+        func editing(_ p: Profile, was: Profile) -> [StoreSignal] {
+            if let known = edited[p.id] { return known }
+            var signals: [StoreSignal] = []
+            if was != p, let s = status(p) {
+                // What the edit changed: the same status, shown with the profile before and after.
+                var then = s
+                then.onDemandEnabled = was.onDemand.enabled
+                let changed = zip(ProfileObjects.properties(ProfileList.Row(p), s), ProfileObjects.properties(ProfileList.Row(was), then))
+                    .filter { $0.0.1 != $0.1.1 }.map(\.0)
+                if !changed.isEmpty {
+                    signals = [(ProfileObjects.path(of: p.id), ProfileObjects.propertiesInterface, "PropertiesChanged",
+                                [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])])]
+                }
+            }
+            edited[p.id] = signals
+            return signals
+        }
+        func removing(_ id: UUID) -> [StoreSignal] {
+            let path = ProfileObjects.path(of: id)
+            return [(manager, ProfileObjects.managerInterface, "ProfileRemoved", [.objectPath(path)]),
+                    (manager, ProfileObjects.objectManagerInterface, "InterfacesRemoved",
+                     [.objectPath(path), .array(of: "s", [.string(ProfileObjects.profileInterface)])])]
+        }
         var messages: [BusMessage] = []
         for (uid, callers) in Dictionary(grouping: uids.withLock { $0 }, by: \.value) {
             let caller = Self.caller(uid: uid)
@@ -356,34 +387,14 @@ extension VPNBusService {
             let saw = Set(old.filter(sees).map(\.id))
             let seesNow = new.filter(sees)
             let seen = Set(seesNow.map(\.id))
-            var signals: [(path: String, interface: String, member: String, [BusValue])] = []
+            var signals: [StoreSignal] = []
             for p in seesNow {
-                let path = ProfileObjects.path(of: p.id)
-                if !saw.contains(p.id) {
-                    guard let s = status(p) else { continue }
-                    signals.append((manager, ProfileObjects.managerInterface, "ProfileAdded", [.objectPath(path)]))
-                    signals.append((manager, objectManager, "InterfacesAdded",
-                                    [.objectPath(path), Self.interfaces(ProfileObjects.properties(ProfileList.Row(p), s))]))
-                } else if let was = before[p.id], was != p, let s = status(p) {
-                    // What the edit changed: the same status, shown with the profile before and after.
-                    var then = s
-                    then.onDemandEnabled = was.onDemand.enabled
-                    let changed = zip(ProfileObjects.properties(ProfileList.Row(p), s), ProfileObjects.properties(ProfileList.Row(was), then))
-                        .filter { $0.0.1 != $0.1.1 }.map(\.0)
-                    if !changed.isEmpty {
-                        signals.append((path, "org.freedesktop.DBus.Properties", "PropertiesChanged",
-                                        [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]))
-                    }
-                }
+                if !saw.contains(p.id) { signals += adding(p) } else if let was = before[p.id] { signals += editing(p, was: was) }
             }
-            for id in old.map(\.id) where saw.contains(id) && !seen.contains(id) {
-                let path = ProfileObjects.path(of: id)
-                signals.append((manager, ProfileObjects.managerInterface, "ProfileRemoved", [.objectPath(path)]))
-                signals.append((manager, objectManager, "InterfacesRemoved", [.objectPath(path), .array(of: "s", [.string(ProfileObjects.profileInterface)])]))
-            }
+            for id in old.map(\.id) where saw.contains(id) && !seen.contains(id) { signals += removing(id) }
             for (name, _) in callers {
                 for s in signals {
-                    if let m = BusMessage.signal(path: s.path, interface: s.interface, member: s.member, destination: name, s.3) { messages.append(m) }
+                    if let m = BusMessage.signal(path: s.path, interface: s.interface, member: s.member, destination: name, s.arguments) { messages.append(m) }
                 }
             }
         }
