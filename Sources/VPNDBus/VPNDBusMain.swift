@@ -56,6 +56,7 @@ public enum VPNDBusMain {
             try TunnelController(configDirectory: settings.configDirectory, runDirectory: settings.runDirectory).runtime.prepare()
             let bus = try BusConnection(address: address)
             let service = VPNBusService(bus: bus, settings: settings, searchPath: env("PATH"), supervisor: supervisor)
+            service.polkit = PolkitAuthority(address: address)
             let loop = EventLoop()
             try bus.attach(to: loop)
             try service.signalTransitions(on: loop)

@@ -171,6 +171,51 @@ test_host_dbus_activation() {
 }
 check "D-Bus activation: a user's call starts vpnctl-dbus.service, which starts and stops a tunnel in its sandbox; a restart of it leaves the tunnel" test_host_dbus_activation
 
+# polkit, for real (polkitd, activated by the bus): a rule of the
+# administrator's grants what the profile's policy does not; a rule that
+# wants authentication is InteractiveAuthorizationRequired for a caller that
+# allows none; what no rule grants stays refused as the policy says.
+test_host_polkit() {
+  expect_ok "import" vx import /root/office.conf --name office || return 1
+  defer vx remove office
+  local p; p=/org/vpnctl/VPN1/profile/$(hfield office id | tr -d -)
+  local rules=$HOST_MERGED/etc/polkit-1/rules.d/50-vpnctl-lab.rules
+  expect_run "Start by $HU before any rule (the profile's policy names nobody)" nonzero \
+    hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 || return 1
+  expect_contains "the policy's refusal" "no profile" "$OUT" || return 1
+  mkdir -p "$(dirname "$rules")"
+  printf '%s\n' 'polkit.addRule(function(action, subject) {' \
+    '  if (action.id != "org.vpnctl.control" || subject.user != "'"$HU"'" || action.lookup("profile") != "office") return polkit.Result.NOT_HANDLED;' \
+    '  var op = action.lookup("operation");' \
+    '  if (op == "start" || op == "stop" || op == "status") return polkit.Result.YES;' \
+    '  if (op == "toggle") return polkit.Result.AUTH_ADMIN;' \
+    '  return polkit.Result.NOT_HANDLED;' \
+    '});' > "$rules"
+  defer rm -f "$rules"
+  # A running polkitd reads rules.d again when told to (restarted).
+  hx systemctl try-restart polkit.service
+  expect_ok "Start by $HU under the rule" hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 \
+    || { hx journalctl --no-pager -n 30 -o cat -u vpnctl-dbus.service -u polkit.service | sed 's/^/  journal | /'; return 1; }
+  wait_for "office to connect" 15 host_status_is office connected || return 1
+  expect_ok "a ping through the tunnel polkit let $HU start" hx ping -c 1 -W 2 198.19.0.1 || return 1
+  expect_ok "Status by $HU (operation status under the rule)" hu "$HU" busctl get-property org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Status || return 1
+  expect_eq "Status" '(us) 3 "connected"' "$OUT" || return 1
+  expect_ok "the service's log" hx journalctl --no-pager -o cat -u vpnctl-dbus.service || return 1
+  expect_contains "the grant, logged" "polkit authorizes user '$HU' to start 'office' (org.vpnctl.control)" "$OUT" || return 1
+  expect_run "Toggle by $HU: the rule wants authentication, the call allows none" nonzero \
+    hu "$HU" dbus-send --system --print-reply --dest=org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile.Toggle || return 1
+  expect_contains "the error" "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired" "$OUT" || return 1
+  expect_run "Verify by $HU (no rule for verify)" nonzero hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Verify s 198.19.0.1 || return 1
+  expect_contains "the policy's refusal" "no profile" "$OUT" || return 1
+  expect_ok "ListProfiles by $HU (polkit grants actions, not the list)" hu "$HU" busctl call org.vpnctl.VPN1 /org/vpnctl/VPN1 org.vpnctl.VPN1.Manager ListProfiles || return 1
+  expect_eq "ListProfiles" "ao 0" "$OUT" || return 1
+  expect_ok "Stop by $HU under the rule" hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Stop || return 1
+  wait_for "office to disconnect" 10 host_status_is office disconnected || return 1
+  rm -f "$rules"; hx systemctl try-restart polkit.service
+  expect_run "Start by $HU once the rule is gone" nonzero hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 || return 1
+}
+check "polkit: an administrator's rule lets a user the profile's policy does not name start, read and stop a tunnel over D-Bus; a rule that wants authentication, for a call that allows none, is refused by name; without a rule, the policy's refusal" test_host_polkit
+
 # The same through the agent's sandbox for OpenVPN and IKEv2: a user's start,
 # the pushed route and DNS, stop.
 test_host_agent_providers() {

@@ -72,6 +72,7 @@ test_package_fields() {
            "-rw-r--r-- root/root ./usr/share/dbus-1/system.d/org.vpnctl.VPN1.conf" \
            "-rw-r--r-- root/root ./usr/share/dbus-1/system-services/org.vpnctl.VPN1.service" \
            "-rw-r--r-- root/root ./usr/share/dbus-1/interfaces/org.vpnctl.VPN1.xml" \
+           "-rw-r--r-- root/root ./usr/share/polkit-1/actions/org.vpnctl.policy" \
            "-rw-r--r-- root/root ./usr/lib/systemd/system/vpnctl-dbus.service" \
            "-rw-r--r-- root/root ./usr/share/man/man1/vpnctl.1.gz" \
            "-rw-r--r-- root/root ./usr/share/man/man5/vpnctl-profile.5.gz" \
@@ -228,7 +229,7 @@ test_make_install() {
            lib/systemd/system/vpnctl-agent.socket lib/systemd/system/vpnctl-agent.service lib/systemd/system/vpnctl@.service lib/systemd/system/vpnctl-block@.service \
            share/locale/vi/LC_MESSAGES/vpnctl.mo share/locale/zh_Hans/LC_MESSAGES/vpnctl.mo share/locale/ru/LC_MESSAGES/vpnctl.mo \
            bin/vpnctl-dbus share/man/man8/vpnctl-dbus.8 share/dbus-1/system.d/org.vpnctl.VPN1.conf share/dbus-1/interfaces/org.vpnctl.VPN1.xml \
-           share/dbus-1/system-services/org.vpnctl.VPN1.service lib/systemd/system/vpnctl-dbus.service; do
+           share/dbus-1/system-services/org.vpnctl.VPN1.service lib/systemd/system/vpnctl-dbus.service share/polkit-1/actions/org.vpnctl.policy; do
     [ -f "$dest$prefix/$f" ] || { echo "  not installed: $prefix/$f"; return 1; }
   done
   grep -qx "ExecStart=$prefix/bin/vpnctl agent" "$dest$prefix/lib/systemd/system/vpnctl-agent.service" \

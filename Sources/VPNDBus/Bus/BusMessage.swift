@@ -157,6 +157,9 @@ public final class BusMessage: @unchecked Sendable {
     public var signature: String { BusMessage.text(dbus_message_get_signature(message)) }
     public var isMethodCall: Bool { dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_CALL }
     var noReplyExpected: Bool { dbus_message_get_no_reply(message) != 0 }
+    /// Whether the caller lets the service have it authenticated before
+    /// the reply (the ALLOW_INTERACTIVE_AUTHORIZATION flag).
+    var allowsInteractiveAuthorization: Bool { dbus_message_get_allow_interactive_authorization(message) != 0 }
 
     /// The arguments, read as values (the types the service takes: basic
     /// types, arrays, dictionaries, structs and variants).

@@ -29,6 +29,8 @@ public final class VPNBusService: @unchecked Sendable {
     var storeWatch: FileWatch?
     /// Where the calls that take a while run (nil: in place, on the caller's thread).
     var calls: BackgroundCalls?
+    /// Asked when a profile's policy refuses a caller (nil: never).
+    public var polkit: PolkitAuthority?
 
     public init(bus: BusConnection, settings: AgentSettings, searchPath: String?, supervisor: String) {
         self.bus = bus
@@ -57,22 +59,26 @@ public final class VPNBusService: @unchecked Sendable {
         AgentAuthorization.speak(nil)
         do {
             let call = try BusCall.decode(m)
-            return try run(call, m, try caller(m.sender))
+            let who = try asker(m)
+            do { return try run(call, m, who) } catch let needed as PolkitNeeded {
+                // polkit may take as long as the caller takes to type a password.
+                do { return try inBackground(m, who) { [self] in try run(call, m, who.offLoop) } } catch { throw needed.refusal }
+            }
         } catch {
             return Self.reply(for: error)
         }
     }
 
-    /// Decides and runs a decoded call for `caller`.
-    func run(_ call: BusCall, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+    /// Decides and runs a decoded call for `who`.
+    func run(_ call: BusCall, _ m: BusMessage, _ who: Asker) throws -> BusReply {
         switch call {
         case .introspect(let path):
-            return .values([.string(try introspect(path, caller))])
+            return .values([.string(try introspect(path, who))])
         case .ping:
             return .values([])
         case .getProperty(let path, let interface, let name):
             guard interface == ProfileObjects.profileInterface || interface.isEmpty else { throw noSuchProperty(interface, name) }
-            guard let value = try propertyValues(try BusCall.profile(at: path), caller).first(where: { $0.0 == name })?.1 else {
+            guard let value = try propertyValues(try BusCall.profile(at: path), who).first(where: { $0.0 == name })?.1 else {
                 throw noSuchProperty(interface, name)
             }
             return .values([.variant(value)])
@@ -80,19 +86,19 @@ public final class VPNBusService: @unchecked Sendable {
             if path == ProfileObjects.managerPath || interface != ProfileObjects.profileInterface && !interface.isEmpty {
                 return .values([.dictionary([])])
             }
-            return .values([.dictionary(try propertyValues(try BusCall.profile(at: path), caller))])
+            return .values([.dictionary(try propertyValues(try BusCall.profile(at: path), who))])
         case .managedObjects:
-            return .values([try managedObjects(caller)])
+            return .values([try managedObjects(who)])
         case .listProfiles:
-            let (_, service) = try granted(.list, caller)
+            let (_, service) = try granted(.list, who)
             return .values([.array(of: "o", try service.list().profiles.map { .objectPath(ProfileObjects.path(of: $0.id)) })])
         case .profileByName(let name):
             // Decided as a status read; the profile read to decide names the object.
-            let grant = try AgentAuthorization.authorize(.isConnected(profile: name), caller: caller, settings: settings)
+            let grant = try authorize(.isConnected(profile: name), who)
             guard let p = grant.profile else { throw Self.failed("profile '\(name)' went meanwhile") }
             return .values([.objectPath(ProfileObjects.path(of: p.id))])
         case .start, .stop, .toggle, .verify, .stats:
-            return try profile(call, m, caller)
+            return try profile(call, m, who)
         }
     }
 
@@ -104,9 +110,9 @@ public final class VPNBusService: @unchecked Sendable {
 
     /// Runs `work` off the loop when it has one (the calls that spawn
     /// processes or wait), so that nobody else waits for it; in place otherwise.
-    func inBackground(_ m: BusMessage, _ caller: Caller, _ work: @escaping () throws -> BusReply) throws -> BusReply {
-        guard let calls else { return try work() }
-        return try calls.run(m, for: caller, work)
+    func inBackground(_ m: BusMessage, _ who: Asker, _ work: @escaping () throws -> BusReply) throws -> BusReply {
+        guard let calls, !who.isOffLoop else { return try work() }
+        return try calls.run(m, for: who.caller, work)
     }
 
     /// Answers the calls that take a while from threads of their own (BackgroundCalls).
@@ -117,6 +123,11 @@ public final class VPNBusService: @unchecked Sendable {
     }
 
     static func failed(_ message: String) -> BusError { BusError(name: "org.freedesktop.DBus.Error.Failed", message: message) }
+
+    /// Who sent `m`, as the bus names it.
+    func asker(_ m: BusMessage) throws -> Asker {
+        Asker(caller: try caller(m.sender), busName: m.sender, interactive: m.allowsInteractiveAuthorization)
+    }
 
     /// The caller the bus names: its uid from the bus, its groups from the system's databases.
     func caller(_ sender: String) throws -> Caller {
@@ -133,8 +144,8 @@ public final class VPNBusService: @unchecked Sendable {
     }
 
     /// Authorizes `call` as the agent does, and the service it runs on.
-    func granted(_ call: ServiceCall, _ caller: Caller) throws -> (ServiceCall, LocalService) {
-        let grant = try AgentAuthorization.authorize(call, caller: caller, settings: settings)
+    func granted(_ call: ServiceCall, _ who: Asker) throws -> (ServiceCall, LocalService) {
+        let grant = try authorize(call, who)
         return (grant.call, service(grant.access))
     }
 
@@ -142,8 +153,8 @@ public final class VPNBusService: @unchecked Sendable {
 
     /// ObjectManager.GetManagedObjects: each profile the caller may see,
     /// with its properties as GetAll gives them.
-    func managedObjects(_ caller: Caller) throws -> BusValue {
-        let (_, service) = try granted(.list, caller)
+    func managedObjects(_ who: Asker) throws -> BusValue {
+        let (_, service) = try granted(.list, who)
         let profiles = try service.manager().profiles
         let statuses = try service.statuses(of: profiles)
         return .entries(key: "o", value: "a{sa{sv}}", zip(profiles, statuses).map { p, s in
@@ -160,8 +171,8 @@ public final class VPNBusService: @unchecked Sendable {
 
     /// The profile's properties, read now (status is derived, never kept):
     /// the store is read once, to decide, and the profile read then is the one shown.
-    func propertyValues(_ reference: String, _ caller: Caller) throws -> [(String, BusValue)] {
-        let grant = try AgentAuthorization.authorize(.status(profile: reference), caller: caller, settings: settings)
+    func propertyValues(_ reference: String, _ who: Asker) throws -> [(String, BusValue)] {
+        let grant = try authorize(.status(profile: reference), who)
         guard let p = grant.profile, let status = try service(grant.access).statuses(of: [p]).first else {
             throw Self.failed("profile \(reference) went meanwhile")
         }
@@ -176,25 +187,25 @@ public final class VPNBusService: @unchecked Sendable {
     }
 
     /// A profile's methods: decided on the loop, run off it (but Stats, which reads counters).
-    func profile(_ call: BusCall, _ m: BusMessage, _ caller: Caller) throws -> BusReply {
+    func profile(_ call: BusCall, _ m: BusMessage, _ who: Asker) throws -> BusReply {
         switch call {
         case .start(let reference, let persist):
-            let (call, service) = try granted(.start(profile: reference, wait: false, timeout: 20, changes: false, persist: persist), caller)
-            return try inBackground(m, caller) {
+            let (call, service) = try granted(.start(profile: reference, wait: false, timeout: 20, changes: false, persist: persist), who)
+            return try inBackground(m, who) {
                 _ = try service.start(call.profile ?? reference, wait: false, timeout: 20, changes: false, persist: persist, NoEvents())
                 return .values([])
             }
         case .stop(let reference):
-            let (call, service) = try granted(.stop(profile: reference, wait: false, timeout: 20, changes: false), caller)
-            return try inBackground(m, caller) {
+            let (call, service) = try granted(.stop(profile: reference, wait: false, timeout: 20, changes: false), who)
+            return try inBackground(m, who) {
                 _ = try service.stop(call.profile ?? reference, wait: false, timeout: 20, changes: false, NoEvents())
                 return .values([])
             }
         case .toggle(let reference):
             // Decided as a toggle; done as the start or stop it stands for, without a wait.
-            let (call, service) = try granted(.toggle(profile: reference, timeout: 20, changes: false), caller)
+            let (call, service) = try granted(.toggle(profile: reference, timeout: 20, changes: false), who)
             let id = call.profile ?? reference
-            return try inBackground(m, caller) {
+            return try inBackground(m, who) {
                 if try service.status(id).profiles.first?.status.isActive == true {
                     _ = try service.stop(id, wait: false, timeout: 20, changes: false, NoEvents())
                 } else {
@@ -203,13 +214,13 @@ public final class VPNBusService: @unchecked Sendable {
                 return .values([])
             }
         case .verify(let reference, let probe):
-            let (call, service) = try granted(.verify(profile: reference, probe: probe, dns: nil, timeout: Self.verifyTimeout), caller)
-            return try inBackground(m, caller) {
+            let (call, service) = try granted(.verify(profile: reference, probe: probe, dns: nil, timeout: Self.verifyTimeout), who)
+            return try inBackground(m, who) {
                 let answer = try service.verify(call.profile ?? reference, probe: probe, dns: nil, timeout: Self.verifyTimeout)
                 return .values([.dictionary(ProfileObjects.verification(answer.report))])
             }
         case .stats(let reference):
-            let (call, service) = try granted(.stats(profile: reference), caller)
+            let (call, service) = try granted(.stats(profile: reference), who)
             let d = try service.stats(call.profile ?? reference).status
             var stats: [(String, BusValue)] = [("Status", .string(d.status.name)), ("Interface", .string(d.interface ?? ""))]
             if let a = d.activity {
@@ -224,9 +235,9 @@ public final class VPNBusService: @unchecked Sendable {
 
     // MARK: introspection
 
-    func introspect(_ path: String, _ caller: Caller) throws -> String {
+    func introspect(_ path: String, _ who: Asker) throws -> String {
         if path == ProfileObjects.managerPath || path == "/org/vpnctl/VPN1/profile" {
-            let (_, service) = try granted(.list, caller)
+            let (_, service) = try granted(.list, who)
             let ids = try service.list().profiles.map { $0.id }
             return Introspection.node(path == ProfileObjects.managerPath ? Introspection.manager + Introspection.objectManager : "",
                                       children: path == ProfileObjects.managerPath ? ["profile"] : ids.map { String(ProfileObjects.path(of: $0).split(separator: "/").last!) })
@@ -234,7 +245,7 @@ public final class VPNBusService: @unchecked Sendable {
         if path == "/" || path == "/org" || path == "/org/vpnctl" {
             return Introspection.node("", children: [path == "/" ? "org" : path == "/org" ? "vpnctl" : "VPN1"])
         }
-        _ = try propertyValues(try BusCall.profile(at: path), caller)
+        _ = try propertyValues(try BusCall.profile(at: path), who)
         return Introspection.node(Introspection.profile, children: [])
     }
 
@@ -271,7 +282,7 @@ public final class VPNBusService: @unchecked Sendable {
     /// its user may not even list.
     func signal(_ t: StatusTransition) -> Bool {
         let id = t.id.lowercasedString
-        guard let all = try? propertyValues(id, Self.root) else { return true }
+        guard let all = try? propertyValues(id, .service) else { return true }
         let changed = all.filter { ProfileObjects.transitionProperties.contains($0.0) }
         let receivers = Dictionary(grouping: uids.withLock { $0 }, by: \.value)
         var messages: [BusMessage] = []

@@ -70,6 +70,14 @@ public enum AgentAuthorization {
                      profile: named)
     }
 
+    /// A grant decided outside the profile's policy (by polkit, for the
+    /// D-Bus service): `call` on `profile` alone, with no probe off the tunnel.
+    public static func grant(_ call: ServiceCall, profile: Profile, caller: Caller, settings: AgentSettings) -> Grant {
+        let id = profile.id
+        let access = ServiceAccess(caller: caller, policy: settings.policy, visible: { $0.id == id }, mayProbeOffTunnel: false)
+        return Grant(call: call.naming(id.lowercasedString), decision: nil, access: access, profile: profile)
+    }
+
     /// What the service may show and do for the caller during the call.
     static func access(for call: ServiceCall, caller: Caller, settings: AgentSettings, profileID: UUID?) -> ServiceAccess {
         let policy = settings.policy
