@@ -81,11 +81,14 @@ public enum FileSystem {
         if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size > 0 {
             result.reserveCapacity(min(Int(st.st_size), limit) + 1)
         }
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        // Not zeroed: the store is read on every call of the D-Bus service,
+        // and clearing 64 KiB cost more than reading the file.
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
+        defer { chunk.deallocate() }
         while true {
             let room = limit - result.count
             let want = room >= chunk.count ? chunk.count : room + 1
-            let n = chunk.withUnsafeMutableBytes { buf in read(fd, buf.baseAddress, want) }
+            let n = read(fd, chunk.baseAddress, want)
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == EAGAIN {  // a non-blocking descriptor handed to us (stdin): wait for data
@@ -96,7 +99,7 @@ public enum FileSystem {
                 throw SystemError("read", path: path, errno: .current)
             }
             if n == 0 { break }
-            result.append(contentsOf: chunk[0..<n])
+            result.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
             if result.count > limit { throw FileProblem(path: path, kind: .tooLarge(limit: limit)) }
         }
         return result
@@ -246,6 +249,7 @@ public enum FileSystem {
     /// "dir/./x//" -> "dir/x": what the kernel resolves, spelled so that the
     /// last component is the real one ("link/." must be checked as "link").
     public static func normalized(_ path: String) -> String {
+        if isNormal(path) { return path }
         // Split on the byte '/', as the kernel does (a Character split would
         // keep a slash that a combining mark follows, and costs far more).
         let bytes = Array(path.utf8)
@@ -256,6 +260,25 @@ public enum FileSystem {
             out += part
         }
         return out.isEmpty ? "." : String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `normalized` would give `path` back: not empty, no empty or
+    /// "." component, no slash at the end but the root's.
+    static func isNormal(_ path: String) -> Bool {
+        var previous: UInt8 = 0x2F, beforePrevious: UInt8 = 0x2F
+        var count = 0
+        for b in path.utf8 {
+            if b == 0x2F && count > 0 && (previous == 0x2F || previous == 0x2E && beforePrevious == 0x2F) { return false }
+            if b == 0x2F && count == 1 && previous == 0x2E { return false }
+            beforePrevious = previous
+            previous = b
+            count += 1
+        }
+        if count == 0 { return false }
+        if count == 1 { return true }
+        if previous == 0x2F { return false }
+        if previous == 0x2E && beforePrevious == 0x2F { return false }
+        return true
     }
 
     /// A state directory must be a real directory, owned by the effective user
@@ -289,7 +312,8 @@ public enum FileSystem {
     }
 
     public static func parentDirectory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
+        // '/' is one byte of UTF-8, never part of another character's.
+        guard let slash = path.utf8.lastIndex(of: 0x2F) else { return "." }
         if slash == path.startIndex { return "/" }
         return String(path[..<slash])
     }

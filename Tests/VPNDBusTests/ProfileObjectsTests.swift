@@ -9,7 +9,8 @@ import VPNCore
         #expect(ProfileObjects.path(of: id) == "/org/vpnctl/VPN1/profile/18380c8262064bf6b96cf46ec4d630e7")
         #expect(ProfileObjects.id(at: ProfileObjects.path(of: id)) == id)
         for bad in ["/org/vpnctl/VPN1/profile/", "/org/vpnctl/VPN1/profile/18380c8262064bf6b96cf46ec4d630e", "/org/vpnctl/VPN1",
-                    "/org/vpnctl/VPN1/profile/18380c8262064bf6b96cf46ec4d630eg", "/org/vpnctl/VPN1/profile/18380c82-6206-4bf6-b96c-f46ec4d630e7"] {
+                    "/org/vpnctl/VPN1/profile/18380c8262064bf6b96cf46ec4d630eg", "/org/vpnctl/VPN1/profile/18380c8262064bf6b96cf46ec4d6é",
+                    "/org/vpnctl/VPN1/profile/18380c82-6206-4bf6-b96c-f46ec4d630e7"] {
             #expect(ProfileObjects.id(at: bad) == nil, "\(bad)")
         }
     }

@@ -69,8 +69,11 @@ import Testing
 @Suite struct NormalizedPathTests {
     @Test(arguments: [("/etc/vpnctl", "/etc/vpnctl"), ("/etc//vpnctl/", "/etc/vpnctl"), ("/./etc/./vpnctl/.", "/etc/vpnctl"),
                       ("/", "/"), ("//", "/"), ("", "."), ("./", "."), ("a/./b//c", "a/b/c"), ("../x", "../x"),
-                      ("/tmp/ünï/.x", "/tmp/ünï/.x"), ("/a/\u{301}b", "/a/\u{301}b")])
+                      ("/tmp/ünï/.x", "/tmp/ünï/.x"), ("/a/\u{301}b", "/a/\u{301}b"), (".", "."), ("/.", "/"), ("a/.", "a"),
+                      ("./a", "a"), ("a/", "a"), ("..", ".."), ("/a/..", "/a/.."), ("/.a/b.", "/.a/b."), ("a/.b/", "a/.b")])
     func normalizes(path: String, expected: String) {
         #expect(FileSystem.normalized(path) == expected)
+        // The fast path agrees with the slow one.
+        #expect(FileSystem.isNormal(path) == (path == expected), "\(path)")
     }
 }

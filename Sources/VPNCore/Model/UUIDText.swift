@@ -31,6 +31,21 @@ extension UUID {
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }
 
+    /// The UUID whose 32 hex digits, without dashes, are `hex` (as a D-Bus
+    /// object path writes it), or nil.
+    public static func parse<C: Collection<UInt8>>(compactHex hex: C) -> UUID? {
+        guard hex.count == 32 else { return nil }
+        var b = [UInt8](repeating: 0, count: 16)
+        var i = hex.startIndex
+        for k in 0..<16 {
+            let h = hexDigit(hex[i]); i = hex.index(after: i)
+            let l = hexDigit(hex[i]); i = hex.index(after: i)
+            guard let h, let l else { return nil }
+            b[k] = h << 4 | l
+        }
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
     static func canonicalBytes(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard text.count == 36 else { return nil }
         var out: [UInt8] = []

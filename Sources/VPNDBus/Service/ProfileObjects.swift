@@ -22,15 +22,8 @@ public enum ProfileObjects {
 
     /// The profile id a path names, or nil.
     public static func id(at path: String) -> UUID? {
-        guard path.hasPrefix(profilePrefix) else { return nil }
-        let hex = Array(path.dropFirst(profilePrefix.count))
-        guard hex.count == 32, hex.allSatisfy(\.isHexDigit) else { return nil }
-        var s = ""
-        for (i, c) in hex.enumerated() {
-            if [8, 12, 16, 20].contains(i) { s.append("-") }
-            s.append(c)
-        }
-        return UUID.parse(s)
+        guard path.utf8.starts(with: profilePrefix.utf8) else { return nil }
+        return UUID.parse(compactHex: path.utf8.dropFirst(profilePrefix.utf8.count))
     }
 
     /// The properties of org.vpnctl.VPN1.Profile, by name, in the order of

@@ -156,7 +156,7 @@ public final class VPNBusService: @unchecked Sendable {
     func managedObjects(_ who: Asker) throws -> BusValue {
         let (_, service) = try granted(.list, who)
         let profiles = try service.manager().profiles
-        let statuses = try service.statuses(of: profiles)
+        let statuses = try service.statuses(of: profiles, readActivity: false)
         return .entries(key: "o", value: "a{sa{sv}}", zip(profiles, statuses).map { p, s in
             (.objectPath(ProfileObjects.path(of: p.id)), Self.interfaces(ProfileObjects.properties(ProfileList.Row(p), s)))
         })
@@ -172,11 +172,16 @@ public final class VPNBusService: @unchecked Sendable {
     /// The profile's properties, read now (status is derived, never kept):
     /// the store is read once, to decide, and the profile read then is the one shown.
     func propertyValues(_ reference: String, _ who: Asker) throws -> [(String, BusValue)] {
+        try profileProperties(reference, who).properties
+    }
+
+    /// The profile as read to decide, and its properties.
+    func profileProperties(_ reference: String, _ who: Asker) throws -> (profile: Profile, properties: [(String, BusValue)]) {
         let grant = try authorize(.status(profile: reference), who)
-        guard let p = grant.profile, let status = try service(grant.access).statuses(of: [p]).first else {
+        guard let p = grant.profile, let status = try service(grant.access).statuses(of: [p], readActivity: false).first else {
             throw Self.failed("profile \(reference) went meanwhile")
         }
-        return ProfileObjects.properties(ProfileList.Row(p), status)
+        return (p, ProfileObjects.properties(ProfileList.Row(p), status))
     }
 
     /// Verify's probe timeout, as `vpnctl verify`'s default.
@@ -281,13 +286,15 @@ public final class VPNBusService: @unchecked Sendable {
     /// it: a broadcast would tell every process on the bus about tunnels
     /// its user may not even list.
     func signal(_ t: StatusTransition) -> Bool {
-        let id = t.id.lowercasedString
-        guard let all = try? propertyValues(id, .service) else { return true }
+        // The store is read once: who may see the profile is decided on the profile read here.
+        guard let (profile, all) = try? profileProperties(t.id.lowercasedString, .service) else { return true }
         let changed = all.filter { ProfileObjects.transitionProperties.contains($0.0) }
         let receivers = Dictionary(grouping: uids.withLock { $0 }, by: \.value)
+        let policy = settings.policy
         var messages: [BusMessage] = []
         for (uid, callers) in receivers {
-            guard (try? AgentAuthorization.authorize(.status(profile: id), caller: Self.caller(uid: uid), settings: settings)) != nil else { continue }
+            let caller = Self.caller(uid: uid)
+            guard policy.isAdmin(caller) || policy.canSee(caller, profile) else { continue }
             for (name, _) in callers {
                 if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: ProfileObjects.propertiesInterface, member: "PropertiesChanged",
                                              destination: name, [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
@@ -351,7 +358,7 @@ extension VPNBusService {
         var statuses: [UUID: ProfileStatus?] = [:]
         func status(_ p: Profile) -> ProfileStatus? {
             if let known = statuses[p.id] { return known }
-            let s = (try? service.statuses(of: [p]))?.first
+            let s = (try? service.statuses(of: [p], readActivity: false))?.first
             statuses[p.id] = s
             return s
         }

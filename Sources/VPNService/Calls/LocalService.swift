@@ -72,8 +72,11 @@ public final class LocalService: TunnelService {
     }
 
     /// The status of profiles already read (a caller that read the store to decide reads it once).
-    public func statuses(of profiles: [Profile]) throws -> [ProfileStatus] {
-        let statuses = try StatusUseCase(controller: controller).statuses(of: profiles)
+    /// Without `readActivity`, no counters or handshake are asked of the
+    /// providers (D-Bus properties have none; a dying provider's socket
+    /// may keep such a question waiting).
+    public func statuses(of profiles: [Profile], readActivity: Bool = true) throws -> [ProfileStatus] {
+        let statuses = try StatusUseCase(controller: controller).statuses(of: profiles, readActivity: readActivity)
         let paused = (try? pauses.paused()) ?? []
         let report = try? OnDemandReport.read(runDirectory: runDirectory)
         return zip(profiles, statuses).map { p, d in
