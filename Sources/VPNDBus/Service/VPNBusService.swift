@@ -191,7 +191,7 @@ public final class VPNBusService: @unchecked Sendable {
         BusError(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name) in \(interface.isEmpty ? ProfileObjects.profileInterface : interface)")
     }
 
-    /// A profile's methods: decided on the loop, run off it (but Stats, which reads counters).
+    /// A profile's methods: decided on the loop, run off it.
     func profile(_ call: BusCall, _ m: BusMessage, _ who: Asker) throws -> BusReply {
         switch call {
         case .start(let reference, let persist):
@@ -225,14 +225,17 @@ public final class VPNBusService: @unchecked Sendable {
                 return .values([.dictionary(ProfileObjects.verification(answer.report))])
             }
         case .stats(let reference):
+            // Off the loop: the counters and handshake are asked of the provider, which may be slow to answer.
             let (call, service) = try granted(.stats(profile: reference), who)
-            let d = try service.stats(call.profile ?? reference).status
-            var stats: [(String, BusValue)] = [("Status", .string(d.status.name)), ("Interface", .string(d.interface ?? ""))]
-            if let a = d.activity {
-                stats += [("RxBytes", .uint64(a.rxBytes)), ("TxBytes", .uint64(a.txBytes))]
-                if let h = a.latestHandshake { stats.append(("LatestHandshake", .string(Timestamp.iso8601(h)))) }
+            return try inBackground(m, who) {
+                let d = try service.stats(call.profile ?? reference).status
+                var stats: [(String, BusValue)] = [("Status", .string(d.status.name)), ("Interface", .string(d.interface ?? ""))]
+                if let a = d.activity {
+                    stats += [("RxBytes", .uint64(a.rxBytes)), ("TxBytes", .uint64(a.txBytes))]
+                    if let h = a.latestHandshake { stats.append(("LatestHandshake", .string(Timestamp.iso8601(h)))) }
+                }
+                return .values([.dictionary(stats)])
             }
-            return .values([.dictionary(stats)])
         default:
             throw Self.failed("not a profile's method")
         }
