@@ -17,7 +17,7 @@
 # host_boot starts the container; hx runs a command in it as root, hu as a
 # user; host_down powers it off and removes everything.
 
-HOST_PACKAGES="systemd,systemd-sysv,dbus,polkitd,systemd-resolved,libnss-systemd,nftables,iproute2,iputils-ping,wireguard-go,wireguard-tools,openvpn,network-manager,strongswan-charon,libcharon-extra-plugins,libcharon-extauth-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,strongswan-swanctl"
+HOST_PACKAGES="systemd,systemd-sysv,dbus,polkitd,python3-dbus,python3-gi,systemd-resolved,libnss-systemd,nftables,iproute2,iputils-ping,wireguard-go,wireguard-tools,openvpn,network-manager,strongswan-charon,libcharon-extra-plugins,libcharon-extauth-plugins,libstrongswan-standard-plugins,libstrongswan-extra-plugins,strongswan-swanctl"
 HOST_SUITE=bookworm
 HOST_CACHE=${HOST_CACHE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.build/host}
 HOST_PID="" HOST_LEADER="" HOST_MERGED="" HOST_CGROUPS=()

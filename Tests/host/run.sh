@@ -202,6 +202,12 @@ test_host_polkit() {
   expect_eq "Status" '(us) 3 "connected"' "$OUT" || return 1
   expect_ok "the service's log" hx journalctl --no-pager -o cat -u vpnctl-dbus.service || return 1
   expect_contains "the grant, logged" "polkit authorizes user '$HU' to start 'office' (org.vpnctl.control)" "$OUT" || return 1
+  # A connection polkit let read the status is told of its transitions.
+  install -D -m 0755 "$HERE/../lab/dbus-listen.py" "$HOST_MERGED/usr/local/bin/vpnctl-lab-listen"
+  hu "$HU" vpnctl-lab-listen unix:path=/run/dbus/system_bus_socket 30 "$p" > "$LAB_DIR/polkit-listen.out" 2>&1 &
+  local listener=$!
+  defer stop_pid "$listener"
+  wait_for "the listener of $HU" 10 grep -q listening "$LAB_DIR/polkit-listen.out" || { cat "$LAB_DIR/polkit-listen.out"; return 1; }
   expect_run "Toggle by $HU: the rule wants authentication, the call allows none" nonzero \
     hu "$HU" dbus-send --system --print-reply --dest=org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile.Toggle || return 1
   expect_contains "the error" "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired" "$OUT" || return 1
@@ -211,10 +217,12 @@ test_host_polkit() {
   expect_eq "ListProfiles" "ao 0" "$OUT" || return 1
   expect_ok "Stop by $HU under the rule" hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Stop || return 1
   wait_for "office to disconnect" 10 host_status_is office disconnected || return 1
+  wait_for "PropertiesChanged to $HU's listener (polkit's status grant)" 10 grep -q "$p disconnected" "$LAB_DIR/polkit-listen.out" \
+    || { sed 's/^/  listener | /' "$LAB_DIR/polkit-listen.out"; return 1; }
   rm -f "$rules"; hx systemctl try-restart polkit.service
   expect_run "Start by $HU once the rule is gone" nonzero hu "$HU" busctl call org.vpnctl.VPN1 "$p" org.vpnctl.VPN1.Profile Start 'a{sv}' 0 || return 1
 }
-check "polkit: an administrator's rule lets a user the profile's policy does not name start, read and stop a tunnel over D-Bus; a rule that wants authentication, for a call that allows none, is refused by name; without a rule, the policy's refusal" test_host_polkit
+check "polkit: an administrator's rule lets a user the profile's policy does not name start, read (and be signalled) and stop a tunnel over D-Bus; a rule that wants authentication, for a call that allows none, is refused by name; without a rule, the policy's refusal" test_host_polkit
 
 # The same through the agent's sandbox for OpenVPN and IKEv2: a user's start,
 # the pushed route and DNS, stop.

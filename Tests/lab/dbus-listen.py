@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # A listener of org.vpnctl.VPN1's PropertiesChanged, written against the
 # bus alone (python3-dbus with GLib's main loop, Debian's):
-# dbus-listen.py ADDRESS SECONDS
+# dbus-listen.py ADDRESS SECONDS [PATH]
 # calls ListProfiles once (a caller is what the service sends signals to),
+# and, with PATH, Gets that profile's Status (a read polkit may grant),
 # prints "listening", then one line per PropertiesChanged it receives,
 # "PATH STATUS-NAME [LastDisconnectError's message]", and one per
 # ProfileAdded or ProfileRemoved, "added PATH" or "removed PATH", for
@@ -33,6 +34,8 @@ def removed(path):
 bus.add_signal_receiver(added, signal_name="ProfileAdded", dbus_interface="org.vpnctl.VPN1.Manager", bus_name="org.vpnctl.VPN1")
 bus.add_signal_receiver(removed, signal_name="ProfileRemoved", dbus_interface="org.vpnctl.VPN1.Manager", bus_name="org.vpnctl.VPN1")
 bus.call_blocking("org.vpnctl.VPN1", "/org/vpnctl/VPN1", "org.vpnctl.VPN1.Manager", "ListProfiles", "", [])
+if len(sys.argv) > 3:
+    bus.call_blocking("org.vpnctl.VPN1", sys.argv[3], "org.freedesktop.DBus.Properties", "Get", "ss", ["org.vpnctl.VPN1.Profile", "Status"])
 print("listening", flush=True)
 loop = GLib.MainLoop()
 GLib.timeout_add_seconds(seconds, loop.quit)

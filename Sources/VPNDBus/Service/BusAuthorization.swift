@@ -64,6 +64,7 @@ extension VPNBusService {
         switch verdict {
         case .authorized:
             fputs("vpnctl-dbus: polkit authorizes \(user) to \(action.rawValue) '\(profile.name)' (\(PolkitAuthority.actionID))\n", stderr)
+            if action == .status { polkitReaders.withLock { $0[who.busName, default: []].insert(profile.id) } }
             return AgentAuthorization.grant(call, profile: profile, caller: who.caller, settings: settings)
         case .challenge where !who.interactive:
             throw BusError(name: "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired",

@@ -18,12 +18,18 @@ public final class VPNBusService: @unchecked Sendable {
     let searchPath: String?
     /// The vpnctl that supervises the tunnels this service starts.
     let supervisor: String
-    /// The callers on the bus now, by unique name, with their uids (a
-    /// unique name is never reused, so its uid is asked once). A name goes
+    /// The callers on the bus now, by unique name: the uid the bus gives
+    /// and the groups the system's databases gave when it first called (a
+    /// unique name is never reused; the bus too reads a connection's groups
+    /// once, and a lookup may go as far as systemd-userdbd). A name goes
     /// when it leaves the bus. These are also the receivers of
     /// PropertiesChanged: a signal goes to each caller that may see its
     /// profile, never to the whole bus.
-    let uids = Mutex<[String: uid_t]>([:])
+    let callers = Mutex<[String: Caller]>([:])
+    /// The profiles whose status polkit let a connection read that its
+    /// user's policy does not: their transitions are signalled to it too,
+    /// while it stays on the bus.
+    let polkitReaders = Mutex<[String: Set<UUID>]>([:])
     /// The store's profiles as last read, to tell what a change added and removed.
     let storeSnapshot = Mutex<[Profile]>([])
     var storeWatch: FileWatch?
@@ -48,7 +54,10 @@ public final class VPNBusService: @unchecked Sendable {
     /// Serves the objects, then owns the name (so that nobody calls before they are served).
     public func publish() throws {
         try bus.serve(ProfileObjects.managerPath) { [unowned self] m in self.handle(m) }
-        try bus.onNameLost { [unowned self] name in _ = uids.withLock { $0.removeValue(forKey: name) } }
+        try bus.onNameLost { [unowned self] name in
+            _ = callers.withLock { $0.removeValue(forKey: name) }
+            _ = polkitReaders.withLock { $0.removeValue(forKey: name) }
+        }
         try bus.requestName(ProfileObjects.busName)
     }
 
@@ -131,12 +140,10 @@ public final class VPNBusService: @unchecked Sendable {
 
     /// The caller the bus names: its uid from the bus, its groups from the system's databases.
     func caller(_ sender: String) throws -> Caller {
-        let uid: uid_t
-        if let known = uids.withLock({ $0[sender] }) { uid = known } else {
-            uid = try bus.unixUser(of: sender)
-            uids.withLock { $0[sender] = uid }
-        }
-        return Self.caller(uid: uid)
+        if let known = callers.withLock({ $0[sender] }) { return known }
+        let caller = Self.caller(uid: try bus.unixUser(of: sender))
+        callers.withLock { $0[sender] = caller }
+        return caller
     }
 
     static func caller(uid: uid_t) -> Caller {
@@ -292,13 +299,14 @@ public final class VPNBusService: @unchecked Sendable {
         // The store is read once: who may see the profile is decided on the profile read here.
         guard let (profile, all) = try? profileProperties(t.id.lowercasedString, .service) else { return true }
         let changed = all.filter { ProfileObjects.transitionProperties.contains($0.0) }
-        let receivers = Dictionary(grouping: uids.withLock { $0 }, by: \.value)
+        let receivers = Dictionary(grouping: callers.withLock { $0 }, by: \.value.uid)
+        let byPolkit = polkitReaders.withLock { $0 }
         let policy = settings.policy
         var messages: [BusMessage] = []
-        for (uid, callers) in receivers {
-            let caller = Self.caller(uid: uid)
-            guard policy.isAdmin(caller) || policy.canSee(caller, profile) else { continue }
-            for (name, _) in callers {
+        for (_, callers) in receivers {
+            let caller = callers[0].value
+            let byPolicy = policy.isAdmin(caller) || policy.canSee(caller, profile)
+            for (name, _) in callers where byPolicy || byPolkit[name]?.contains(profile.id) == true {
                 if let m = BusMessage.signal(path: ProfileObjects.path(of: t.id), interface: ProfileObjects.propertiesInterface, member: "PropertiesChanged",
                                              destination: name, [.string(ProfileObjects.profileInterface), .dictionary(changed), .array(of: "s", [])]) {
                     messages.append(m)
@@ -402,8 +410,8 @@ extension VPNBusService {
                      [.objectPath(path), .array(of: "s", [.string(ProfileObjects.profileInterface)])])]
         }
         var messages: [BusMessage] = []
-        for (uid, callers) in Dictionary(grouping: uids.withLock { $0 }, by: \.value) {
-            let caller = Self.caller(uid: uid)
+        for (_, callers) in Dictionary(grouping: callers.withLock { $0 }, by: \.value.uid) {
+            let caller = callers[0].value
             let sees: (Profile) -> Bool = policy.isAdmin(caller) ? { _ in true } : { policy.canSee(caller, $0) }
             let saw = Set(old.filter(sees).map(\.id))
             let seesNow = new.filter(sees)
