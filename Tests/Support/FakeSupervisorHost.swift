@@ -62,7 +62,7 @@ public final class FakeSupervisorHost: SupervisorHost {
     public var nextPid: pid_t = 5000
     public var onSpawn: ((pid_t, [String]) throws -> Void)? = nil
     public func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
-                                notifyFD: Int32, logFD: Int32) throws -> pid_t {
+                                passFDs: [Int32], logFD: Int32) throws -> pid_t {
         calls.append("spawn \(argv.dropFirst().joined(separator: " "))")
         if let spawnError { throw spawnError }
         let pid = nextPid

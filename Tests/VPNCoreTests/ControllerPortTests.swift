@@ -71,7 +71,7 @@ import VPNTestSupport
         let spawned = try #require(host.spawned.first)
         #expect(host.spawned.count == 1)
         #expect(Array(spawned.argv.dropFirst()) == ["__supervise", "--config-dir", dir.path + "/etc", "--run-dir", Self.run,
-                                                    "--timeout", "9", "--notify-fd", "3", id])
+                                                    "--timeout", "9", "--notify-fd", "3", "--credentials-fd", "4", id])
         #expect(spawned.environment["PATH"] == dir.path + "/bin" && spawned.environment["LANG"] == "C")
         #expect(d.status == .connecting && d.supervisorAlive && d.record?.supervisorPid == spawned.pid)
         // The log opened before the spawn; the record written while the start lock was held.
@@ -86,7 +86,7 @@ import VPNTestSupport
         playSupervisor()
         _ = try useCases.start(profile, wait: false, timeout: 9, startedBy: StartOrigin(rule: 2, reason: "on ethernet"))
         let argv = try #require(host.spawned.first?.argv)
-        #expect(Array(argv.suffix(5)) == ["--on-demand-rule", "2", "--on-demand-reason", "on ethernet", id])
+        #expect(Array(argv.suffix(7)) == ["--on-demand-rule", "2", "--on-demand-reason", "on ethernet", "--credentials-fd", "4", id])
     }
 
     @Test func aFailedSpawnLeavesNoRecordAndReleasesTheLock() throws {

@@ -222,9 +222,24 @@ import VPNSystem
         #expect(e2?.problems.count == 2)
         #expect(e2?.problems.allSatisfy { $0.contains("is not a directive vpnctl carries") } == true, "\(e2?.problems ?? [])")
         #expect(e2?.problems.first?.contains("'user'") == true)
+        let bad = try Fixtures.text("ovpn/one-ca.ovpn") + "auth-user-pass\nstatic-challenge \"Enter your code\" 2\n"
+        let e3 = #expect(throws: VPNError.self) {
+            try ImportFormat.importChecked(Array(bad.utf8), name: "c", source: "c.ovpn", options: ImportOptions(username: "u"))
+        }
+        #expect(e3?.problems.contains { $0.contains("does not fit 'static-challenge TEXT 0|1'") } == true, "\(e3?.problems ?? [])")
+    }
+
+    /// static-challenge is carried: the code is asked at each start, and
+    /// import says so beside the password the file leaves out.
+    @Test func aStaticChallengeIsCarriedAndSaidToBeAsked() throws {
         let otp = try Fixtures.text("ovpn/one-ca.ovpn") + "auth-user-pass\nstatic-challenge \"Enter your code\" 1\n"
-        let e3 = #expect(throws: VPNError.self) { try ImportFormat.importChecked(Array(otp.utf8), name: "c", source: "c.ovpn") }
-        #expect(e3?.problems.contains { $0.contains("'static-challenge' asks for a one-time code") } == true, "\(e3?.problems ?? [])")
+        let r = try ImportFormat.importChecked(Array(otp.utf8), name: "c", source: "c.ovpn", options: ImportOptions(username: "u"))
+        guard case .openvpn(let o) = r.profile.protocol else { Issue.record("not openvpn"); return }
+        #expect(o.staticChallenge == .init(text: "Enter your code", echo: true))
+        #expect(r.summary.asksFor == ["password", "oneTimeCode"])
+        #expect(r.summary.text.contains("asks at each start for: password, one-time code"), "\(r.summary.text)")
+        let file = try #require(try ProfileExport.ovpn(o, secret: { _ in nil }, anchor: { _ in "" }).split(separator: "\n").first { $0.hasPrefix("static-challenge") })
+        #expect(file == "static-challenge \"Enter your code\" 1")
     }
 
     /// A huge bad value is quoted in part, not copied into the message.

@@ -121,7 +121,7 @@ import Testing
     @Test func everyProtocolsTunnelSummary() {
         func summary(_ p: Profile) -> String { ImportSummary.of(p).text }
         #expect(summary(Self.wireguard) == "full tunnel (IPv4); no DNS of its own (the system's resolver); kept outside: 198.18.0.1")
-        #expect(summary(Self.openvpn) == "the routes the server gives (a full tunnel if it redirects the gateway); DNS as the server gives it; kept outside: vpn.example.net")
+        #expect(summary(Self.openvpn) == "the routes the server gives (a full tunnel if it redirects the gateway); DNS as the server gives it; kept outside: vpn.example.net; asks at each start for: password")
         #expect(summary(Self.ikev2) == "the networks the server's traffic selectors offer (a full tunnel if it offers 0.0.0.0/0 or ::/0); DNS as the server gives it; kept outside: vpn.example.net")
         #expect(summary(Self.provider) == "the routes the plugin asks for; no DNS of its own (the system's resolver)")
 

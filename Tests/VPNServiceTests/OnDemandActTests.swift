@@ -75,7 +75,7 @@ import VPNTestSupport
         var st = OnDemandRunner.ProfileState()
         try act(.connect, &st, on: ethernet)
         #expect(acts == ["spawn __supervise --config-dir \(dir)/etc --run-dir /run/vpnctl --timeout 20 --notify-fd 3 "
-                               + "--on-demand-rule 2 --on-demand-reason on ethernet \(id)"])
+                               + "--on-demand-rule 2 --on-demand-reason on ethernet --credentials-fd 4 \(id)"])
         #expect(st.startPending)
         #expect(try runner.controller.derive(profile).record?.supervisorPid == 5000)
         // The tunnel on its way up is not started again, nor tried.

@@ -21,7 +21,32 @@ ovpn_pki() {
       -out "$d/$name.crt" -days "$days" -extfile "$d/$name.ext" 2>/dev/null
   done
   openvpn --genkey secret "$d/tc.key"
-  printf '#!/bin/sh\n{ read -r u; read -r p; } < "$1"\n[ "$u" = alice ] && [ "$p" = "s3cret pass" ]\n' > "$d/check-pass.sh"
+  # The server's verify hook (via-file: $1 holds the username and the
+  # password). alice: a password. bob: a password and the static
+  # challenge's code 123456, as SCRV1 carries them. carol: a password, then
+  # a CRV1 challenge whose answer is 7890. dave: a password, then a web
+  # sign-in (deferred: the lab's sign-in page writes the verdict).
+  cat > "$d/check-pass.sh" <<HOOK
+#!/bin/sh
+{ read -r u; read -r p; } < "\$1"
+case \$u in
+  alice) [ "\$p" = "s3cret pass" ] ;;
+  bob) [ "\$p" = "SCRV1:\$(printf 'bob pass' | base64):\$(printf 123456 | base64)" ] ;;
+  carol)
+    [ "\$p" = "CRV1::st42::7890" ] && exit 0
+    [ "\$p" = "carol pass" ] || exit 1
+    printf 'CRV1:R,E:st42:%s:Enter the code from your token' "\$(printf carol | base64)" > "\$auth_failed_reason_file"
+    echo 0 > "\$auth_control_file"
+    exit 2 ;;
+  dave)
+    [ "\$p" = "dave pass" ] || exit 1
+    key=\$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n')
+    echo "\$auth_control_file" > "$d/pending-\$key"
+    printf '%s\\nwebauth\\nWEB_AUTH::http://198.18.0.1:8099/signin?k=%s\\n' "\${SIGNIN_TIMEOUT:-60}" "\$key" > "\$auth_pending_file"
+    exit 2 ;;
+  *) exit 1 ;;
+esac
+HOOK
   chmod 700 "$d/check-pass.sh"
 }
 
@@ -107,6 +132,13 @@ ovpn_up() {
   ovpn_client_file 1194 > "$LAB_DIR/work.ovpn"
   ovpn_client_file 1195 > "$LAB_DIR/expired.ovpn"
   ovpn_client_file 1199 > "$LAB_DIR/down.ovpn"
+  # The same server, for logins that ask more than a password.
+  { ovpn_client_file 1194; echo 'static-challenge "Enter your code" 1'; } > "$LAB_DIR/sc.ovpn"
+  ovpn_client_file 1194 > "$LAB_DIR/cr.ovpn"
+  ovpn_client_file 1194 > "$LAB_DIR/wa.ovpn"
+  # The sign-in page of the web-auth login (the test's "browser" is curl).
+  ip netns exec "$NS_S" python3 "$HERE/signin-server.py" "$LAB_DIR/pki" 198.18.0.1 8099 > "$LAB_DIR/signin.log" 2>&1 &
+  LAB_PIDS+=($!)
   wait_for "the OpenVPN lab's HTTP server on 198.19.9.1:8080" 6 s bash -c 'exec 3<>/dev/tcp/198.19.9.1/8080'
 }
 

@@ -162,13 +162,17 @@ final class RemoteService: TunnelService {
 final class CommandEvents: ServiceEvents {
     let stdout: TextSink
     let handle: (ServiceEvent) -> Bool
+    /// The command's answers to what a start asks (nil: it asks nothing).
+    let prompt: CredentialPrompt?
 
-    init(_ inv: Invocation, _ handle: @escaping (ServiceEvent) -> Bool) {
+    init(_ inv: Invocation, prompt: CredentialPrompt? = nil, _ handle: @escaping (ServiceEvent) -> Bool) {
         stdout = inv.context.stdout
+        self.prompt = prompt
         self.handle = handle
     }
 
     func emit(_ event: ServiceEvent) -> Bool { handle(event) }
+    func credentials(_ request: CredentialRequest) -> CredentialAnswers? { prompt?.answer(request) }
     func isOpen() -> Bool { stdout.checkOpen() && stdout.failure == nil }
     var hangupDescriptor: Int32? { stdout.descriptor }
 }

@@ -13,6 +13,7 @@ enum InternalCommands {
         name: "__supervise", abstract: "Run one profile's tunnel in the foreground; vpnctl start runs it.",
         options: [OptionSpec("timeout", value: "seconds", help: "How long the first handshake may take."),
                   OptionSpec("notify-fd", value: "fd", help: "A descriptor closed once the tunnel is up or has failed."),
+                  OptionSpec("credentials-fd", value: "fd", help: "The start's credential line: its answers, and the questions asked on the way."),
                   OptionSpec("on-demand-rule", value: "n", help: "Started by on-demand: the rule that fired."),
                   OptionSpec("on-demand-reason", value: "text", help: "Started by on-demand: why the rule matched."),
                   OptionSpec("persist", help: "A server that does not answer does not end the tunnel (start --persist).")],
@@ -50,6 +51,10 @@ enum InternalCommands {
                                          startTimeout: Int64(try inv.timeoutSeconds(default: 20)),
                                          path: inv.context.environment["PATH"], notifyFD: notifyFD, startedBy: startedBy)
         options.persistent = args.flag("persist")
+        if let text = args.value("credentials-fd") {
+            guard let fd = Int32(text), fd >= 0 else { throw VPNError.usage("__supervise: '\(text.abbreviated(80))' is not a descriptor") } // English: as above
+            options.credentialsFD = fd
+        }
         return Supervisor(id: id, options: options).run()
     }
 

@@ -18,6 +18,13 @@ enum ShowCommand {
         let secrets: [ProfileDetails.SecretState]
         /// WireGuard: the interface's public key, derived from the private key.
         let publicKey: String?
+        /// What a start asks for because the profile does not store it
+        /// (password, oneTimeCode).
+        let asksFor: [String]
+    }
+
+    static func asksFor(_ p: Profile, secretIsSet: (String) -> Bool) -> [CredentialRequest.Kind] {
+        p.protocol.model.credentialFields(stored: secretIsSet).map(\.kind).filter { $0 != .username }
     }
 
     /// Root reads the store here; anyone else asks the agent, which shows
@@ -25,7 +32,9 @@ enum ShowCommand {
     static func run(_ inv: Invocation) throws -> ExitCode {
         let details = try inv.service.show(inv.args.positionals[0])
         if inv.options.json {
-            inv.output.emit(Result(profile: details.profile, secrets: details.secrets, publicKey: details.publicKey))
+            let set = Set(details.secrets.filter(\.isSet).map(\.name))
+            inv.output.emit(Result(profile: details.profile, secrets: details.secrets, publicKey: details.publicKey,
+                                   asksFor: asksFor(details.profile, secretIsSet: set.contains).map(\.rawValue)))
             return .ok
         }
         let set = Set(details.secrets.filter(\.isSet).map(\.name))
@@ -38,8 +47,10 @@ enum ShowCommand {
     /// The text view. Secret fields print as the secret's name and whether it
     /// is set; a WireGuard profile's public key follows its private key.
     static func describe(_ p: Profile, publicKey: String? = nil, secretIsSet: (String) -> Bool) -> [String] {
+        let asked = p.protocol.model.passwordSecret
         func secret(_ name: String?) -> String {
             guard let name else { return L("(none)") }
+            if name == asked && !secretIsSet(name) { return L("secret '\(name)' (not stored: asked for at start)") }
             return secretIsSet(name) ? L("secret '\(name)' (set)") : L("secret '\(name)' (NOT SET)")
         }
         var out: [(String, String)] = [
@@ -62,6 +73,8 @@ enum ShowCommand {
         } else if p.enforceRoutes {
             out.append((L("kill switch"), "enforceRoutes"))
         }
+        let asks = asksFor(p, secretIsSet: secretIsSet)
+        if !asks.isEmpty { out.append((L("asks for"), asks.map(\.shown).joined(separator: ", "))) }
         out.append((L("on demand"), p.onDemand.enabled ? L("on (\(p.onDemand.rules.count) rules)") : L("off")))
         if !p.policy.users.isEmpty || !p.policy.groups.isEmpty {
             out.append((L("allowed"), (p.policy.users.map { L("user \($0)") } + p.policy.groups.map { L("group \($0)") }).joined(separator: ", ")))

@@ -9,7 +9,9 @@ enum ToggleCommand {
             "vpnctl toggle office --notify",
         ],
         options: [OptionSpec("timeout", value: "seconds", help: L("How long to wait (default 20).")),
-                  OptionSpec("notify", help: L("Show the status card as a desktop notification too (on your session bus, through vpnctl-dbus)."))],
+                  OptionSpec("notify", help: L("Show the status card as a desktop notification too (on your session bus, through vpnctl-dbus).")),
+                  OptionSpec("password-file", value: "file", help: L("Read the password the profile does not store from the first line of FILE (your own, mode 0600).")),
+                  OptionSpec("open", help: L("Open a web sign-in's URL in your browser (xdg-open, as you; never as root)."))],
         positionals: [PositionalSpec("profile", help: L("The profile's name or UUID."))],
         run: run)
 
@@ -17,7 +19,7 @@ enum ToggleCommand {
         let timeout = try inv.timeoutSeconds(default: 20)
         let spinner = Spinner(for: inv, when: true)
         // The on-demand change comes first, as a stop or start by hand makes it.
-        let report = try TunnelRendering.during(inv, spinner, onDemand: { name, change in
+        let report = try TunnelRendering.during(inv, spinner, prompt: CredentialPrompt(inv, spinner: spinner), onDemand: { name, change in
             inv.output.note(change == .paused ? L("on-demand paused for '\(name)' (vpnctl ondemand resume \(name))")
                                               : L("on-demand resumed for '\(name)'"))
         }) {

@@ -12,9 +12,10 @@ import VPNSystem
 enum TunnelRendering {
     /// Runs `work` with its events rendered; `onDemand` gets on-demand's
     /// changes as they happen (toggle says them first; start and stop after).
-    static func during<R>(_ inv: Invocation, _ spinner: Spinner, onDemand: ((String, OnDemandChange) -> Void)? = nil,
+    static func during<R>(_ inv: Invocation, _ spinner: Spinner, prompt: CredentialPrompt? = nil,
+                          onDemand: ((String, OnDemandChange) -> Void)? = nil,
                           _ work: (ServiceEvents) throws -> R) throws -> R {
-        let events = CommandEvents(inv) { event in
+        let events = CommandEvents(inv, prompt: prompt) { event in
             switch event {
             case .progress(let name, let action):
                 spinner.tick(action == "start" ? L("connecting \(name)") : L("disconnecting \(name)"))
@@ -35,7 +36,13 @@ enum TunnelRendering {
             return true
         }
         defer { spinner.clear() }
-        return try work(events)
+        do {
+            return try work(events)
+        } catch let e as VPNError where e.code == .configurationInvalid {
+            // A --password-file that could not be used is the reason to name.
+            if let problem = prompt?.fileProblem { throw problem }
+            throw e
+        }
     }
 
     /// What a start or stop found, said in a note.

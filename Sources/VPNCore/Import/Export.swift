@@ -81,6 +81,7 @@ public enum ProfileExport {
         var lines = ["client", "dev tun"]
         for r in o.remotes { lines.append("remote \(r.host) \(r.port) \(r.proto)") }
         if o.username != nil || o.passwordSecret != nil { lines.append("auth-user-pass") }
+        if let c = o.staticChallenge { lines.append("static-challenge \(OpenVPNDirectives.quote(c.text)) \(c.echo ? 1 : 0)") }
         lines += o.options
         if let u = o.username { lines.insert("\(ExportMarker.usernamePrefix)\(u) (import with --username \(u))", at: 0) }
         func block(_ tag: String, _ body: String?) {
@@ -211,6 +212,7 @@ public enum ProfileExport {
         if let k = secret(o.tlsAuthSecret) { vendor["tls-auth"] = inline(k) }
         if let k = secret(o.tlsCryptV2Secret) { vendor["tls-crypt-v2"] = inline(k) }
         if o.username != nil || o.passwordSecret != nil { vendor["auth-user-pass"] = .string("NOARGS") }
+        if let c = o.staticChallenge { vendor["static-challenge"] = .string("\(OpenVPNDirectives.quote(c.text)) \(c.echo ? 1 : 0)") }
         if let u = o.username { m.settings["AuthName"] = .string(u) }
         if let pw = secret(o.passwordSecret) { m.settings["AuthPassword"] = .string(pw) }
         m.keys["VendorConfig"] = .dict(vendor)

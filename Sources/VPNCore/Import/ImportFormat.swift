@@ -19,7 +19,7 @@ public struct ImportResult: Sendable {
     public var isWholeProfile = false
 
     /// What the tunnel will do.
-    public var summary: ImportSummary { ImportSummary.of(profile, noEffect: noEffect) }
+    public var summary: ImportSummary { ImportSummary.of(profile, noEffect: noEffect, stored: Set(secrets.keys)) }
 }
 
 /// Options an import needs beyond the file itself.

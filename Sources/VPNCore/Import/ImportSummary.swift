@@ -31,17 +31,23 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
     public var redirectFiltered = false
     /// IKEv2: the server's traffic selectors decide (not a pushed redirect-gateway).
     var trafficSelectors = false
+    /// What each start asks for, as the file leaves it out: "password",
+    /// "oneTimeCode" (a static challenge).
+    public var asksFor: [String] = []
 
     enum CodingKeys: String, CodingKey {
-        case tunnel, families, routes, table, dnsServers, searchDomains, matchDomains, keptOutside, killSwitch, noEffect, redirectFiltered
+        case tunnel, families, routes, table, dnsServers, searchDomains, matchDomains, keptOutside, killSwitch, noEffect, redirectFiltered,
+             asksFor
     }
 
     public init(tunnel: String) { self.tunnel = tunnel }
 
     /// The profile's tunnel as its protocol's model reads it, then the
     /// profile's own DNS settings and kill switch.
-    public static func of(_ p: Profile, noEffect: [String] = []) -> ImportSummary {
+    /// `stored`: the secrets that will be set (the file's, those kept).
+    public static func of(_ p: Profile, noEffect: [String] = [], stored: Set<String> = []) -> ImportSummary {
         var s = p.protocol.model.tunnelSummary
+        s.asksFor = p.protocol.model.credentialFields(stored: stored.contains).map(\.kind).filter { $0 != .username }.map(\.rawValue)
         if let d = p.dnsSettings {
             if !d.servers.isEmpty { s.dnsServers = d.servers }
             s.searchDomains += d.searchDomains.filter { !s.searchDomains.contains($0) }
@@ -96,6 +102,8 @@ public struct ImportSummary: Encodable, Equatable, Sendable {
         if !keptOutside.isEmpty { parts.append(L("kept outside: \(keptOutside.joined(separator: ", "))")) }
         if let killSwitch { parts.append(L("kill switch: \(killSwitch)")) }
         if !noEffect.isEmpty { parts.append(L("no effect here: \(noEffect.joined(separator: ", "))")) }
+        let asks = asksFor.compactMap(CredentialRequest.Kind.init(rawValue:)).map(\.shown)
+        if !asks.isEmpty { parts.append(L("asks at each start for: \(asks.joined(separator: ", "))")) }
         return parts.joined(separator: "; ")
     }
 }

@@ -280,7 +280,7 @@ public enum OpenVPNImport {
                     doneByVpnctl.append("'\(d.shown)' (\(d.place): \(why))")
                     if !noEffectNames.contains(d.name) { noEffectNames.append(d.name) }
                 } else if d.name == "static-challenge" {
-                    problems.append(L("\(at): 'static-challenge' asks for a one-time code at every connect, which vpnctl cannot ask for yet; remove the line if the server does not require a code"))
+                    staticChallenge(d)
                 } else {
                     // Never a footnote after a success: what the file asks for
                     // and vpnctl cannot carry stops the import, by name.
@@ -441,6 +441,16 @@ public enum OpenVPNImport {
             }
         }
 
+        /// `static-challenge "text" 0|1`: the code asked for at each start, sent with the password.
+        mutating func staticChallenge(_ d: Directive) {
+            guard d.args.count == 2, ["0", "1"].contains(d.args[1]), !d.args[0].isEmpty,
+                  !d.args[0].unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                return problems.append(L("\(d.at): '\(d.shown)' does not fit 'static-challenge TEXT 0|1'"))
+            }
+            config.staticChallenge = .init(text: d.args[0], echo: d.args[1] == "1")
+            notes.append(L("static-challenge: a one-time code ('\(d.args[0])') is asked for at each start and sent with the password"))
+        }
+
         mutating func noteAuthUserPass() {
             guard seen["auth-user-pass"] != nil else { return }
             config.username = options.username ?? exportUsername
@@ -450,7 +460,7 @@ public enum OpenVPNImport {
             } else if options.username == nil {
                 notes.append("auth-user-pass: the file names no username; the profile needs one (protocol.username)")
             }
-            notes.append("auth-user-pass: the password is not in the file; it is the secret 'password'")
+            notes.append("auth-user-pass: the password is not in the file; it is the secret 'password' if you set it, else start asks for it")
         }
 
         /// One note for every directive and block left out.

@@ -28,6 +28,10 @@ public protocol ConfigurationModel: Sendable {
     /// The secret holding the password a user types (auth-user-pass, EAP),
     /// where the protocol has one.
     var passwordSecret: String? { get }
+    /// What a start asks for because the profile does not store it: the
+    /// password when its secret is not set, a static challenge's code.
+    /// `stored` says whether a secret is set.
+    func credentialFields(stored: (String) -> Bool) -> [CredentialRequest.Field]
     /// What the tunnel itself will do, read off this configuration: the
     /// `tunnel`, `families`, `routes`, `table`, DNS and `keptOutside` of the
     /// import summary, before the profile's own DNS settings and kill switch.
@@ -63,6 +67,7 @@ extension ConfigurationModel {
     public func publicKey(readingSecret read: (String) throws -> [UInt8]) -> String? { nil }
     public var fieldsToSetBeforeStart: [String] { [] }
     public var passwordSecret: String? { nil }
+    public func credentialFields(stored: (String) -> Bool) -> [CredentialRequest.Field] { [] }
     public var createPrintsNextSteps: Bool { true }
     public var keepsTrying: Bool { false }
     public var persistentRefusal: String { L("only WireGuard profiles can be persistent so far") }

@@ -147,6 +147,9 @@ extension OpenVPNConfiguration {
         tlsCryptSecret = try r.string("tlsCryptSecret")
         tlsAuthSecret = try r.string("tlsAuthSecret")
         tlsCryptV2Secret = try r.string("tlsCryptV2Secret")
+        staticChallenge = try r.optional("staticChallenge").map { c in
+            StaticChallenge(text: try c.string("text") ?? "", echo: try c.bool("echo") ?? false)
+        }
         options = try r.strings("options")
     }
 }

@@ -149,8 +149,22 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
     public var tlsCryptSecret: String?
     public var tlsAuthSecret: String?
     public var tlsCryptV2Secret: String?
+    /// `static-challenge "text" 0|1`: a one-time code asked for at every
+    /// connect, sent with the password as openvpn does (SCRV1).
+    public var staticChallenge: StaticChallenge?
     /// Further client directives, passed to openvpn as they were imported.
     public var options: [String]
+
+    public struct StaticChallenge: Encodable, Equatable, Sendable {
+        /// The words shown when the code is asked for.
+        public var text: String
+        /// Whether the code may be shown as it is typed (the directive's 1).
+        public var echo: Bool
+        public init(text: String, echo: Bool) {
+            self.text = text
+            self.echo = echo
+        }
+    }
 
     public init(remotes: [Remote] = [], caFingerprints: [String] = [], certificate: String? = nil, keySecret: String? = nil,
                 username: String? = nil, passwordSecret: String? = nil, tlsCryptSecret: String? = nil,
@@ -168,7 +182,7 @@ public struct OpenVPNConfiguration: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case remotes, caFingerprints, certificate, keySecret, username, passwordSecret, tlsCryptSecret, tlsAuthSecret,
-             tlsCryptV2Secret, options
+             tlsCryptV2Secret, staticChallenge, options
     }
 
 }

@@ -45,9 +45,9 @@ public struct ProfileValidator {
 
     /// The problems that only a secret can fix. `import` and `edit` save a
     /// profile with these (and say so); `start` refuses it.
-    public func missingSecrets(in profile: Profile) -> [String] {
+    public func missingSecrets(in profile: Profile, except asked: [String] = []) -> [String] {
         profile.secretReferences.compactMap { ref in
-            (SecretStore.isValidName(ref.name) && !secretExists(ref.name))
+            (SecretStore.isValidName(ref.name) && !asked.contains(ref.name) && !secretExists(ref.name))
                 ? "\(ref.field): secret '\(ref.name)' is not set" : nil
         }
     }

@@ -22,7 +22,10 @@ public struct ConnectionError: Codable, Equatable, Sendable {
              serverAddressResolutionFailed, serverNotResponding, serverDead, authenticationFailed,
              clientCertificateInvalid, clientCertificateNotYetValid, clientCertificateExpired, pluginFailed,
              configurationNotFound, pluginDisabled, negotiationFailed, serverDisconnected,
-             serverCertificateInvalid, serverCertificateNotYetValid, serverCertificateExpired
+             serverCertificateInvalid, serverCertificateNotYetValid, serverCertificateExpired,
+             // vpnctl's own: a start needed an answer (a password, a code)
+             // that nobody could give (no terminal, on-demand, a service).
+             authenticationRequired
 
         public var name: String {
             switch self {
@@ -45,6 +48,7 @@ public struct ConnectionError: Codable, Equatable, Sendable {
             case .serverCertificateInvalid: return "serverCertificateInvalid"
             case .serverCertificateNotYetValid: return "serverCertificateNotYetValid"
             case .serverCertificateExpired: return "serverCertificateExpired"
+            case .authenticationRequired: return "authenticationRequired"
             }
         }
     }

@@ -23,6 +23,8 @@ public final class Supervisor {
         public var startedBy: StartOrigin?
         /// `start --persist`: persistent for this run, whatever the profile says.
         public var persistent = false
+        /// The starting CLI's credential line (`CredentialLine`), or -1.
+        public var credentialsFD: Int32 = -1
         public init(configDirectory: String, runDirectory: String, startTimeout: Int64, path: String?,
                     notifyFD: Int32 = -1, startedBy: StartOrigin? = nil) {
             self.notifyFD = notifyFD
@@ -122,6 +124,11 @@ public final class Supervisor {
                                     startTimeoutMs: options.startTimeout * 1000, searchPath: options.path,
                                     outputFD: output?.writeFD ?? logFD, doorbell: options.notifyFD, log: log)
         context.onProviderSpawned = { output?.closeWriteEnd() }
+        if options.credentialsFD >= 0 {
+            let line = CredentialLine(fd: options.credentialsFD)
+            context.credentials = line.initialAnswers()
+            context.credentialLine = line
+        }
         if options.persistent || profile.persistent {
             context.persistent = true
             context.persist { $0.persistent = true }

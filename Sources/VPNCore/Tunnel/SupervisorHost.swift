@@ -27,8 +27,9 @@ public protocol SupervisorHost {
     func openLog(_ path: String) throws -> Int32
     /// Starts the detached supervisor `argv` (in a session of its own), its
     /// output on `logFD` and `notifyFD` as its fd 3; returns its pid.
+    /// `passFDs` become fds 3, 4, ... in the supervisor (the doorbell, the credential line).
     func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
-                         notifyFD: Int32, logFD: Int32) throws -> pid_t
+                         passFDs: [Int32], logFD: Int32) throws -> pid_t
     /// A pidfd that becomes readable when `pid` exits (nil: gone, or no pidfds).
     func watchExit(of pid: pid_t) -> ProcessWatch?
 }
@@ -73,8 +74,8 @@ public struct SystemSupervisorHost: SupervisorHost {
     }
 
     public func spawnSupervisor(_ executable: String, _ argv: [String], environment: [String: String],
-                                notifyFD: Int32, logFD: Int32) throws -> pid_t {
-        try Processes.spawn(executable, argv, environment: environment, passFDs: [notifyFD], outputFD: logFD, newSession: true)
+                                passFDs: [Int32], logFD: Int32) throws -> pid_t {
+        try Processes.spawn(executable, argv, environment: environment, passFDs: passFDs, outputFD: logFD, newSession: true)
     }
 
     public func watchExit(of pid: pid_t) -> ProcessWatch? { ProcessWatch(pid: pid) }

@@ -39,6 +39,17 @@ public final class TunnelContext {
     /// The kill switch, when the profile asks for one: it follows the
     /// record's interface and routes.
     public var killSwitch: KillSwitch?
+    /// What the start asked for before the spawn (memory only).
+    public var credentials = CredentialAnswers()
+    /// The line to the start that spawned this supervisor, for what the
+    /// provider asks on the way; nil (or closed) once nobody waits.
+    public var credentialLine: CredentialLine?
+
+    /// Asks the person who started the tunnel; `reply` gets nil when nobody can answer.
+    public func ask(_ request: CredentialRequest, reply: @escaping (CredentialAnswers?) -> Void) {
+        guard let line = credentialLine, !line.closed else { return reply(nil) }
+        line.ask(request, on: loop, reply: reply)
+    }
 
     public init(profile: Profile, store: PreferencesStore, runtime: RuntimeStore, system: TunnelSystem, loop: EventLoop,
                 record: RuntimeRecord, startTimeoutMs: Int64, searchPath: String?, outputFD: Int32, doorbell: Int32 = -1,

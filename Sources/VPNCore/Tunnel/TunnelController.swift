@@ -231,8 +231,10 @@ public struct TunnelController {
     /// Spawns the detached supervisor for `profile`; returns its pid and the
     /// listening end of a doorbell it rings on every transition (the caller
     /// closes it). `executable` is vpnctl itself (a unit test's is not).
+    /// `credentials`: the supervisor's end of the credential line (fd 4 in it), if any.
     public func spawnSupervisor(_ profile: Profile, timeout: Int, path: String?, startedBy: StartOrigin? = nil,
-                                persistent: Bool = false, executable: String? = nil) throws -> (pid: pid_t, doorbell: Int32) {
+                                persistent: Bool = false, credentials: Int32? = nil,
+                                executable: String? = nil) throws -> (pid: pid_t, doorbell: Int32) {
         try runtime.prepare()
         let logFD: Int32
         do { logFD = try host.openLog(runtime.logPath(profile.id)) } catch {
@@ -252,9 +254,10 @@ public struct TunnelController {
                             "--timeout", String(timeout), "--notify-fd", "3"]
                 if let o = startedBy { argv += ["--on-demand-rule", String(o.rule), "--on-demand-reason", o.reason] }
                 if persistent { argv.append("--persist") }
+                if credentials != nil { argv += ["--credentials-fd", "4"] }
                 // The id stays last: that is how a live supervisor is recognised.
                 let pid = try host.spawnSupervisor(exe, argv + [profile.id.lowercasedString], environment: env,
-                                                   notifyFD: bell.ringer, logFD: logFD)
+                                                   passFDs: [bell.ringer] + (credentials.map { [$0] } ?? []), logFD: logFD)
                 return (pid, bell.listener)
             } catch {
                 close(bell.listener)
@@ -272,8 +275,11 @@ public struct TunnelController {
     /// only the supervisor's exit (or the 250 ms tick) wakes it: right for a
     /// stop, which is done only when the supervisor is gone. `onWake` runs on
     /// every wake.
+    /// `line`: the credential line of a supervisor this process started;
+    /// each question on it is answered with `answer` while the wait goes on.
     public func wait(for profile: Profile, timeoutMs: Int64, supervisor: pid_t?, doorbell: Int32? = nil,
-                     watchRecords: Bool = true,
+                     watchRecords: Bool = true, line: CredentialLine? = nil,
+                     answer: (CredentialRequest) -> CredentialAnswers? = { _ in nil },
                      onWake: () -> Void = {}, done: (DerivedStatus) -> Bool) throws -> DerivedStatus? {
         try runtime.prepare()
         let exitWatch = supervisor.flatMap { host.watchExit(of: $0) }
@@ -281,7 +287,7 @@ public struct TunnelController {
         var bell = doorbell ?? -1
         let watch = bell < 0 && (watchRecords || pidfd < 0)
             ? try DirectoryWatch([runtime.directory], mask: DirectoryWatch.replacements) : nil
-        let deadline = monotonicMilliseconds() + timeoutMs
+        var deadline = monotonicMilliseconds() + timeoutMs
         var supervisorGone = false
         while true {
             let d = try derive(profile)
@@ -290,9 +296,16 @@ public struct TunnelController {
             if supervisorGone { return d }
             let left = deadline - monotonicMilliseconds()
             if left <= 0 { return nil }
-            let fds = [bell >= 0 ? bell : watch?.fd ?? -1] + (pidfd >= 0 ? [pidfd] : [])
+            let asks = line.flatMap { $0.closed ? nil : $0.fd } ?? -1
+            let fds = [bell >= 0 ? bell : watch?.fd ?? -1, pidfd, asks]
             let ready = pollReadable(fds, timeoutMs: Int32(min(left, 250)))
             if ready.contains(1) { supervisorGone = true }
+            if ready.contains(2), let line {
+                // The time a person takes to answer is not the tunnel's.
+                let asked = monotonicMilliseconds()
+                _ = line.serve(answer)
+                deadline += monotonicMilliseconds() - asked
+            }
             if ready.contains(0) {
                 // At the end of the line the supervisor's exit and the tick remain.
                 if bell >= 0 { if !Doorbell.drain(bell) { bell = -1 } } else { watch?.drain() }

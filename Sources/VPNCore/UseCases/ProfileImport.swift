@@ -32,7 +32,9 @@ public struct PlannedChange: Sendable {
     public let source: String
 
     /// What the tunnel will do.
-    public var summary: ImportSummary { ImportSummary.of(profile, noEffect: noEffect) }
+    public var summary: ImportSummary {
+        ImportSummary.of(profile, noEffect: noEffect, stored: Set(secrets.keys).union(keptSecrets))
+    }
     /// Whether a commit writes this profile.
     public var writes: Bool { change == .created || change == .updated }
 }

@@ -9,7 +9,13 @@ import VPNSystem
 public struct UseCaseObserver {
     /// Runs on every wake while a use case waits.
     public var wake: () -> Void
-    public init(wake: @escaping () -> Void = {}) { self.wake = wake }
+    /// Answers a credential request (a prompt on a terminal, the agent's
+    /// client); nil when nobody can be asked.
+    public var ask: (CredentialRequest) -> CredentialAnswers?
+    public init(wake: @escaping () -> Void = {}, ask: @escaping (CredentialRequest) -> CredentialAnswers? = { _ in nil }) {
+        self.wake = wake
+        self.ask = ask
+    }
 }
 
 /// The outcome of a start.
@@ -41,6 +47,9 @@ public struct StartFailure: Error, Sendable {
 
     /// The documented error for it; front ends add their own hint.
     public var error: VPNError {
+        if let e = status.lastDisconnectError, e.kind == .authenticationRequired {
+            return VPNError(.configurationInvalid, L("cannot connect '\(status.name)': \(e.message)"))
+        }
         if timedOut && persistent {
             return VPNError(.timedOut, L("'\(status.name)' is not connected after \(timeoutSeconds) s; it is persistent and keeps trying: \(status.record?.retrying ?? L("no answer yet"))"))
         }
@@ -81,7 +90,10 @@ public struct TunnelUseCases {
             throw VPNError(.configurationDisabled, L("profile '\(profile.name)' is disabled"), remedy: .enable(profile: profile.name))
         }
         let validator = ProfileValidator(secretExists: { store.secrets.exists(profile.id, name: $0) })
-        let problems = validator.problems(in: profile) + validator.missingSecrets(in: profile)
+        // A password that is not stored is asked for (start asks it).
+        let asked = profile.protocol.model.passwordSecret
+        let problems = validator.problems(in: profile)
+            + validator.missingSecrets(in: profile, except: asked.map { [$0] } ?? [])
         if !problems.isEmpty {
             throw VPNError.invalid(problems.count == 1 ? L("profile '\(profile.name)' cannot start (1 problem)")
                                                        : L("profile '\(profile.name)' cannot start (\(problems.count) problems)"),
@@ -89,7 +101,9 @@ public struct TunnelUseCases {
         }
         // Secrets are checked as the supervisor will read them (owner, mode,
         // no symlinks), so a planted file fails here, before anything starts.
-        for ref in profile.secretReferences { try store.secrets.check(profile.id, name: ref.name) }
+        for ref in profile.secretReferences where ref.name != asked || store.secrets.exists(profile.id, name: ref.name) {
+            try store.secrets.check(profile.id, name: ref.name)
+        }
         let provider = try ProviderRegistry.provider(for: profile)
         do {
             try provider.preflight(.system(configDirectory: store.directory))
@@ -140,7 +154,19 @@ public struct TunnelUseCases {
         // A kill switch left blocking is taken over by the new supervisor;
         // one the profile no longer asks for goes.
         if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
-        let (pid, doorbell) = try controller.spawnSupervisor(profile, timeout: timeout, path: path, startedBy: startedBy, persistent: persistent)
+        // What the profile does not store is asked for before anything
+        // starts, so that a start nobody can answer leaves nothing behind.
+        let answers = try askBeforeStart(profile, timeout: timeout, observer: observer)
+        let (line, theirs) = try CredentialLine.pair()
+        defer { line.close() }
+        line.give(answers)
+        let spawned: (pid: pid_t, doorbell: Int32)
+        do {
+            defer { close(theirs) }
+            spawned = try controller.spawnSupervisor(profile, timeout: timeout, path: path, startedBy: startedBy, persistent: persistent,
+                                                     credentials: theirs)
+        }
+        let (pid, doorbell) = spawned
         defer { close(doorbell) }
         // The supervisor's first record means the request was accepted.
         let accepted = try controller.wait(for: profile, timeoutMs: 5000, supervisor: pid, doorbell: doorbell) {
@@ -157,7 +183,24 @@ public struct TunnelUseCases {
             return try waitForOutcome(profile, supervisor: accepted.record?.supervisorPid, doorbell: nil, timeout: timeout, observer: observer)
         }
         if !wait { return .accepted(accepted) }
-        return try waitForOutcome(profile, supervisor: pid, doorbell: doorbell, timeout: timeout, observer: observer)
+        return try waitForOutcome(profile, supervisor: pid, doorbell: doorbell, timeout: timeout, observer: observer, line: line)
+    }
+
+    /// The credentials `profile` does not store, asked of the front end.
+    /// Nobody to ask: the start fails with authenticationRequired (exit 5),
+    /// which status shows until the next start.
+    func askBeforeStart(_ profile: Profile, timeout: Int, observer: UseCaseObserver) throws -> CredentialAnswers {
+        let fields = profile.protocol.model.credentialFields(stored: { store.secrets.exists(profile.id, name: $0) })
+        guard !fields.isEmpty else { return CredentialAnswers() }
+        let request = CredentialRequest(profile: profile.name, fields: fields, timeoutSeconds: max(timeout, 120))
+        if let answers = observer.ask(request) { return answers }
+        let why = L("'\(profile.name)' needs \(request.asked), and nobody can be asked (no terminal)")
+        var record = RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
+        record.lastDisconnectError = ConnectionError(.authenticationRequired, "needs \(request.asked), and nobody could be asked")
+        record.stopReason = .configurationFailed
+        record.updatedAt = Date()
+        try? controller.runtime.write(record)
+        throw VPNError(.configurationInvalid, why, hint: CredentialAdvice.hint(for: request, profile: profile))
     }
 
     /// Two kill switches in one namespace would each drop the other's
@@ -178,10 +221,10 @@ public struct TunnelUseCases {
     }
 
     func waitForOutcome(_ profile: Profile, supervisor: pid_t?, doorbell: Int32?, timeout: Int,
-                        observer: UseCaseObserver) throws -> StartOutcome {
+                        observer: UseCaseObserver, line: CredentialLine? = nil) throws -> StartOutcome {
         // A persistent tunnel past its timeout says so in its record (`retrying`), and stays.
         let outcome = try controller.wait(for: profile, timeoutMs: Int64(timeout + 5) * 1000, supervisor: supervisor,
-                                          doorbell: doorbell, onWake: observer.wake) {
+                                          doorbell: doorbell, line: line, answer: observer.ask, onWake: observer.wake) {
             $0.status == .connected || $0.status == .disconnected || $0.record?.retrying != nil
         }
         let logPath = controller.runtime.logPath(profile.id)

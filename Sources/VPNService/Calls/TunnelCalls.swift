@@ -71,10 +71,10 @@ extension LocalService {
         let logPath = tunnels.controller.runtime.logPath(p.id)
         let follower = changes ? ChangeFollower(path: logPath, from: (try? FileSystem.info(logPath))??.size ?? 0, events: events) : nil
         defer { follower?.echo() }
-        let observer = UseCaseObserver {
+        let observer = UseCaseObserver(wake: {
             follower?.echo()
             _ = events.emit(.progress(profile: p.name, action: "start"))
-        }
+        }, ask: { events.credentials($0) })
         do {
             let outcome = try tunnels.start(p, wait: wait, timeout: timeout, persist: persist, observer: observer) { cleaned in
                 if changes { for c in cleaned { _ = events.emit(.change(line: "[#] \(c)")) } }

@@ -154,6 +154,13 @@ public protocol ServiceEvents: AnyObject {
     func isOpen() -> Bool
     /// A descriptor whose hang-up ends a wait at once (the client's socket, stdout).
     var hangupDescriptor: Int32? { get }
+    /// Answers what a start asks (a password, a code, a sign-in URL to
+    /// show) from the person who asked for it; nil when nobody can answer.
+    func credentials(_ request: CredentialRequest) -> CredentialAnswers?
+}
+
+extension ServiceEvents {
+    public func credentials(_ request: CredentialRequest) -> CredentialAnswers? { nil }
 }
 
 /// Events nobody receives: for callers that only want the result.

@@ -91,7 +91,10 @@ public struct CharonProvider: TunnelProvider {
     }
 
     public func makeTunnel(in context: TunnelContext) -> any ProviderTunnel {
-        CharonTunnel(context: context, config: config, program: Self.charonPath)
+        var config = config
+        // The EAP identity typed at the prompt, where it was changed.
+        if let user = context.credentials[.username], !user.isEmpty { config.username = user }
+        return CharonTunnel(context: context, config: config, program: Self.charonPath)
     }
 
     /// The run's private directory (strongswan.conf, pid file, vici socket).

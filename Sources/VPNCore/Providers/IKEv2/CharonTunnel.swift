@@ -74,7 +74,9 @@ final class CharonTunnel: EndingTunnel {
         let store = context.store, id = context.id
         if let fp = config.caFingerprint { caCertificate = try TrustStore(configDirectory: store.directory).certificate(fp) }
         let psk = try config.sharedSecretSecret.map { try store.secrets.read(id, name: $0) }
-        let password = try config.passwordSecret.map { try store.secrets.read(id, name: $0) }
+        // A password the start asked for (not stored) comes from it.
+        let password = try context.credentials[.password].map { Array($0.utf8) }
+            ?? config.passwordSecret.map { try store.secrets.read(id, name: $0) }
         var key: [UInt8]?
         if let name = config.identitySecret {
             let (certs, k) = CharonLaunch.splitIdentity(try store.secrets.read(id, name: name))

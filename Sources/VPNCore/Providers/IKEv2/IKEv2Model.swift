@@ -9,6 +9,12 @@ extension IKEv2Configuration: ConfigurationModel {
     /// and OpenVPN ones gained import's next steps (its help names them).
     public var createPrintsNextSteps: Bool { false }
     public var exportFormats: [ProfileExport.Format] { [.json, .mobileconfig] }
+
+    /// The EAP password, asked before charon starts when it is not stored.
+    public func credentialFields(stored: (String) -> Bool) -> [CredentialRequest.Field] {
+        guard username != nil, !(passwordSecret.map(stored) ?? false) else { return [] }
+        return CredentialRequest.userAndPassword(username)
+    }
     public var defaultExportFormat: ProfileExport.Format { .mobileconfig }
 
     /// The server's traffic selectors decide; narrowed selectors (a .sswan's

@@ -31,6 +31,7 @@ public struct OpenVPNLaunch: Sendable {
         "client", "dev", "dev-type", "disable-dco", "ifconfig-noexec", "route-noexec", "script-security", "management",
         "management-client", "management-hold", "management-up-down", "management-query-passwords", "auth-retry", "verb",
         "remote", "ca", "cert", "key", "tls-crypt", "tls-auth", "tls-crypt-v2", "auth-user-pass", "suppress-timestamps", "mark",
+        "static-challenge", "setenv",
     ]
 
     /// The config file for one run. Every option is checked again here (the
@@ -43,7 +44,7 @@ public struct OpenVPNLaunch: Sendable {
             "client", "dev \(q(interface))", "dev-type tun", "disable-dco",
             "ifconfig-noexec", "route-noexec", "script-security 1",
             "management \(q(managementSocket)) unix", "management-client", "management-hold", "management-up-down",
-            "management-query-passwords", "auth-retry none", "verb 3",
+            "management-query-passwords", "verb 3",
             // The supervisor stamps each line; unstamped, a repeated line is
             // the same line and the log counts it instead of writing it.
             "suppress-timestamps",
@@ -61,13 +62,26 @@ public struct OpenVPNLaunch: Sendable {
         if let p = tlsCryptPath { lines.append("tls-crypt \(q(p))") }
         if let p = tlsAuthPath { lines.append("tls-auth \(q(p))") }
         if let p = tlsCryptV2Path { lines.append("tls-crypt-v2 \(q(p))") }
-        if c.username != nil { lines.append("auth-user-pass") }
+        if c.username != nil {
+            // openvpn stays up after a refused login and asks again: vpnctl
+            // answers a server's challenge, and does what the profile's
+            // auth-retry says (the tunnel reads it; openvpn never sees it).
+            lines += ["auth-user-pass", "auth-retry interact"]
+            if let sc = c.staticChallenge { lines.append("static-challenge \(q(sc.text)) \(sc.echo ? 1 : 0)") }
+            // What vpnctl answers besides a password: a web sign-in (its URL
+            // shown), a URL to open, a text challenge. SSO servers ask.
+            lines.append("setenv IV_SSO webauth,openurl,crtext")
+        } else {
+            lines.append("auth-retry none")
+        }
         if let mark { lines.append("mark \(mark)") }
         for (i, option) in c.options.enumerated() {
             if let problem = OpenVPNDirectives.problem(in: option) {
                 throw VPNError(.configurationInvalid, L("protocol.options[\(i)]: \(problem)"), remedy: .edit(profile: nil))
             }
-            lines.append(OpenVPNDirectives.render(OpenVPNDirectives.tokenize(option) ?? []))
+            let words = OpenVPNDirectives.tokenize(option) ?? []
+            if words.first == "auth-retry" { continue }
+            lines.append(OpenVPNDirectives.render(words))
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -12,6 +12,8 @@ public enum ManagementMessage: Equatable, Sendable {
     case log(flags: String, message: String)
     case fatal(String)
     case info(String)
+    /// `>INFOMSG:`: what the server sent for the client's user (WEB_AUTH, OPEN_URL, CR_TEXT).
+    case infoMessage(String)
     case success(String)
     case error(String)
     case other(String)
@@ -32,6 +34,7 @@ public enum ManagementMessage: Equatable, Sendable {
         case "HOLD": return .hold(body)
         case "FATAL": return .fatal(body)
         case "INFO": return .info(body)
+        case "INFOMSG": return .infoMessage(body)
         case "LOG":
             // time,flags,message (the message may itself contain commas)
             let f = body.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
@@ -159,15 +162,20 @@ public struct OpenVPNDiagnosis: Sendable {
     public private(set) var lastReason: String? = nil
     /// An error that ends the attempt at once (no point retrying).
     public private(set) var fatal: ConnectionError? = nil
+    /// The tunnel answers a refused login itself (a challenge, auth-retry):
+    /// AUTH_FAILED is not the end of the attempt here.
+    public var tunnelDecidesAuth = false
 
     public init() {}
 
     public mutating func observe(_ m: ManagementMessage) {
         switch m {
         case .password(let text) where text.containsUTF8("Verification Failed"):
-            fatal = ConnectionError(.authenticationFailed, "the server rejected the username or password (openvpn: \(text))")
+            if !tunnelDecidesAuth {
+                fatal = ConnectionError(.authenticationFailed, "the server rejected the username or password (openvpn: \(text))")
+            }
         case .state(let name, let detail) where name == "RECONNECTING" || name == "EXITING":
-            if detail == "auth-failure" && fatal == nil {
+            if detail == "auth-failure" && fatal == nil && !tunnelDecidesAuth {
                 fatal = ConnectionError(.authenticationFailed, "the server rejected the credentials (openvpn: AUTH_FAILED)")
             }
         case .fatal(let text):
@@ -190,7 +198,7 @@ public struct OpenVPNDiagnosis: Sendable {
 
     func classify(_ message: String) -> ConnectionError? {
         let quoted = "openvpn: \(message)"
-        if message.containsUTF8("AUTH_FAILED") { return ConnectionError(.authenticationFailed, quoted) }
+        if message.containsUTF8("AUTH_FAILED") { return tunnelDecidesAuth ? nil : ConnectionError(.authenticationFailed, quoted) }
         if message.hasPrefix("VERIFY ERROR") || message.hasPrefix("VERIFY KU ERROR") || message.hasPrefix("VERIFY EKU ERROR")
             || message.hasPrefix("VERIFY X509NAME ERROR") {
             if message.containsUTF8("certificate has expired") { return ConnectionError(.serverCertificateExpired, quoted) }

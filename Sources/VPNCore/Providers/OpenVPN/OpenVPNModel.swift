@@ -7,6 +7,15 @@ extension OpenVPNConfiguration: ConfigurationModel {
     public var anchorReferences: [String] { caFingerprints }
     public var fieldsToSetBeforeStart: [String] { passwordSecret != nil && username == nil ? ["protocol.username"] : [] }
     public var exportFormats: [ProfileExport.Format] { [.json, .ovpn, .mobileconfig] }
+
+    public func credentialFields(stored: (String) -> Bool) -> [CredentialRequest.Field] {
+        var f: [CredentialRequest.Field] = []
+        if username != nil || passwordSecret != nil, !(passwordSecret.map(stored) ?? false) {
+            f += CredentialRequest.userAndPassword(username)
+        }
+        if let c = staticChallenge { f.append(.init(.oneTimeCode, prompt: c.text, echo: c.echo)) }
+        return f
+    }
     public var defaultExportFormat: ProfileExport.Format { .ovpn }
 
     public func problems(_ v: ProfileValidator) -> [String] {
@@ -47,6 +56,13 @@ extension OpenVPNConfiguration: ConfigurationModel {
             if o.username?.isEmpty ?? true { p.append(L("protocol.username: missing (auth-user-pass needs a username)")) }
             p += v.secretRef("protocol.passwordSecret", o.passwordSecret, required: true, what: "auth-user-pass needs a password secret")
         }
+        if let c = o.staticChallenge {
+            if o.username == nil && o.passwordSecret == nil {
+                p.append(L("protocol.staticChallenge: the code goes with the auth-user-pass password; set username and passwordSecret too"))
+            }
+            if c.text.unicodeScalars.contains(where: v.isControl) { p.append(L("protocol.staticChallenge.text: a control character (a line break?) in it")) }
+            if c.text.isEmpty { p.append(L("protocol.staticChallenge.text: missing (the words shown when the code is asked for)")) }
+        }
         if !hasCert && o.username == nil && o.passwordSecret == nil {
             p.append(L("protocol: no client authentication (give a certificate and keySecret, or a username and passwordSecret)"))
         }
@@ -65,6 +81,7 @@ extension OpenVPNConfiguration: ConfigurationModel {
         if keySecret != nil { r.add(L("key"), secret(keySecret)) }
         if let u = username { r.add(L("username"), u) }
         if passwordSecret != nil { r.add(L("password"), secret(passwordSecret)) }
+        if let c = staticChallenge { r.add(L("static-challenge"), "\"\(c.text)\" (\(c.echo ? L("the code is shown as it is typed") : L("the code is not shown")))") }
         if tlsCryptSecret != nil { r.add(L("tls-crypt"), secret(tlsCryptSecret)) }
         if tlsAuthSecret != nil { r.add(L("tls-auth"), secret(tlsAuthSecret)) }
         return r

@@ -20,7 +20,10 @@ final class OpenVPNTunnel: EndingTunnel {
     var management: Int32 = -1
     var reader: LineReader?
     var providerPid: pid_t = 0
-    var password: String?
+    var auth: OpenVPNAuth?
+    /// A question to the person is out; openvpn's `Need 'Auth'` waits for it.
+    var asking = false
+    var loginWanted = false
     var diagnosis = OpenVPNDiagnosis()
     var session = OpenVPNSession()
     var env: [String: String] = [:]
@@ -52,7 +55,16 @@ final class OpenVPNTunnel: EndingTunnel {
             }
             try makeInterface()
             let configPath = try writeRunFiles()
-            password = try config.passwordSecret.map { String(decoding: try context.store.secrets.read(context.id, name: $0), as: UTF8.self) }
+            // The stored password, unless the start asked for it (not stored).
+            let store = context.store, id = context.id
+            let stored = try config.passwordSecret.flatMap { name in
+                context.credentials[.password] == nil || store.secrets.exists(id, name: name)
+                    ? String(decoding: try store.secrets.read(id, name: name), as: UTF8.self) : nil
+            }
+            if config.username != nil {
+                auth = OpenVPNAuth(config: config, answers: context.credentials, storedPassword: stored)
+                diagnosis.tunnelDecidesAuth = true
+            }
             try spawn(path, configPath)
         } catch {
             return failStart(error)
@@ -235,9 +247,14 @@ final class OpenVPNTunnel: EndingTunnel {
         for action in session.observe(m) { perform(action) }
         switch m {
         case .password(let text) where text.hasPrefix("Need 'Auth'"):
+            loginWanted = true
             answerAuth()
+        case .password(let text) where text.hasPrefix("Verification Failed") && auth != nil:
+            loginRefused(text)
         case .password(let text) where text.hasPrefix("Need "):
             context.log("[!] openvpn asks for something vpnctl cannot answer: \(text)")
+        case .infoMessage(let message):
+            serverMessage(message)
         case .log(_, let message):
             if let options = RedirectGateway.pushedOptions(message) {
                 pushedRedirect = RedirectGateway.pushed(PullFilter(options: config.options).kept(options))
@@ -284,15 +301,116 @@ final class OpenVPNTunnel: EndingTunnel {
         }
     }
 
+    /// openvpn asks for the login: answered with what is at hand, or once
+    /// the person has answered what is not (a reconnect needs a new code).
     func answerAuth() {
-        guard let user = ManagementMessage.quote(config.username ?? ""), let pass = ManagementMessage.quote(password ?? "") else {
+        guard loginWanted, !asking, var a = auth else { return }
+        let missing = a.missing
+        guard missing.isEmpty else {
+            return askPerson(CredentialRequest(profile: context.profile.name, fields: missing, timeoutSeconds: 120),
+                             why: "needs \(CredentialRequest(profile: "", fields: missing, timeoutSeconds: 0).asked)") { [weak self] answers in
+                self?.auth?.take(answers)
+            }
+        }
+        let login = a.login()
+        auth = a
+        loginWanted = false
+        guard let user = ManagementMessage.quote(login.username), let pass = ManagementMessage.quote(login.password) else {
             send("signal SIGTERM")
             return fail(ConnectionError(.configurationFailed,
-                                        "the username or the password secret has a control character (a line break?) in it; "
+                                        "the username or the password has a control character (a line break?) in it; "
                                         + "openvpn's management interface cannot carry it"), .configurationFailed)
         }
         send("username \"Auth\" \(user)")
         send("password \"Auth\" \(pass)")
+    }
+
+    /// The server refused the login: a CRV1 challenge is asked and answered
+    /// with the next login; otherwise the profile's auth-retry decides.
+    func loginRefused(_ text: String) {
+        if let c = OpenVPNAuth.Challenge.crv1(in: text), let state = c.state {
+            context.log("[*] the server asks a challenge (CRV1): \(c.text)")
+            let field = CredentialRequest.Field(.challenge, prompt: c.text, echo: c.echo)
+            return askPerson(CredentialRequest(profile: context.profile.name, fields: [field], timeoutSeconds: 120),
+                             why: "the server asks a challenge (\(c.text))") { [weak self] answers in
+                self?.auth?.challengeResponse = (state, c.username, answers[.challenge] ?? "")
+            }
+        }
+        guard var a = auth else { return }
+        let retry = a.refused()
+        auth = a
+        switch retry {
+        case .none:
+            send("signal SIGTERM")
+            fail(ConnectionError(.authenticationFailed, "the server rejected the username or password (openvpn: \(text))"), .connectionFailed)
+        case .nointeract:
+            context.log("[*] the server refused the login; openvpn tries again with the same (auth-retry nointeract)")
+        case .interact:
+            context.log("[*] the server refused the login; asking again (auth-retry interact)")
+        }
+    }
+
+    /// What the server sent for the user: a web sign-in or a URL to open
+    /// (shown to the person, who signs in; the server's verdict ends the
+    /// wait), or a text challenge answered with cr-response.
+    func serverMessage(_ message: String) {
+        if let c = OpenVPNAuth.Challenge.crText(message) {
+            context.log("[*] the server asks a challenge (CR_TEXT): \(c.text)")
+            let field = CredentialRequest.Field(.challenge, prompt: c.text, echo: c.echo)
+            return askPerson(CredentialRequest(profile: context.profile.name, fields: [field], timeoutSeconds: 120),
+                             why: "the server asks a challenge (\(c.text))") { [weak self] answers in
+                let response = Data((answers[.challenge] ?? "").utf8).base64EncodedString()
+                self?.send("cr-response \(response)")
+            }
+        }
+        let url: String
+        if message.hasPrefix("WEB_AUTH:"), let colon = message.dropFirst(9).firstIndex(of: ":") {
+            url = String(message[message.index(after: colon)...])
+        } else if message.hasPrefix("OPEN_URL:") {
+            url = String(message.dropFirst(9))
+        } else {
+            return context.log("[*] the server says: \(message)")
+        }
+        guard url.hasPrefix("https://") || url.hasPrefix("http://"), !url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) else {
+            send("signal SIGTERM")
+            return fail(ConnectionError(.authenticationFailed, "the server asks for a sign-in at a URL that is not http(s): \(message.escapingControls(keepLineBreaks: false))"),
+                        .connectionFailed)
+        }
+        let seconds = Int(context.startTimeoutMs / 1000)
+        context.log("[*] the server asks for a sign-in in a web browser: \(url) (waiting up to \(seconds) s)")
+        askPerson(CredentialRequest(profile: context.profile.name, fields: [], url: url, timeoutSeconds: seconds),
+                  why: "needs a sign-in in a web browser") { [weak self] _ in
+            guard let self else { return }
+            // The server's verdict ends the wait; a pending sign-in the
+            // server lets expire sends none, so the start's time does.
+            self.context.loop.cancel(self.tokens["start"])
+            self.tokens["start"] = self.context.loop.after(self.context.startTimeoutMs) { [weak self] in
+                guard let self, self.context.status == .connecting, !self.session.stopping else { return }
+                self.send("signal SIGTERM")
+                self.fail(ConnectionError(.authenticationFailed, "nobody completed the sign-in at \(url) within \(seconds) s"), .connectionFailed)
+            }
+        }
+    }
+
+    /// Asks the person who started the tunnel; while they answer, the
+    /// start's time stands still. Nobody to ask: authenticationRequired.
+    func askPerson(_ request: CredentialRequest, why: String, then: @escaping (CredentialAnswers) -> Void) {
+        asking = true
+        context.loop.cancel(tokens.removeValue(forKey: "start"))
+        context.ask(request) { [weak self] answers in
+            guard let self, self.context.exitCode == nil, !self.session.stopping else { return }
+            self.asking = false
+            guard let answers else {
+                self.send("signal SIGTERM")
+                return self.fail(ConnectionError(.authenticationRequired, "\(why), and nobody could be asked (start it on a terminal)"),
+                                 .connectionFailed)
+            }
+            if self.tokens["start"] == nil, self.context.status == .connecting {
+                self.tokens["start"] = self.context.loop.after(self.context.startTimeoutMs) { [weak self] in self?.startTimedOut() }
+            }
+            then(answers)
+            self.answerAuth()
+        }
     }
 
     func applyPushed(_ pushed: PushedSettings) {
