@@ -64,6 +64,53 @@ import VPNTestSupport
 
     // MARK: start
 
+    /// An OpenVPN profile whose password is not stored (its anchor, key and
+    /// certificate are), saved, with openvpn on PATH.
+    func profileAskingForPassword() throws -> Profile {
+        let store = PreferencesStore(directory: dir.path + "/etc")
+        let result = try ImportFormat.importChecked(try Fixtures.bytes("ovpn/one-ca.ovpn"), name: "asks", source: "one-ca.ovpn")
+        for (fp, pem) in result.anchors { try TrustStore(configDirectory: store.directory).install(pem, fingerprint: fp) }
+        for (name, value) in result.secrets { try store.secrets.set(result.profile.id, name: name, value: value) }
+        guard case .openvpn(var o) = result.profile.protocol else { throw VPNError(.failure, "not openvpn") }
+        o.username = "bob"
+        o.passwordSecret = "password"
+        var p = result.profile
+        p.protocol = .openvpn(o)
+        try store.save(p)
+        _ = FileManager.default.createFile(atPath: dir.path + "/bin/openvpn", contents: Data("#!/bin/false\n".utf8),
+                                           attributes: [.posixPermissions: 0o755])
+        return p
+    }
+
+    @Test func aStartThatNeedsAnAnswerNobodyGivesStartsNothingAndStatusSaysSo() throws {
+        let p = try profileAskingForPassword()
+        var asked: [CredentialRequest] = []
+        let e = #expect(throws: VPNError.self) {
+            try useCases.start(p, wait: false, timeout: 9, observer: UseCaseObserver(ask: { asked.append($0); return nil }))
+        }
+        #expect(e?.code == .configurationInvalid)
+        #expect(e?.message == "'asks' needs password, and nobody can be asked (no terminal)")
+        #expect(e?.hint?.contains("--password-file") == true)
+        #expect(asked.map { $0.fields.map(\.kind) } == [[.username, .password]])
+        #expect(host.spawned.isEmpty, "nothing is started")
+        #expect(try controller.derive(p).lastDisconnectError?.name == "authenticationRequired")
+    }
+
+    @Test func theAnswersGoToTheSupervisorOnItsLineNeverOnItsCommandLine() throws {
+        let p = try profileAskingForPassword()
+        host.onSpawn = { [controller] pid, _ in
+            var r = RuntimeRecord(id: p.id, name: p.name, status: .connecting)
+            r.supervisorPid = pid
+            r.supervisorStartTime = 1
+            try controller.runtime.write(r)
+        }
+        _ = try useCases.start(p, wait: false, timeout: 9,
+                               observer: UseCaseObserver(ask: { _ in CredentialAnswers([.password: "pw-typed"]) }))
+        let spawned = try #require(host.spawned.first)
+        #expect(spawned.argv.suffix(3) == ["--credentials-fd", "4", p.id.lowercasedString])
+        #expect(!spawned.argv.contains { $0.contains("pw-typed") } && !spawned.environment.values.contains { $0.contains("pw-typed") })
+    }
+
     @Test func startSpawnsTheSupervisorThroughTheHostUnderTheStartLock() throws {
         playSupervisor()
         let outcome = try useCases.start(profile, wait: false, timeout: 9)

@@ -30,6 +30,16 @@ import Testing
         #expect(ServiceCall.names.contains(call.name))
     }
 
+    /// Only a client that says it answers is asked anything.
+    @Test func aClientThatAnswersSaysSo() throws {
+        let r = ServiceRequest(.start(profile: "office", wait: true, timeout: 20, changes: false, persist: false), answers: true)
+        #expect(r.serialized.contains(#""answers":true"#))
+        #expect(try parse(String(r.serialized.dropLast())).answers)
+        #expect(try parse(#"{"protocol":2,"call":"status"}"#).answers == false)
+        let reply = try ServiceReply.encoder().encode(CredentialReply(answers: nil))
+        #expect(String(decoding: reply, as: UTF8.self) == #"{"declined":true}"#)
+    }
+
     @Test func theLanguageIsOnlyACatalogVpnctlShips() throws {
         #expect(try parse(#"{"protocol":2,"call":"status","language":"../../etc"}"#).language == nil)
         #expect(try parse(#"{"protocol":2,"call":"status","language":"de"}"#).language == nil)
@@ -106,7 +116,10 @@ import Testing
                                  previous: "connecting", interface: "utun0", error: ConnectionError(.serverNotResponding, "no handshake"))
         let events: [ServiceEvent] = [.progress(profile: "office", action: "start"), .change(line: "[#] ip link set utun0 up"),
                                       .onDemand(profile: "office", change: .paused), .onDemandPauseFailed(profile: "o", reason: "EROFS"),
-                                      .watching(profiles: 3), .transition(t), .logLine("2026-12-02T03:04:05.000Z hello")]
+                                      .watching(profiles: 3), .transition(t), .logLine("2026-12-02T03:04:05.000Z hello"),
+                                      .credentials(CredentialRequest(profile: "office", fields: CredentialRequest.userAndPassword("bob"),
+                                                                     timeoutSeconds: 120)),
+                                      .credentials(CredentialRequest(profile: "office", fields: [], url: "https://sso.example/x", timeoutSeconds: 30))]
         for e in events {
             let line = try ServiceReply.line(event: e)
             #expect(line.last == 0x0A && !line.dropLast().contains(0x0A))

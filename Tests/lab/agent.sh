@@ -224,11 +224,41 @@ print(chr(d[0]), d[5:].decode(errors="replace"))' "$sock")
   nothing_left
 }
 
+# A user answers their own start's prompt through the agent: the question
+# travels on that user's socket alone; another user watching the profile
+# sees transitions, never the question; no answer, exit 5.
+test_agent_user_answers_prompt() {
+  expect_ok "import" cn "$V" import "$LAB_DIR/work.ovpn" --name asked --username alice || return 1
+  agent_set_policy asked "{\"users\":[\"${LAB}u1\",\"${LAB}u2\"],\"actions\":[\"start\",\"stop\",\"status\"]}" || return 1
+  defer agent_lab_down
+  agent_lab_up || return 1
+  local u1=${LAB}u1 u2=${LAB}u2
+  expect_run "a start through the agent without a terminal" 5 as "$u1" start asked --timeout 15 </dev/null || return 1
+  expect_contains "what was needed" "'asked' needs password, and nobody can be asked" "$OUT" || return 1
+  # u2 watches the profile while u1 answers.
+  as "$u2" status asked --watch --count 2 --json > "$T/u2-watch" 2>&1 &
+  local watcher=$!
+  OUT=$(python3 "$HERE/term-answer.py" 40 "Username [alice]: " "" "Password: " "s3cret pass" -- \
+          runuser -u "$u1" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$AGL_V" start asked --timeout 15 2>&1)
+  expect_contains "u1's start through the agent, answered on u1's terminal" "connected 'asked'" "$OUT" || { stop_pid "$watcher"; echo "$OUT" | sed 's/^/  | /'; return 1; }
+  expect_not_contains "the password shown" "s3cret pass" "$OUT" || { stop_pid "$watcher"; return 1; }
+  wait_for "u2's watch to see the connect" 10 grep -q '"status":"connected"' "$T/u2-watch"
+  stop_pid "$watcher"
+  expect_not_contains "the question in u2's watch" "Password" "$(cat "$T/u2-watch")" || return 1
+  expect_not_contains "the question in u2's watch" "credentials" "$(cat "$T/u2-watch")" || return 1
+  answer_nowhere "the password typed through the agent" "s3cret pass" || return 1
+  expect_absent "the password in the agent's log" "s3cret pass" "$(dirname "$VPNCTL_RUN_DIR")/agent.log" || return 1
+  expect_ok "stop by $u1" as "$u1" stop asked || return 1
+  nothing_left
+}
+
 agent_lab_checks() {
   lab_check "agent: a client written against the typed protocol alone (Python): results, events, errors as data, a watch, version skew" \
     test_agent_typed_client
   lab_check "agent: a user reads a profile's log (and follows it) through the agent; a user not named gets exit 9" test_item8_agent_logs
   lab_check "agent: a user starts, verifies and toggles a real tunnel with root's output; others refused; nothing left" test_agent_user_tunnel
+  [ "$ovpn_ready" = yes ] && lab_check "agent: credentials: a user answers their own start's prompt through the agent; another user watching never sees it; no terminal, exit 5" \
+    test_agent_user_answers_prompt
   lab_check "agent: killed (and its worker) during a user's start --wait: a clear error, the tunnel goes on, a new agent reports it" \
     test_agent_killed_during_wait
 }

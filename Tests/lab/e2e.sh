@@ -974,6 +974,117 @@ if [ $ovpn_ready = yes ]; then
   }
   lab_check "openvpn: a wrong password gives exit 4 with authenticationFailed" test_ovpn_wrong_password
 
+  # ---- credentials asked for at start (passwords, codes, challenges, web sign-in)
+
+  # on_term SECONDS [PROMPT ANSWER]... -- ARGS: `vpnctl ARGS` in the client
+  # namespace on a terminal of its own, answering each prompt as a person would.
+  on_term() {
+    local n=$1; shift
+    python3 "$HERE/term-answer.py" "$n" "$@" 2>&1
+  }
+  # answer_nowhere WHAT NEEDLE: no trace of an answer in the run and config
+  # directories (records, logs, run files) or in the argv and environment of
+  # the tunnel's processes (the supervisor, openvpn).
+  answer_nowhere() {
+    expect_absent "$1 in files" "$2" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR" || return 1
+    local p hits=""
+    for p in $(ps -eo pid=,args= | awk -v r="$VPNCTL_RUN_DIR" 'index($0, r) && ($2 ~ /vpnctl$/ || $2 == "openvpn") {print $1}'); do
+      grep -qaF -- "$2" "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null && hits="$hits $p"
+    done
+    [ -z "$hits" ] || { echo "  $1 in the argv or environment of pid$hits"; return 1; }
+  }
+  import_as() {  # import_as NAME FILE USER
+    expect_ok "import $2" cn "$V" import "$LAB_DIR/$2" --name "$1" --username "$3"
+  }
+
+  test_ovpn_password_asked() {
+    import_as asked work.ovpn alice || return 1
+    expect_contains "import says what start asks" "asks at each start for: password" "$OUT" || return 1
+    expect_ok "show" cn "$V" show asked && expect_contains "show" "password" "$(grep 'asks for' <<<"$OUT")" || return 1
+    # No terminal: exit 5 at once, naming what is needed and how to give it.
+    expect_run "start without a terminal" 5 cn "$V" start asked --timeout 15 </dev/null || return 1
+    expect_contains "what was needed" "'asked' needs password, and nobody can be asked (no terminal)" "$OUT" || return 1
+    expect_contains "how to give it" "--password-file" "$OUT" || return 1
+    expect_field asked lastDisconnectError.name authenticationRequired || return 1
+    nothing_left || return 1
+    # On a terminal: the stored username offered, the password not shown.
+    OUT=$(on_term 40 "Username [alice]: " "" "Password: " "s3cret pass" -- ip netns exec "$NS_C" "$V" start asked --timeout 15)
+    expect_contains "connected on a terminal" "connected 'asked'" "$OUT" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    expect_not_contains "the password shown as typed" "s3cret pass" "$OUT" || return 1
+    expect_contains "the terminal echoes again" "echo-after: on" "$OUT" || return 1
+    expect_field asked status connected || return 1
+    answer_nowhere "the typed password" "s3cret pass" || return 1
+    expect_ok "stop" cn "$V" stop asked || return 1
+    # --password-file: the caller's own 0600 file; anything looser is refused by name.
+    printf 's3cret pass\n' > "$T/pass"; chmod 644 "$T/pass"
+    expect_run "a password file others can read" 11 cn "$V" start asked --password-file "$T/pass" </dev/null || return 1
+    expect_contains "the reason" "readable by others (mode 644)" "$OUT" || return 1
+    chmod 600 "$T/pass"
+    expect_ok "start --password-file" cn "$V" start asked --timeout 15 --password-file "$T/pass" </dev/null || return 1
+    answer_nowhere "the file's password" "s3cret pass" || return 1
+    expect_ok "stop" cn "$V" stop asked || return 1
+    # Ctrl-C at the password prompt: the terminal put back, nothing started.
+    OUT=$(on_term 20 "Username [alice]: " "" "Password: " "^C" -- ip netns exec "$NS_C" "$V" start asked --timeout 15); local rc=$?
+    expect_eq "exit status after Ctrl-C" 130 "$rc" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    expect_contains "the terminal echoes again after Ctrl-C" "echo-after: on" "$OUT" || return 1
+    nothing_left
+  }
+  lab_check "credentials: a password not stored is asked on a terminal (not shown; Ctrl-C leaves nothing), read from --password-file, and without a terminal exit 5 naming it; the answer in no file, argv or environment" test_ovpn_password_asked
+
+  test_ovpn_static_challenge() {
+    import_as sc sc.ovpn bob || return 1
+    expect_contains "import says what start asks" "asks at each start for: password, one-time code" "$OUT" || return 1
+    printf 'bob pass\n' | cn "$V" secret set sc password >/dev/null || return 1
+    expect_run "start without a terminal" 5 cn "$V" start sc --timeout 15 </dev/null || return 1
+    expect_contains "what was needed" "needs one-time code" "$OUT" || return 1
+    OUT=$(on_term 40 "Enter your code: " "123456" -- ip netns exec "$NS_C" "$V" start sc --timeout 15)
+    expect_contains "connected with the code" "connected 'sc'" "$OUT" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    expect_contains "the code is shown as typed (static-challenge ... 1)" "123456" "$OUT" || return 1
+    answer_nowhere "the code" "MTIzNDU2" && answer_nowhere "the code" "123456" || return 1
+    expect_ok "stop" cn "$V" stop sc || return 1
+    OUT=$(on_term 40 "Enter your code: " "000000" -- ip netns exec "$NS_C" "$V" start sc --timeout 15); local rc=$?
+    expect_eq "a wrong code" 4 "$rc" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    expect_contains "the reason" "authenticationFailed" "$OUT" || return 1
+    nothing_left
+  }
+  lab_check "credentials: static-challenge asks the one-time code and sends it as SCRV1 (the server accepts only the right code); a wrong code is authenticationFailed, nothing left" test_ovpn_static_challenge
+
+  test_ovpn_crv1() {
+    import_as cr cr.ovpn carol || return 1
+    printf 'carol pass\n' | cn "$V" secret set cr password >/dev/null || return 1
+    OUT=$(on_term 40 "Enter the code from your token: " "7890" -- ip netns exec "$NS_C" "$V" start cr --timeout 15)
+    expect_contains "connected after the challenge" "connected 'cr'" "$OUT" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    answer_nowhere "the challenge's answer" "7890" || return 1
+    expect_ok "stop" cn "$V" stop cr || return 1
+    # Without a terminal the server's question has nobody to answer it.
+    expect_run "a challenge without a terminal" 5 cn "$V" start cr --timeout 15 </dev/null || return 1
+    expect_contains "the reason" "authenticationRequired" "$OUT" || return 1
+    nothing_left
+  }
+  lab_check "credentials: a CRV1 dynamic challenge is asked and the login repeated with the answer; without a terminal authenticationRequired, exit 5" test_ovpn_crv1
+
+  test_ovpn_web_signin() {
+    import_as wa wa.ovpn dave || return 1
+    printf 'dave pass\n' | cn "$V" secret set wa password >/dev/null || return 1
+    cn "$V" start wa --timeout 20 > "$T/wa.out" 2> "$T/wa.err" </dev/null &
+    local start=$! url
+    wait_for "the sign-in URL on stderr" 15 grep -q "sign in to 'wa' in a web browser: " "$T/wa.err" || { kill "$start"; cat "$T/wa.err"; return 1; }
+    url=$(sed -n "s/^sign in to 'wa' in a web browser: //p" "$T/wa.err")
+    expect_match "the URL" "^http://198.18.0.1:8099/signin\?k=[0-9a-f]{16}$" "$url" || { kill "$start"; return 1; }
+    expect_contains "the wait said" "waiting up to 20 s for the sign-in" "$(cat "$T/wa.err")" || { kill "$start"; return 1; }
+    expect_ok "the browser signs in" cn curl -fsS --max-time 5 "$url" || { kill "$start"; return 1; }
+    wait "$start"; local rc=$?
+    expect_eq "start after the sign-in" 0 "$rc" || { cat "$T/wa.err"; return 1; }
+    expect_field wa status connected || return 1
+    expect_ok "stop" cn "$V" stop wa || return 1
+    # Nobody signs in: the start ends at its timeout, nothing left.
+    expect_run "nobody signs in" 4 cn "$V" start wa --timeout 4 </dev/null || return 1
+    expect_contains "the reason" "nobody completed the sign-in at http://198.18.0.1:8099/signin" "$OUT" || return 1
+    expect_field wa lastDisconnectError.name authenticationFailed || return 1
+    nothing_left
+  }
+  lab_check "credentials: a web sign-in (WEB_AUTH, IV_SSO announced): the URL printed, the test's browser signs in, connected; nobody signs in: ends at the timeout with nothing left" test_ovpn_web_signin
+
   # ovpn_start_fails NAME TIMEOUT CODES ERROR-PATTERN DETAIL: imports NAME.ovpn, starts it, and
   # expects one of CODES with ERROR-PATTERN and DETAIL in the message, and nothing left behind.
   ovpn_start_fails() {

@@ -80,7 +80,8 @@ final class RemoteService: TunnelService {
 
     /// The result's JSON.
     func result(_ call: ServiceCall, _ events: ServiceEvents) throws -> [UInt8] {
-        let request = ServiceRequest(call, language: language)
+        // The client answers what a start asks (or declines): it says so.
+        let request = ServiceRequest(call, language: language, answers: true)
         guard let bytes = try transport.map({ try $0(request, events) }) ?? exchange(request, events) else { throw lost() }
         return bytes
     }
@@ -92,12 +93,13 @@ final class RemoteService: TunnelService {
     }
 
     /// What one line of a reply means: an event, handed to `events`; the result; or the error, thrown.
-    enum Received { case more, enough, result([UInt8]) }
+    enum Received { case more, enough, result([UInt8]), ask(CredentialRequest) }
 
     func receive(_ line: [UInt8], _ events: ServiceEvents) throws -> Received {
         let reply: ServiceReply
         do { reply = try ServiceReply.parse(line) } catch { throw malformed(error) }
         switch reply {
+        case .event(.credentials(let r)): return .ask(r)
         case .event(let e): return events.emit(e) ? .more : .enough
         case .result(let bytes): return .result(bytes)
         case .error(let e): throw e
@@ -124,6 +126,13 @@ final class RemoteService: TunnelService {
                 case .more: continue
                 case .enough: return nil
                 case .result(let bytes): return bytes
+                case .ask(let r):
+                    // The agent's question, answered on the same socket.
+                    let reply = CredentialReply(answers: events.credentials(r))
+                    guard var line = try? ServiceReply.encoder().encode(reply).map({ $0 }) else { throw lost() }
+                    line.append(0x0A)
+                    defer { for i in line.indices { line[i] = 0 } }
+                    guard UnixSocket.sendAll(fd, line) else { throw lost() }
                 }
             }
             if buffer.count > ServiceReply.maximumLineLength { throw malformed(ServiceProtocolError("a reply line is too long")) }

@@ -279,7 +279,9 @@ enum EditCommand {
     }
 
     static func reportSaved(_ saved: Profile, validator: ProfileValidator, _ inv: Invocation) {
-        for missing in validator.missingSecrets(in: saved) {
+        // A password that is not stored is asked for at start: no warning.
+        let asked = saved.protocol.model.passwordSecret.map { [$0] } ?? []
+        for missing in validator.missingSecrets(in: saved, except: asked) {
             inv.output.note(L("warning: \(missing); set it with: vpnctl secret set \(saved.name) <name>"))
         }
         for w in validator.warnings(in: saved) { inv.output.note(L("warning: \(w)")) }

@@ -30,7 +30,7 @@ enum TunnelRendering {
             case .onDemandPauseFailed(let name, let reason):
                 spinner.clear()
                 inv.output.note(L("warning: cannot pause on-demand for '\(name)' (\(reason)); the agent may start it again"))
-            case .watching, .transition, .logLine:
+            case .watching, .transition, .logLine, .credentials:
                 break
             }
             return true

@@ -48,7 +48,7 @@ public struct StartFailure: Error, Sendable {
     /// The documented error for it; front ends add their own hint.
     public var error: VPNError {
         if let e = status.lastDisconnectError, e.kind == .authenticationRequired {
-            return VPNError(.configurationInvalid, L("cannot connect '\(status.name)': \(e.message)"))
+            return VPNError(.configurationInvalid, L("cannot connect '\(status.name)': \(e.name): \(e.message)"))
         }
         if timedOut && persistent {
             return VPNError(.timedOut, L("'\(status.name)' is not connected after \(timeoutSeconds) s; it is persistent and keeps trying: \(status.record?.retrying ?? L("no answer yet"))"))

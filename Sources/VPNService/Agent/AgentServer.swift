@@ -272,7 +272,7 @@ public final class AgentServer {
                                                                 hint: L("wait for one to end (a status --watch ends when you end it)"))))
             return
         }
-        let authorized = ServiceRequest(grant.call, language: request.language)
+        let authorized = ServiceRequest(grant.call, language: request.language, answers: request.answers)
         do {
             let pid = try spawnWorker(WorkOrder(uid: c.uid, gid: c.gid, request: authorized), client: client.fd)
             close(client.fd)

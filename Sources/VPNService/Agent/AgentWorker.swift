@@ -68,7 +68,8 @@ public enum AgentWorker {
         _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
         AgentAuthorization.speak(order.request)
         let caller = Caller.fromSystem(uid: order.uid, gid: order.gid)
-        let outcome = perform(order.request.call, caller: caller, settings: settings, path: path, events: SocketEvents(socket))
+        let outcome = perform(order.request.call, caller: caller, settings: settings, path: path,
+                              events: SocketEvents(socket, answers: order.request.answers))
         _ = UnixSocket.sendAll(socket, outcome.line)
         if let e = outcome.error {
             let call = order.request.call
@@ -123,9 +124,37 @@ public enum AgentWorker {
 /// A call's events, written to the client's socket as they happen.
 final class SocketEvents: ServiceEvents {
     let fd: Int32
+    /// The client said it answers credential questions.
+    let answers: Bool
     private var failed = false
 
-    init(_ fd: Int32) { self.fd = fd }
+    init(_ fd: Int32, answers: Bool = false) {
+        self.fd = fd
+        self.answers = answers
+    }
+
+    /// The question goes to the client that asked for the start (this
+    /// socket is its own), and its one line of answer comes back; nil when
+    /// it declines, hangs up, says nothing in time or did not say it answers.
+    func credentials(_ request: CredentialRequest) -> CredentialAnswers? {
+        guard answers, emit(.credentials(request)) else { return nil }
+        var line: [UInt8] = []
+        defer { for i in line.indices { line[i] = 0 } }
+        let deadline = monotonicMilliseconds() + Int64(request.timeoutSeconds) * 1000
+        var byte: UInt8 = 0
+        while line.count <= CredentialReply.maximumLineLength {
+            let left = deadline - monotonicMilliseconds()
+            if left <= 0 { return nil }
+            guard pollReadable([fd], timeoutMs: Int32(min(left, 1000))).contains(0) else { continue }
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { failed = true; return nil }
+            if byte == 0x0A { break }
+            line.append(byte)
+        }
+        guard let reply = try? ServiceReply.decoder().decode(CredentialReply.self, from: Data(line)) else { return nil }
+        return reply.answers
+    }
 
     func emit(_ event: ServiceEvent) -> Bool {
         guard !failed, let line = try? ServiceReply.line(event: event) else { return false }

@@ -142,6 +142,7 @@ enum StartAdvice {
         switch kind {
         case .serverNotResponding: return L("check that the server is up and reachable")
         case .serverAddressResolutionFailed: return L("check the endpoint's host name and DNS")
+        case .authenticationRequired: return L("the server asks at each login: run 'vpnctl start \(profile.name)' on a terminal, which asks")
         default: return L("see \(logPath)")
         }
     }

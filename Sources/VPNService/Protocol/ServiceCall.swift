@@ -133,10 +133,15 @@ public struct ServiceRequest: Equatable, Sendable {
     /// "vi", "zh_Hans", "ru"; nil for English. Only the names in
     /// `Localization.languages` are taken (it names a file).
     public var language: String?
+    /// The client answers what a start asks (a `credentials` event, answered
+    /// with one line on the same socket); a client that does not say so is
+    /// never asked.
+    public var answers = false
 
-    public init(_ call: ServiceCall, language: String? = nil) {
+    public init(_ call: ServiceCall, language: String? = nil, answers: Bool = false) {
         self.call = call
         self.language = language.flatMap { Localization.languages.contains($0) ? $0 : nil }
+        self.answers = answers
     }
 
     /// One JSON line: {"protocol":2,"call":"start","profile":"office","wait":true,...}.
@@ -163,6 +168,7 @@ public struct ServiceRequest: Equatable, Sendable {
             add("profile", .string(p)); if let since { add("since", .string(Timestamp.iso8601(since))) }; add("follow", .bool(follow))
         }
         if let language { add("language", .string(language)) }
+        if answers { add("answers", .bool(true)) }
         return JSONValue.object(JSONObject(ordered: m)).serialized + "\n"
     }
 
@@ -182,7 +188,7 @@ public struct ServiceRequest: Equatable, Sendable {
             }
             guard version == protocolVersion else { throw ServiceProtocolError.skew(client: version) }
             guard let name = try r.string("call") else { throw ServiceProtocolError("the request names no call") }
-            return ServiceRequest(try call(name, r), language: try r.string("language"))
+            return ServiceRequest(try call(name, r), language: try r.string("language"), answers: try r.bool("answers") ?? false)
         } catch let e as ServiceProtocolError {
             throw e
         } catch {

@@ -143,6 +143,21 @@ public enum ServiceEvent: Equatable, Sendable {
     case transition(StatusTransition)
     /// `logs` with `follow`: one line of the log.
     case logLine(String)
+    /// A start asks its caller (a password, a code, a sign-in URL to show);
+    /// the client answers with one `CredentialReply` line on the same socket.
+    case credentials(CredentialRequest)
+}
+
+/// The client's answer to a `credentials` event: one JSON line.
+public struct CredentialReply: Codable, Sendable {
+    public var answers: CredentialAnswers?
+    public var declined: Bool?
+    public init(answers: CredentialAnswers?) {
+        self.answers = answers
+        declined = answers == nil ? true : nil
+    }
+    /// The longest answer line read.
+    public static let maximumLineLength = 65536
 }
 
 /// Where a call's events go: a front end's renderer, or the agent's

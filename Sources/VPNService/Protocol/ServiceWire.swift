@@ -3,7 +3,8 @@ import VPNCore
 
 /// The agent's reply on the wire: JSON lines, each an object whose "event"
 /// member says what it is. Events (`progress`, `change`, `onDemand`,
-/// `onDemandPauseFailed`, `watching`, `transition`, `logLine`) come while
+/// `onDemandPauseFailed`, `watching`, `transition`, `logLine`, and
+/// `credentials`, which the client answers with a line of its own) come while
 /// the call runs; a reply ends with one `result` (the call's typed result)
 /// or one `error` (a VPNError as data: code, name, message, hint, remedy,
 /// cause, problems). A stream (`watch`, `logs` with follow) ends with an
@@ -93,7 +94,7 @@ public enum ServiceReply {
     struct EventLine: Codable {
         let event: ServiceEvent
 
-        enum Keys: String, CodingKey { case event, profile, action, line, change, reason, profiles, transition }
+        enum Keys: String, CodingKey { case event, profile, action, line, change, reason, profiles, transition, request }
 
         init(event: ServiceEvent) { self.event = event }
 
@@ -114,6 +115,8 @@ public enum ServiceReply {
                 try c.encode("transition", forKey: .event); try c.encode(t, forKey: .transition)
             case .logLine(let line):
                 try c.encode("logLine", forKey: .event); try c.encode(line, forKey: .line)
+            case .credentials(let r):
+                try c.encode("credentials", forKey: .event); try c.encode(r, forKey: .request)
             }
         }
 
@@ -129,6 +132,7 @@ public enum ServiceReply {
             case "watching": event = .watching(profiles: try c.decode(Int.self, forKey: .profiles))
             case "transition": event = .transition(try c.decode(StatusTransition.self, forKey: .transition))
             case "logLine": event = .logLine(try c.decode(String.self, forKey: .line))
+            case "credentials": event = .credentials(try c.decode(CredentialRequest.self, forKey: .request))
             case let other:
                 throw DecodingError.dataCorruptedError(forKey: .event, in: c, debugDescription: "unknown event \(other.abbreviated(40))")
             }
