@@ -1496,6 +1496,26 @@ if [ $ike_ready = yes ]; then
   lab_check "ikev2 psk: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle psk
   lab_check "ikev2 eap-mschapv2: create, start, verify, stats, stop; nothing left, no secret on disk or argv" test_ike_cycle eap
   lab_check "ikev2 certificate: create, start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle certificate
+
+  # An EAP password that is not stored is asked for before charon starts.
+  test_ike_eap_asked() {
+    expect_ok "create (eap)" ike_profile ike eap || return 1
+    expect_ok "forget the password" cn "$V" secret remove ike password || return 1
+    expect_run "start without a terminal" 5 cn "$V" start ike --timeout 15 </dev/null || return 1
+    expect_contains "what was needed" "'ike' needs password, and nobody can be asked" "$OUT" || return 1
+    ike_nothing_left || return 1
+    printf '%s\n' "$IKE_EAP_PASSWORD" > "$T/eap-pass"; chmod 600 "$T/eap-pass"
+    OUT=$(python3 "$HERE/term-answer.py" 40 "Username [bob]: " "" "Password: " "$IKE_EAP_PASSWORD" -- ip netns exec "$NS_C" "$V" start ike --timeout 15 2>&1)
+    expect_contains "connected with the typed password" "connected 'ike'" "$OUT" || { echo "$OUT" | sed 's/^/  | /'; ike_log_tail; return 1; }
+    expect_not_contains "the password shown" "$IKE_EAP_PASSWORD" "$OUT" || return 1
+    expect_absent "the EAP password in files" "$IKE_EAP_PASSWORD" "$VPNCTL_RUN_DIR" "$VPNCTL_CONFIG_DIR" || return 1
+    expect_eq "any process's argv" "" "$(ps -eo args= | grep -F -- "$IKE_EAP_PASSWORD" | grep -v -e grep -e term-answer)" || return 1
+    expect_ok "stop" cn "$V" stop ike || return 1
+    expect_ok "start --password-file" cn "$V" start ike --timeout 15 --password-file "$T/eap-pass" </dev/null || return 1
+    expect_ok "stop" cn "$V" stop ike || return 1
+    ike_nothing_left
+  }
+  lab_check "ikev2: credentials: an EAP password not stored is asked before charon starts (terminal, --password-file), without a terminal exit 5" test_ike_eap_asked
   lab_check "ikev2 certificate from a .p12 (create --identity): start, verify, stats, stop; nothing left, no key on disk or argv" test_ike_cycle p12
 
   # test_ike_sswan: carol's strongSwan app profile (.sswan) in the shape
