@@ -150,7 +150,7 @@ import Testing
         let out = jsonObject(r.stdout)
         #expect(out["secrets"] as? [String] == ["identity"] && (out["trustAnchors"] as? [String])?.count == 1)
         let eap = h.run("import", h.fixture("sswan/eap.sswan"), "--name", "road")
-        #expect(eap.code == 0 && eap.stdout.contains("next: vpnctl secret set road password; then vpnctl start road"), "\(eap.stdout)\(eap.stderr)")
+        #expect(eap.code == 0 && eap.stdout.contains("next: vpnctl start road (it asks for the password; or store it first: vpnctl secret set road password)"), "\(eap.stdout)\(eap.stderr)")
         let conf = h.write("wg.conf", "[Interface]\nPrivateKey = \(String(repeating: "A", count: 43))=\n")
         let refused = h.run("import", conf, "--identity-password-stdin")
         #expect(refused.code == 2 && refused.stderr.contains("--identity-password-stdin is for a .mobileconfig or a strongSwan app profile (.sswan)"))

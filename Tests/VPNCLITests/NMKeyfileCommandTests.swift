@@ -12,7 +12,7 @@ import VPNCore
         #expect(r.code == 0, "\(r.stderr)")
         #expect(r.stdout.contains("imported 'work' (openvpn, id "))
         #expect(r.stdout.contains("secrets stored: key, tls-auth\n"))
-        #expect(r.stdout.contains("next: vpnctl secret set work password; then vpnctl start work\n"))
+        #expect(r.stdout.contains("next: vpnctl start work (it asks for the password; or store it first: vpnctl secret set work password)\n"))
         #expect(r.stderr.contains("note: secret 'password' is unset (vpn.password-flags=2: NetworkManager does not save it); set it with: vpnctl secret set work password\n"))
         #expect(r.stderr.contains("note: not carried (vpnctl has no such setting for this profile): vpn.static-key-direction\n"))
         let list = h.run("secret", "list", "work")

@@ -243,6 +243,31 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   run vpnctl verify work --probe http://198.19.9.1:8080/
   run vpnctl stop work --verbose
   echo
+  echo "== A one-time code with each login (static-challenge), the password not stored: start asks for both"
+  step "tail -1 sc.ovpn"; tail -1 "$LAB_DIR/sc.ovpn"
+  run vpnctl import sc.ovpn --name otp --username bob
+  step "vpnctl start otp < /dev/null   # in a script: nobody to ask"
+  (cd "$LAB_DIR" && c "$V" start otp </dev/null); rc=$?
+  echo "(exit $rc)"; [ $rc = 5 ] || { echo "demo: a start with nobody to ask exited $rc, not 5"; exit 1; }
+  step "vpnctl start otp   # on a terminal: the password (not shown as typed), then the code"
+  python3 "$HERE/term-answer.py" 40 "Username [bob]: " "" "Password: " "bob pass" "Enter your code: " "123456" -- \
+    ip netns exec "$NS_C" "$V" start otp | grep -v '^echo-after:' || { echo "demo: the start on a terminal failed"; exit 1; }
+  must vpnctl stop otp
+  echo
+  echo "== A web sign-in (openvpn WEB_AUTH, as SSO servers send it): the URL is printed; here curl is the browser"
+  must vpnctl import wa.ovpn --name sso --username dave
+  printf 'dave pass\n' | c "$V" secret set sso password >/dev/null
+  step "vpnctl start sso --timeout 20"
+  c "$V" start sso --timeout 20 </dev/null 2> "$LAB_DIR/sso.err" &
+  sso_start=$!
+  wait_for "the sign-in URL" 15 grep -q "sign in to 'sso'" "$LAB_DIR/sso.err" || { kill "$sso_start"; cat "$LAB_DIR/sso.err"; exit 1; }
+  cat "$LAB_DIR/sso.err"
+  sso_url=$(sed -n "s/^sign in to 'sso' in a web browser: //p" "$LAB_DIR/sso.err")
+  step "curl $sso_url   # the browser"; c curl -fsS --max-time 5 "$sso_url" || { kill "$sso_start"; exit 1; }
+  wait "$sso_start" || { echo "demo: the start after the sign-in failed"; cat "$LAB_DIR/sso.err"; exit 1; }
+  must vpnctl status sso
+  must vpnctl stop sso
+  echo
   echo "== OpenVPN full tunnel as openvpn-install's servers push it (redirect-gateway def1 bypass-dhcp, block-outside-dns),"
   echo "   on a client with a default route of its own; the server 198.18.63.1 is reached through that route"
   ft_server || exit 1

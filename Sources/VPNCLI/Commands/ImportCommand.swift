@@ -136,8 +136,14 @@ enum ImportCommand {
             commands.append(field == "protocol.username" ? L("vpnctl edit \(name) (set protocol.username; or import again with --username)")
                                                          : L("vpnctl edit \(name) (set \(field))"))
         }
-        commands += missing.map { "vpnctl secret set \(name) \($0)" }
-        commands.append("vpnctl start \(name)")
+        // A password start asks for is not a step: it may be stored instead.
+        let asked = p.protocol.model.passwordSecret
+        commands += missing.filter { $0 != asked }.map { "vpnctl secret set \(name) \($0)" }
+        if let asked, missing.contains(asked) {
+            commands.append(L("vpnctl start \(name) (it asks for the password; or store it first: vpnctl secret set \(name) \(asked))"))
+        } else {
+            commands.append("vpnctl start \(name)")
+        }
         steps.append(L("next: \(commands.joined(separator: L("; then ")))"))
         return steps
     }

@@ -156,7 +156,7 @@ public struct TunnelUseCases {
         if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
         // What the profile does not store is asked for before anything
         // starts, so that a start nobody can answer leaves nothing behind.
-        let answers = try askBeforeStart(profile, timeout: timeout, observer: observer)
+        let answers = try askBeforeStart(profile, timeout: timeout, observer: observer, onDemand: startedBy != nil)
         let (line, theirs) = try CredentialLine.pair()
         defer { line.close() }
         line.give(answers)
@@ -189,12 +189,13 @@ public struct TunnelUseCases {
     /// The credentials `profile` does not store, asked of the front end.
     /// Nobody to ask: the start fails with authenticationRequired (exit 5),
     /// which status shows until the next start.
-    func askBeforeStart(_ profile: Profile, timeout: Int, observer: UseCaseObserver) throws -> CredentialAnswers {
+    func askBeforeStart(_ profile: Profile, timeout: Int, observer: UseCaseObserver, onDemand: Bool) throws -> CredentialAnswers {
         let fields = profile.protocol.model.credentialFields(stored: { store.secrets.exists(profile.id, name: $0) })
         guard !fields.isEmpty else { return CredentialAnswers() }
         let request = CredentialRequest(profile: profile.name, fields: fields, timeoutSeconds: max(timeout, 120))
         if let answers = observer.ask(request) { return answers }
-        let why = L("'\(profile.name)' needs \(request.asked), and nobody can be asked (no terminal)")
+        let why = onDemand ? L("'\(profile.name)' needs \(request.asked), and an on-demand start has nobody to ask")
+                           : L("'\(profile.name)' needs \(request.asked), and nobody can be asked (no terminal)")
         var record = RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
         record.lastDisconnectError = ConnectionError(.authenticationRequired, "needs \(request.asked), and nobody could be asked")
         record.stopReason = .configurationFailed
