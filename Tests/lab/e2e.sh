@@ -1031,6 +1031,19 @@ if [ $ovpn_ready = yes ]; then
   }
   lab_check "credentials: a password not stored is asked on a terminal (not shown; Ctrl-C leaves nothing), read from --password-file, and without a terminal exit 5 naming it; the answer in no file, argv or environment" test_ovpn_password_asked
 
+  # auth-retry interact, as openvpn documents it: a refused login asks again.
+  test_ovpn_auth_retry_interact() {
+    { cat "$LAB_DIR/work.ovpn"; echo "auth-retry interact"; } > "$T/retry.ovpn"
+    expect_ok "import" cn "$V" import "$T/retry.ovpn" --username alice || return 1
+    printf 'not it\n' | cn "$V" secret set retry password >/dev/null || return 1
+    OUT=$(on_term 60 "Username [alice]: " "" "Password: " "s3cret pass" -- ip netns exec "$NS_C" "$V" start retry --timeout 20)
+    expect_contains "connected after asking again" "connected 'retry'" "$OUT" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
+    expect_contains "the log says why it asked" "the server refused the login; asking again (auth-retry interact)" "$(cat "$VPNCTL_RUN_DIR"/logs/*.log)" || return 1
+    expect_ok "stop" cn "$V" stop retry || return 1
+    nothing_left
+  }
+  lab_check "credentials: auth-retry interact: a refused stored password is asked again on the terminal, then connected" test_ovpn_auth_retry_interact
+
   test_ovpn_static_challenge() {
     import_as sc sc.ovpn bob || return 1
     expect_contains "import says what start asks" "asks at each start for: password, one-time code" "$OUT" || return 1
