@@ -97,6 +97,34 @@ import VPNTestSupport
         #expect(acts.count == 2)
     }
 
+    /// A profile whose start needs an answer (a password not stored): the
+    /// agent has nobody to ask, so nothing starts, status says
+    /// authenticationRequired, and the agent's log says why.
+    @Test func anOnDemandStartThatNeedsAnAnswerStartsNothingAndSaysSo() throws {
+        let store = PreferencesStore(directory: dir + "/etc")
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("fixtures/ovpn/one-ca.ovpn")
+        let imported = try ImportFormat.importChecked(Array(try Data(contentsOf: fixture)), name: "asks", source: "one-ca.ovpn")
+        for (fp, pem) in imported.anchors { try TrustStore(configDirectory: store.directory).install(pem, fingerprint: fp) }
+        for (name, value) in imported.secrets { try store.secrets.set(imported.profile.id, name: name, value: value) }
+        guard case .openvpn(var o) = imported.profile.protocol else { Issue.record("not openvpn"); return }
+        o.username = "bob"
+        o.passwordSecret = "password"
+        var p = imported.profile
+        p.protocol = .openvpn(o)
+        try store.save(p)
+        _ = FileManager.default.createFile(atPath: dir + "/bin/openvpn", contents: Data("#!/bin/false\n".utf8),
+                                           attributes: [.posixPermissions: 0o755])
+        var st = OnDemandRunner.ProfileState()
+        var wake = Int64.max
+        runner.act(.connect, rule: 2, reason: "on ethernet", p, &st, status: try runner.controller.derive(p), on: ethernet, now: 0, wake: &wake)
+        #expect(acts.isEmpty, "nothing is spawned: \(acts)")
+        #expect(!st.startPending && st.backoff.failures == 1)
+        #expect(log.all.contains { $0.hasPrefix("on-demand: cannot start 'asks': 'asks' needs password, and an on-demand start has nobody to ask") },
+                "\(log.all)")
+        #expect(try runner.controller.derive(p).lastDisconnectError?.name == "authenticationRequired")
+    }
+
     @Test func aDisconnectDecisionSignalsTheSupervisorOnce() throws {
         try running(4242, startedBy: StartOrigin(rule: 2, reason: "on ethernet"))
         var st = OnDemandRunner.ProfileState()
