@@ -90,7 +90,7 @@ import VPNTestSupport
         supervisor.ask(CredentialRequest(profile: "p", fields: [.init(.challenge, prompt: "PIN", echo: false)], timeoutSeconds: 5),
                        on: loop) { reply = .some($0) }
         var asked: CredentialRequest?
-        #expect(start.serve { asked = $0; return CredentialAnswers([.challenge: "7890"]) })
+        #expect(start.serve { asked = $0; return CredentialAnswers([.challenge: "7890"]) } != nil)
         for _ in 0..<50 where reply == nil { loop.turn() }
         #expect(asked?.fields.first?.prompt == "PIN")
         #expect(reply??[.challenge] == "7890")

@@ -142,12 +142,13 @@ public final class CredentialLine {
     public func give(_ answers: CredentialAnswers) { _ = send(CredentialMessage(answers: answers)) }
 
     /// Reads one question and answers it with `answer` (nil: nobody can).
-    /// False once the supervisor's end is closed.
-    public func serve(_ answer: (CredentialRequest) -> CredentialAnswers?) -> Bool {
-        guard let m = receive() else { return false }
-        guard let request = m.ask else { return true }
+    /// Returns the question; nil once the supervisor's end is closed (or it
+    /// sent something else).
+    @discardableResult
+    public func serve(_ answer: (CredentialRequest) -> CredentialAnswers?) -> CredentialRequest? {
+        guard let m = receive(), let request = m.ask else { return nil }
         if let a = answer(request) { _ = send(CredentialMessage(answers: a)) } else { _ = send(CredentialMessage(declined: true)) }
-        return true
+        return request
     }
 
     // MARK: the supervisor's side

@@ -303,8 +303,13 @@ public struct TunnelController {
             if ready.contains(2), let line {
                 // The time a person takes to answer is not the tunnel's.
                 let asked = monotonicMilliseconds()
-                _ = line.serve(answer)
+                let request = line.serve(answer)
                 deadline += monotonicMilliseconds() - asked
+                // A sign-in in a browser: the supervisor waits for it up to
+                // the request's time, and so does this.
+                if let request, request.url != nil {
+                    deadline = max(deadline, monotonicMilliseconds() + Int64(request.timeoutSeconds + 5) * 1000)
+                }
             }
             if ready.contains(0) {
                 // At the end of the line the supervisor's exit and the tick remain.
