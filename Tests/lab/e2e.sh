@@ -1023,6 +1023,14 @@ if [ $ovpn_ready = yes ]; then
     expect_ok "start --password-file" cn "$V" start asked --timeout 15 --password-file "$T/pass" </dev/null || return 1
     answer_nowhere "the file's password" "s3cret pass" || return 1
     expect_ok "stop" cn "$V" stop asked || return 1
+    # --save-password: stored once connected; the next start asks nothing.
+    expect_ok "start --save-password" cn "$V" start asked --timeout 15 --password-file "$T/pass" --save-password </dev/null || return 1
+    expect_contains "the note" "stored the password as secret 'password' of 'asked'" "$OUT" || return 1
+    expect_ok "stop" cn "$V" stop asked || return 1
+    expect_ok "show" cn "$V" show asked && expect_not_contains "show after --save-password" "asks for" "$OUT" || return 1
+    expect_ok "start with the stored password" cn "$V" start asked --timeout 15 </dev/null || return 1
+    expect_ok "stop" cn "$V" stop asked || return 1
+    expect_ok "forget it again" cn "$V" secret remove asked password || return 1
     # Ctrl-C at the password prompt: the terminal put back, nothing started.
     OUT=$(on_term 20 "Username [alice]: " "" "Password: " "^C" -- ip netns exec "$NS_C" "$V" start asked --timeout 15); local rc=$?
     expect_eq "exit status after Ctrl-C" 130 "$rc" || { echo "$OUT" | sed 's/^/  | /'; return 1; }
