@@ -68,7 +68,7 @@ enum StartCommand {
             return
         }
         guard inv.service is LocalService else {
-            inv.output.note(L("--save-password: through the agent the password is not stored; root stores it with: vpnctl secret set \(report.status.name) password"))
+            inv.output.note(L("--save-password: through the agent the password is not stored; root stores it with 'vpnctl secret set \(report.status.name)' and the profile's password secret (vpnctl show \(report.status.name))"))
             return
         }
         let manager = try inv.loadedManager()

@@ -18,6 +18,7 @@ final class CredentialPrompt {
     /// The problem with --password-file, thrown after the start (the
     /// start's own error names what was needed).
     private(set) var fileProblem: VPNError?
+    private var fileUsed = false
 
     init(_ inv: Invocation, spinner: Spinner) {
         self.inv = inv
@@ -33,7 +34,10 @@ final class CredentialPrompt {
         let terminal = inv.context.stdinIsTerminal
         var announced = false
         for field in r.fields {
-            if field.kind == .password, let path = passwordFile {
+            // The file is read once: a password the server refused is not
+            // sent again (auth-retry interact asks on the terminal, if any).
+            if field.kind == .password, let path = passwordFile, !fileUsed {
+                fileUsed = true
                 guard let pw = readPasswordFile(path) else { return nil }
                 answers[.password] = pw
                 password = pw
@@ -42,7 +46,7 @@ final class CredentialPrompt {
             if field.kind == .username {
                 // The stored name is kept unless the person types another;
                 // with the password from a file nothing is asked.
-                if passwordFile != nil || !terminal {
+                if (passwordFile != nil && !fileUsed) || !terminal {
                     if let u = field.offered { answers[.username] = u; continue }
                 }
             }
@@ -72,7 +76,7 @@ final class CredentialPrompt {
     /// A sign-in in a web browser: the URL on stderr (a script can read it
     /// there too), opened with --open, and the wait goes on.
     func show(_ url: String, _ r: CredentialRequest) -> CredentialAnswers? {
-        inv.context.stderr.write(L("sign in to '\(r.profile)' in a web browser: \(url)") + "\n")
+        inv.context.stderr.write(L("sign in to '\(r.profile)' in a web browser: \(url.escapingControls(keepLineBreaks: false))") + "\n")
         inv.context.stderr.write(L("waiting up to \(r.timeoutSeconds) s for the sign-in") + "\n")
         if open { openInBrowser(url) }
         return CredentialAnswers()
@@ -97,9 +101,11 @@ final class CredentialPrompt {
             return
         }
         var childEnv: [String: String] = ["PATH": path ?? "/usr/bin:/bin"]
-        for key in ["DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "HOME", "BROWSER"] {
+        // The session's variables (runuser -u sets HOME, USER and SHELL to the user's own).
+        for key in ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "BROWSER"] {
             if let v = env[key] { childEnv[key] = v }
         }
+        if geteuid() != 0, let home = env["HOME"] { childEnv["HOME"] = home }
         if (try? Processes.spawn(program, argv, environment: childEnv, newSession: true)) == nil {
             inv.output.note(L("--open: \(argv[0]) could not be started; open the URL above yourself"))
         }

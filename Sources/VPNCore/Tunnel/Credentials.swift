@@ -159,26 +159,41 @@ public final class CredentialLine {
         return m.answers ?? CredentialAnswers()
     }
 
+    /// Questions waiting for the one being answered (one at a time: each
+    /// reply must be the answer to its own question).
+    private var waiting: [(CredentialRequest, (CredentialAnswers?) -> Void)] = []
+    private var answering = false
+
     /// Asks the start, on `loop`; `reply` gets the answers, or nil when the
     /// start declines, is gone, or the request's time runs out.
     public func ask(_ request: CredentialRequest, on loop: EventLoop, reply: @escaping (CredentialAnswers?) -> Void) {
-        guard send(CredentialMessage(ask: request)) else { return reply(nil) }
+        waiting.append((request, reply))
+        if !answering { askNext(on: loop) }
+    }
+
+    func askNext(on loop: EventLoop) {
+        guard !waiting.isEmpty else { answering = false; return }
+        answering = true
+        let (request, reply) = waiting.removeFirst()
         var watch: EventLoop.Token?
         var timer: EventLoop.Token?
         var done = false
-        let finish: (CredentialAnswers?) -> Void = { answers in
+        let finish: (CredentialAnswers?) -> Void = { [weak self] answers in
             guard !done else { return }
             done = true
             loop.cancel(watch)
             loop.cancel(timer)
             reply(answers)
+            self?.askNext(on: loop)
         }
-        watch = loop.watch(fd) { [weak self] in
-            guard let self else { return finish(nil) }
-            let m = self.receive()
-            finish(m?.answers)
+        guard send(CredentialMessage(ask: request)) else { return finish(nil) }
+        watch = loop.watch(fd) { [weak self] in finish(self?.receive()?.answers) }
+        timer = loop.after(Int64(request.timeoutSeconds) * 1000) { [weak self] in
+            // An answer that comes after this would be read as the next
+            // question's: nobody is asked anything more on this line.
+            self?.closed = true
+            finish(nil)
         }
-        timer = loop.after(Int64(request.timeoutSeconds) * 1000) { finish(nil) }
     }
 }
 

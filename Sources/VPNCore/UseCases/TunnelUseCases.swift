@@ -138,6 +138,13 @@ public struct TunnelUseCases {
         try preflight(profile)
         try refuseSecondKillSwitch(profile)
         try controller.runtime.prepare()
+        // What the profile does not store is asked for before anything
+        // starts (and before the start lock: another start, on-demand's,
+        // does not wait while a person types), so that a start nobody can
+        // answer leaves nothing behind. A tunnel already up asks nothing.
+        let before = try controller.derive(profile)
+        let answers = before.isActive ? CredentialAnswers()
+            : try askBeforeStart(profile, timeout: timeout, observer: observer, onDemand: startedBy != nil)
         // Starts of one profile take turns until one is accepted; a start
         // that finds the tunnel on its way up waits for the same outcome.
         let startLock = try controller.runtime.lockStart(profile.id)
@@ -154,9 +161,6 @@ public struct TunnelUseCases {
         // A kill switch left blocking is taken over by the new supervisor;
         // one the profile no longer asks for goes.
         if !KillSwitch.wanted(by: profile) { cleanedUp(controller.removeKillSwitch(profile, searchPath: path)) }
-        // What the profile does not store is asked for before anything
-        // starts, so that a start nobody can answer leaves nothing behind.
-        let answers = try askBeforeStart(profile, timeout: timeout, observer: observer, onDemand: startedBy != nil)
         let (line, theirs) = try CredentialLine.pair()
         defer { line.close() }
         line.give(answers)
@@ -196,8 +200,15 @@ public struct TunnelUseCases {
         if let answers = observer.ask(request) { return answers }
         let why = onDemand ? L("'\(profile.name)' needs \(request.asked), and an on-demand start has nobody to ask")
                            : L("'\(profile.name)' needs \(request.asked), and nobody can be asked (no terminal)")
-        var record = RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
-        record.lastDisconnectError = ConnectionError(.authenticationRequired, "needs \(request.asked), and nobody could be asked")
+        // What a dead supervisor left goes first (its record names it), then
+        // the record as it is (a kill switch left blocking stays named in it).
+        if let d = try? controller.derive(profile) { controller.cleanUpAfterDeadSupervisor(d) }
+        var record = (try? controller.runtime.read(profile.id)) ?? RuntimeRecord(id: profile.id, name: profile.name, status: .disconnected)
+        record.status = .disconnected
+        record.connectedSince = nil
+        // The record's words stay English (its kinds by their names).
+        let kinds = request.fields.map(\.kind).filter { $0 != .username }.map(\.rawValue).joined(separator: ", ")
+        record.lastDisconnectError = ConnectionError(.authenticationRequired, "needs \(kinds), and nobody could be asked")
         record.stopReason = .configurationFailed
         record.updatedAt = Date()
         try? controller.runtime.write(record)

@@ -24,6 +24,10 @@ final class OpenVPNTunnel: EndingTunnel {
     /// A question to the person is out; openvpn's `Need 'Auth'` waits for it.
     var asking = false
     var loginWanted = false
+    /// When the start's time runs out (the loop's clock); a question to the
+    /// person stops it, and what was left of it goes on after the answer.
+    var startDeadlineMs: Int64 = 0
+    var startLeftMs: Int64 = 0
     var diagnosis = OpenVPNDiagnosis()
     var session = OpenVPNSession()
     var env: [String: String] = [:]
@@ -42,6 +46,11 @@ final class OpenVPNTunnel: EndingTunnel {
         self.config = config
         self.program = program
         undo = UndoStack(log: context.log)
+    }
+
+    /// The profile's verb (vpnctl writes 3 unless it says otherwise).
+    var verbosity: Int {
+        config.options.compactMap { OpenVPNDirectives.tokenize($0) }.last { $0.first == "verb" && $0.count == 2 }.flatMap { Int($0[1]) } ?? 3
     }
 
     var remote: String { config.remotes.map { "\($0.host):\($0.port)/\($0.proto)" }.joined(separator: ", ") }
@@ -74,7 +83,13 @@ final class OpenVPNTunnel: EndingTunnel {
         tokens["accept"] = context.loop.after(Self.acceptTimeoutMs) { [weak self] in
             self?.fail(ConnectionError(.pluginFailed, "openvpn did not connect to its management socket"), .providerFailed)
         }
-        tokens["start"] = context.loop.after(context.startTimeoutMs) { [weak self] in self?.startTimedOut() }
+        armStartTimer(context.startTimeoutMs)
+    }
+
+    func armStartTimer(_ ms: Int64) {
+        context.loop.cancel(tokens["start"])
+        startDeadlineMs = context.loop.nowMs + ms
+        tokens["start"] = context.loop.after(ms) { [weak self] in self?.startTimedOut() }
     }
 
     /// 1. The persistent tun openvpn attaches to by name.
@@ -359,8 +374,13 @@ final class OpenVPNTunnel: EndingTunnel {
             let field = CredentialRequest.Field(.challenge, prompt: c.text, echo: c.echo)
             return askPerson(CredentialRequest(profile: context.profile.name, fields: [field], timeoutSeconds: 120),
                              why: "the server asks a challenge (\(c.text))") { [weak self] answers in
+                guard let self else { return }
                 let response = Data((answers[.challenge] ?? "").utf8).base64EncodedString()
-                self?.send("cr-response \(response)")
+                // openvpn logs each management command at verb 3 but the
+                // password's: quiet while the answer goes by.
+                self.send("verb 0")
+                self.send("cr-response \(response)")
+                self.send("verb \(self.verbosity)")
             }
         }
         let url: String
@@ -371,7 +391,8 @@ final class OpenVPNTunnel: EndingTunnel {
         } else {
             return context.log("[*] the server says: \(message)")
         }
-        guard url.hasPrefix("https://") || url.hasPrefix("http://"), !url.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) else {
+        guard url.hasPrefix("https://") || url.hasPrefix("http://"),
+              !url.unicodeScalars.contains(where: { $0 == " " || $0.needsEscapeOnTerminal }) else {
             send("signal SIGTERM")
             return fail(ConnectionError(.authenticationFailed, "the server asks for a sign-in at a URL that is not http(s): \(message.escapingControls(keepLineBreaks: false))"),
                         .connectionFailed)
@@ -382,8 +403,10 @@ final class OpenVPNTunnel: EndingTunnel {
                   why: "needs a sign-in in a web browser") { [weak self] _ in
             guard let self else { return }
             // The server's verdict ends the wait; a pending sign-in the
-            // server lets expire sends none, so the start's time does.
+            // server lets expire sends none, so the start's time does
+            // (the whole of it again: the start waits as long).
             self.context.loop.cancel(self.tokens["start"])
+            self.startDeadlineMs = self.context.loop.nowMs + self.context.startTimeoutMs
             self.tokens["start"] = self.context.loop.after(self.context.startTimeoutMs) { [weak self] in
                 guard let self, self.context.status == .connecting, !self.session.stopping else { return }
                 self.send("signal SIGTERM")
@@ -396,7 +419,10 @@ final class OpenVPNTunnel: EndingTunnel {
     /// start's time stands still. Nobody to ask: authenticationRequired.
     func askPerson(_ request: CredentialRequest, why: String, then: @escaping (CredentialAnswers) -> Void) {
         asking = true
-        context.loop.cancel(tokens.removeValue(forKey: "start"))
+        if let t = tokens.removeValue(forKey: "start") {
+            context.loop.cancel(t)
+            startLeftMs = max(startDeadlineMs - context.loop.nowMs, 0)
+        }
         context.ask(request) { [weak self] answers in
             guard let self, self.context.exitCode == nil, !self.session.stopping else { return }
             self.asking = false
@@ -405,9 +431,8 @@ final class OpenVPNTunnel: EndingTunnel {
                 return self.fail(ConnectionError(.authenticationRequired, "\(why), and nobody could be asked (start it on a terminal)"),
                                  .connectionFailed)
             }
-            if self.tokens["start"] == nil, self.context.status == .connecting {
-                self.tokens["start"] = self.context.loop.after(self.context.startTimeoutMs) { [weak self] in self?.startTimedOut() }
-            }
+            // The start's time goes on where it stopped (as the start's own wait does).
+            if self.tokens["start"] == nil, self.context.status == .connecting { self.armStartTimer(max(self.startLeftMs, 1000)) }
             then(answers)
             self.answerAuth()
         }
