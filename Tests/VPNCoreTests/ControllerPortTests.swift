@@ -96,6 +96,21 @@ import VPNTestSupport
         #expect(try controller.derive(p).lastDisconnectError?.name == "authenticationRequired")
     }
 
+    /// A kill switch left blocking (`vpnctl block`) stays named in the
+    /// record, so that `stop` can still lift it.
+    @Test func aDeclinedStartKeepsTheKillSwitchTheRecordNames() throws {
+        let p = try profileAskingForPassword()
+        try controller.runtime.prepare()
+        var r = RuntimeRecord(id: p.id, name: p.name, status: .disconnected)
+        r.killSwitch = KillSwitchRecord(table: "vpnctl_ks", netns: nil)
+        try controller.runtime.write(r)
+        #expect(throws: VPNError.self) { try useCases.start(p, wait: false, timeout: 9) }
+        let after = try #require(try controller.runtime.read(p.id))
+        #expect(after.killSwitch == KillSwitchRecord(table: "vpnctl_ks", netns: nil))
+        #expect(after.lastDisconnectError?.name == "authenticationRequired")
+        #expect(after.lastDisconnectError?.message == "needs password, and nobody could be asked")
+    }
+
     @Test func theAnswersGoToTheSupervisorOnItsLineNeverOnItsCommandLine() throws {
         let p = try profileAskingForPassword()
         host.onSpawn = { [controller] pid, _ in
