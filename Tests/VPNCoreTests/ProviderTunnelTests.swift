@@ -260,6 +260,52 @@ final class ContextFixture {
         #expect(f.runFiles(profile.id).isEmpty)
     }
 
+    /// A server's challenge (CRV1 in the refusal, CR_TEXT after the
+    /// password) goes to the start on its credential line; the answer goes
+    /// back to openvpn as openvpn documents it, cr-response while openvpn's
+    /// own log of commands is quiet.
+    @Test func aServersChallengeIsAskedOnTheLineAndAnswered() throws {
+        let f = ContextFixture(realEvents: true)
+        var profile = try f.openvpnProfile()
+        guard case .openvpn(var o) = profile.protocol else { Issue.record("not openvpn"); return }
+        o.username = "carol"
+        o.passwordSecret = "password"
+        profile.protocol = .openvpn(o)
+        try f.store.secrets.set(profile.id, name: "password", value: Array("carol pass".utf8))
+        let context = try f.context(profile)
+        let (start, theirs) = try CredentialLine.pair()
+        defer { start.close() }
+        context.credentialLine = CredentialLine(fd: theirs)
+        let tunnel = OpenVPNTunnel(context: context, config: o, program: "openvpn")
+        tunnel.start()
+        let openvpn = try FakeOpenVPN(path: f.runtime.providerFile(profile.id, .management))
+        turns(f.loop) { tunnel.management >= 0 }
+        openvpn.say(">PASSWORD:Need 'Auth' username/password")
+        turns(f.loop) { openvpn.read().contains("password \"Auth\"") }
+        #expect(openvpn.received.contains("username \"Auth\" \"carol\"\npassword \"Auth\" \"carol pass\"\n"))
+        openvpn.say(">PASSWORD:Verification Failed: 'Auth' ['CRV1:R,E:st42:Y2Fyb2w=:Enter PIN']")
+        turns(f.loop) { pollReadable([start.fd], timeoutMs: 0).contains(0) }
+        let asked = start.serve { $0.fields.first?.prompt == "Enter PIN" ? CredentialAnswers([.challenge: "7890"]) : nil }
+        #expect(asked?.fields.map(\.kind) == [.challenge])
+        openvpn.say(">PASSWORD:Need 'Auth' username/password")
+        turns(f.loop) { openvpn.read().contains("CRV1::") }
+        #expect(openvpn.received.hasSuffix("username \"Auth\" \"carol\"\npassword \"Auth\" \"CRV1::st42::7890\"\n"))
+        #expect(context.exitCode == nil, "a challenge is not a refusal")
+        openvpn.say(">INFOMSG:CR_TEXT:R:What is your PIN?")
+        turns(f.loop) { pollReadable([start.fd], timeoutMs: 0).contains(0) }
+        #expect(start.serve { _ in CredentialAnswers([.challenge: "1234"]) } != nil)
+        turns(f.loop) { openvpn.read().contains("cr-response") }
+        #expect(openvpn.received.hasSuffix("verb 0\ncr-response MTIzNA==\nverb 3\n"))
+        // The start gone: the next question ends the tunnel, authenticationRequired.
+        start.close()
+        openvpn.say(">INFOMSG:CR_TEXT:R:Again?")
+        turns(f.loop) { openvpn.read().contains("signal SIGTERM") }
+        #expect(openvpn.received.hasSuffix("signal SIGTERM\n"))
+        tunnel.childExited(4242, .exited(0))
+        #expect(context.record.lastDisconnectError?.name == "authenticationRequired")
+        #expect(f.runFiles(profile.id).isEmpty)
+    }
+
     @Test func aDeletedInterfaceEndsTheTunnel() throws {
         let f = ContextFixture(realEvents: true)
         let profile = try f.openvpnProfile()
