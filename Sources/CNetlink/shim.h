@@ -10,4 +10,7 @@
 #include <netlink/route/nexthop.h>
 #include <netlink/route/rtnl.h>
 #include <netlink/route/rule.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <linux/fib_rules.h>
 #endif

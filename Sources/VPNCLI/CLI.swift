@@ -26,7 +26,7 @@ public enum VPNCLI {
         ("logs", { LogsCommand.spec }), ("genkey", { GenkeyCommand.spec }), ("pubkey", { PubkeyCommand.spec }),
         ("ondemand", { OnDemandCommand.spec }), ("verify", { VerifyCommand.spec }), ("stats", { StatsCommand.spec }),
         ("export", { ExportCommand.spec }), ("apply", { ApplyCommand.spec }), ("providers", { ProvidersCommand.spec }),
-        ("can", { CanCommand.spec }), ("agent", { AgentCommand.spec }), ("completion", { CompletionCommand.spec }),
+        ("can", { CanCommand.spec }), ("run", { RunCommand.spec }), ("apps", { AppsCommand.spec }), ("app", { AppCommand.spec }), ("agent", { AgentCommand.spec }), ("completion", { CompletionCommand.spec }),
     ]
 
     public static var commands: [CommandSpec] { table.map { $0.spec() } }

@@ -182,6 +182,47 @@ extension NetlinkRouteSocket {
 }
 
 extension NetlinkRouteSocket {
+    /// A policy-routing rule by packet mark: `[not] fwmark MARK lookup TABLE`,
+    /// or with no mark `lookup TABLE suppress_prefixlength N` (what
+    /// `ip rule add ... pref PRIORITY` makes). libnl's rule object has no
+    /// invert flag or suppress_prefixlength, so the request it builds
+    /// (rtnl_rule_build_add_request / _delete_request) gets FIB_RULE_INVERT in
+    /// its header and FRA_SUPPRESS_PREFIXLEN as an attribute (nla_put_u32),
+    /// and is sent with nl_send_auto and nl_wait_for_ack. Already there (add)
+    /// or gone already (delete) is not an error.
+    public func changeMarkRule(family: Int32, priority: UInt32, table: UInt32, mark: UInt32?, invert: Bool,
+                               suppressPrefixLength: UInt32?, add: Bool) throws {
+        guard let rule = rtnl_rule_alloc() else { throw NetlinkError("allocate rule", code: NLE_NOMEM) }
+        defer { rtnl_rule_put(rule) }
+        rtnl_rule_set_family(rule, family)
+        rtnl_rule_set_table(rule, table)
+        rtnl_rule_set_prio(rule, priority)
+        rtnl_rule_set_action(rule, UInt8(FR_ACT_TO_TBL))
+        if let mark {
+            rtnl_rule_set_mark(rule, mark)
+            rtnl_rule_set_mask(rule, 0xFFFF_FFFF)
+        }
+        let what = "\(add ? "add" : "delete") rule \(invert ? "not " : "")\(mark.map { "fwmark \($0) " } ?? "")lookup \(table)"
+        var msg: OpaquePointer? = nil
+        var r = add ? rtnl_rule_build_add_request(rule, NLM_F_EXCL, &msg) : rtnl_rule_build_delete_request(rule, 0, &msg)
+        if r < 0 { throw NetlinkError(what, code: r) }
+        defer { nlmsg_free(msg) }
+        if invert, let header = nlmsg_data(nlmsg_hdr(msg)) {
+            header.assumingMemoryBound(to: fib_rule_hdr.self).pointee.flags |= UInt32(FIB_RULE_INVERT)
+        }
+        if let n = suppressPrefixLength {
+            r = nla_put_u32(msg, Int32(FRA_SUPPRESS_PREFIXLEN), n)
+            if r < 0 { throw NetlinkError(what, code: r) }
+        }
+        r = nl_send_auto(handle, msg)
+        if r >= 0 { r = nl_wait_for_ack(handle) }
+        if r < 0 && !(add && r == -NLE_EXIST) && !(!add && (r == -NLE_OBJ_NOTFOUND || r == -NLE_NOADDR)) {
+            throw NetlinkError(what, code: r)
+        }
+    }
+}
+
+extension NetlinkRouteSocket {
     /// One link's counters (IFLA_STATS64, which the kernel fills from
     /// dev_get_stats(), the same source as /proc/net/dev), folded as
     /// /proc/net/dev prints them: rx drops include missed packets. The corresponding

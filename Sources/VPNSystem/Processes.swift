@@ -157,3 +157,15 @@ public struct UserIdentity: Equatable, Sendable {
         return UserIdentity(name: name, uid: pw.pw_uid, gid: pw.pw_gid)
     }
 }
+
+extension Processes {
+    /// Replaces this process with `path` (execve). Returns only when the
+    /// exec failed, with its errno.
+    public static func replace(with path: String, _ argv: [String], environment: [String: String]) -> Errno {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        var cEnv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in cArgs + cEnv { free(p) } }
+        execve(path, &cArgs, &cEnv)
+        return Errno.current
+    }
+}

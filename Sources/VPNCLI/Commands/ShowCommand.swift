@@ -73,6 +73,13 @@ enum ShowCommand {
         } else if p.enforceRoutes {
             out.append((L("kill switch"), "enforceRoutes"))
         }
+        if let a = p.appRules {
+            out.append((L("app rules"), (a.mode == .include ? L("include: only these programs use the tunnel: ") : L("exclude: these programs go around the tunnel: "))
+                        + a.matches.map(AppRules.describe).joined(separator: ", ")))
+            out.append((L("app DNS"), a.mode == .include
+                ? L("the matched programs' queries go to the tunnel's servers; the system resolver is left as it is (a query to a local stub such as 127.0.0.53 is not told apart)")
+                : L("the bypassing programs' queries go to the network's own servers, not the tunnel's (where the network's resolver is a local stub, it cannot tell them apart)")))
+        }
         let asks = asksFor(p, secretIsSet: secretIsSet)
         if !asks.isEmpty { out.append((L("asks for"), asks.map(\.shown).joined(separator: ", "))) }
         out.append((L("on demand"), p.onDemand.enabled ? L("on (\(p.onDemand.rules.count) rules)") : L("off")))

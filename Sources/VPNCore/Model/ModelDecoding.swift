@@ -26,6 +26,7 @@ extension Profile {
         excludeLocalNetworks = try r.bool("excludeLocalNetworks") ?? false
         enforceRoutes = try r.bool("enforceRoutes") ?? false
         persistent = try r.bool("persistent") ?? false
+        appRules = try r.optional("appRules").map(AppRules.init(json:))
         origin = try r.optional("origin").map(ProfileOrigin.init(json:))
     }
 
@@ -261,6 +262,7 @@ extension RuntimeRecord {
         txBytesAtConnect = try r.optional("txBytesAtConnect")?.uint64()
         resolver = try r.optional("resolver").map(ResolverRecord.init(json:))
         killSwitch = try r.optional("killSwitch").map(KillSwitchRecord.init(json:))
+        apps = try r.optional("apps").map(AppRoutingRecord.init(json:))
         startedBy = try r.optional("startedBy").map { o in
             StartOrigin(by: try o.string("by") ?? StartOrigin.onDemand, rule: try o.int("rule") ?? 0, reason: try o.string("reason") ?? "")
         }
@@ -281,6 +283,24 @@ extension ResolverRecord {
         netns = try r.string("netns")
         note = try r.string("note")
         reason = try r.string("reason")
+    }
+}
+
+extension AppRoutingRecord {
+    init(json r: JSONReader) throws {
+        guard let m = try r.optional("mode") else { throw r.problem("mode", "missing") }
+        mode = try m.oneOf(AppRules.Mode.self, AppRules.Mode.allCases)
+        // Only the values vpnctl gives (0x7661xxxx): clean-up deletes rules by them.
+        func own(_ key: String) throws -> UInt32 {
+            guard let v = try r.optional(key)?.uint64(), v >> 16 == 0x7661 else { throw r.problem(key, "not a mark vpnctl gives (0x7661xxxx)") }
+            return UInt32(v)
+        }
+        mark = try own("mark")
+        table = try own("table")
+        covered = try r.strings("covered")
+        ownedCgroup = try r.string("ownedCgroup")
+        cgroupMount = try r.string("cgroupMount") ?? ""
+        families = try r.optional("families")?.array().map { try $0.int() } ?? []
     }
 }
 

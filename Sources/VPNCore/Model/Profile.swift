@@ -28,6 +28,9 @@ public struct Profile: Encodable, Equatable, Sendable {
     /// stays `connecting`, trying again with back-off, until `stop`
     /// (wg-quick's and `vpnctl@.service`'s expectation at boot).
     public var persistent = false
+    /// Per-app VPN: only the matched programs use the tunnel, or the
+    /// matched programs go around it (nil: every program, as routed).
+    public var appRules: AppRules? = nil
     /// The configuration profile (.mobileconfig) payload this profile was
     /// imported from, so that a re-import replaces it; nil for the others.
     public var origin: ProfileOrigin? = nil
@@ -45,7 +48,7 @@ public struct Profile: Encodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case id, name, enabled, revision, `protocol`, onDemand, policy, dnsSettings, includeAllNetworks, excludeLocalNetworks,
-             enforceRoutes, persistent, origin
+             enforceRoutes, persistent, appRules, origin
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -63,6 +66,7 @@ public struct Profile: Encodable, Equatable, Sendable {
         if excludeLocalNetworks { try c.encode(true, forKey: .excludeLocalNetworks) }
         if enforceRoutes { try c.encode(true, forKey: .enforceRoutes) }
         if persistent { try c.encode(true, forKey: .persistent) }
+        try c.encodeIfPresent(appRules, forKey: .appRules)
         try c.encodeIfPresent(origin, forKey: .origin)
     }
 

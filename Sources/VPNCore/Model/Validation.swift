@@ -37,6 +37,12 @@ public struct ProfileValidator {
         if profile.excludeLocalNetworks && !profile.includeAllNetworks {
             p.append(L("excludeLocalNetworks: only has a meaning with includeAllNetworks (set both, or neither)"))
         }
+        if let a = profile.appRules {
+            p += a.problems()
+            if profile.enforceRoutes {
+                p.append(L("appRules: cannot be combined with enforceRoutes yet (its rules send every program's traffic to the tunnel's routes); remove one"))
+            }
+        }
         if profile.persistent && !profile.protocol.model.keepsTrying {
             p.append(L("persistent: \(profile.protocol.model.persistentRefusal) (remove the key)"))
         }

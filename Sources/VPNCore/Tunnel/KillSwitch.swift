@@ -23,6 +23,9 @@ public struct KillSwitchRules: Equatable, Sendable {
     public var localSubnets: [String]
     /// The tunnel's routes (enforceRoutes): never out of another interface.
     public var enforcedRoutes: [String]
+    /// The profile's app rules: marks, and (include mode) whom the kill switch
+    /// holds to the tunnel: the matched programs, not everyone.
+    public var apps: AppMarking? = nil
 
     public init(table: String, profile: String, includeAll: Bool, tunnelInterface: String? = nil, marks: [UInt32] = [],
                 localSubnets: [String] = [], enforcedRoutes: [String] = []) {
@@ -52,15 +55,20 @@ public struct KillSwitchRules: Equatable, Sendable {
         let v4 = localSubnets.filter { !$0.contains(":") }, v6 = localSubnets.filter { $0.contains(":") }
         let tun = tunnelInterface.map { "\"\($0)\"" }
         func set(_ items: [String]) -> String { items.count == 1 ? items[0] : "{ " + items.joined(separator: ", ") + " }" }
+        // Include mode holds only the matched programs to the tunnel (apps_guard).
+        let blockAll = includeAll && apps?.mode != .include
         for (chain, hook) in [("output", "output"), ("forward", "forward")] {
             out.append("\tchain \(chain) {")
-            out.append("\t\ttype filter hook \(hook) priority filter; policy \(includeAll ? "drop" : "accept");")
+            out.append("\t\ttype filter hook \(hook) priority filter; policy \(blockAll ? "drop" : "accept");")
             if chain == "output" { out.append("\t\toifname \"lo\" accept") }
             if let tun { out.append("\t\toifname \(tun) accept") }
             if chain == "output" && !marks.isEmpty {
                 out.append("\t\tmeta mark \(set(marks.map { "0x" + String($0, radix: 16) })) accept")
             }
-            if includeAll {
+            if chain == "output", let apps, apps.mode == .exclude {
+                out.append("\t\tmeta mark \(apps.hexMark) accept comment \"programs the app rules send around the tunnel\"")
+            }
+            if blockAll {
                 if chain == "output" {
                     // What keeps the underlay itself alive: DHCP and IPv6 neighbour discovery.
                     out.append("\t\tudp sport 68 udp dport 67 accept")
@@ -70,13 +78,14 @@ public struct KillSwitchRules: Equatable, Sendable {
                 if !v4.isEmpty { out.append("\t\tip daddr \(set(v4)) accept") }
                 if !v6.isEmpty { out.append("\t\tip6 daddr \(set(v6)) accept") }
                 out.append("\t\tcounter drop comment \"blocked by the vpnctl kill switch\"")
-            } else {
+            } else if !includeAll {
                 let r4 = enforcedRoutes.filter { !$0.contains(":") }, r6 = enforcedRoutes.filter { $0.contains(":") }
                 if !r4.isEmpty { out.append("\t\tip daddr \(set(r4)) counter drop") }
                 if !r6.isEmpty { out.append("\t\tip6 daddr \(set(r6)) counter drop") }
             }
             out.append("\t}")
         }
+        if let apps { out += apps.render(tunnel: tunnelInterface, killSwitch: includeAll) }
         out.append("}")
         return out.joined(separator: "\n") + "\n"
     }
@@ -244,6 +253,7 @@ public final class KillSwitch {
                 localNetworks: @escaping (String?) -> [String] = LocalNetworks.current(excluding:)) {
         rules = KillSwitchRules(table: KillSwitchRules.tableName(profile.id), profile: profile.name,
                                 includeAll: profile.includeAllNetworks, marks: [KillSwitch.defaultMark])
+        rules.apps = profile.appRules.map { AppMarking(mode: $0.mode, mark: AppRouting.mark(for: profile.id)) }
         self.firewall = firewall
         excludeLocal = profile.excludeLocalNetworks
         enforceRoutes = profile.enforceRoutes
@@ -253,6 +263,9 @@ public final class KillSwitch {
 
     /// Whether a profile asks for a table at all.
     public static func wanted(by profile: Profile) -> Bool { profile.includeAllNetworks || profile.enforceRoutes }
+
+    /// Whether the profile needs its nftables table: a kill switch, or app rules.
+    public static func tableWanted(by profile: Profile) -> Bool { wanted(by: profile) || profile.appRules != nil }
 
     public var mark: UInt32 { rules.marks.first ?? KillSwitch.defaultMark }
 
@@ -268,7 +281,10 @@ public final class KillSwitch {
     public func install() throws {
         try apply()
         installed = true
-        log("[#] nft: table inet \(rules.table) (kill switch: \(rules.includeAll ? "everything through the tunnel or nothing" : "the tunnel's routes only through the tunnel")\(excludeLocal ? ", local networks excepted" : ""))")
+        let what = rules.apps.map { a in
+            "app rules, \(a.mode.rawValue)" + (rules.includeAll ? (a.mode == .include ? "; kill switch: the matched programs through the tunnel or nothing" : "; kill switch: everything else through the tunnel or nothing") : "")
+        } ?? "kill switch: \(rules.includeAll ? "everything through the tunnel or nothing" : "the tunnel's routes only through the tunnel")"
+        log("[#] nft: table inet \(rules.table) (\(what)\(excludeLocal ? ", local networks excepted" : ""))")
     }
 
     /// The tunnel's interface and routes changed: the table follows. A
@@ -288,6 +304,25 @@ public final class KillSwitch {
         } catch {
             rules = before
             failed("the kill switch could not follow the tunnel to \(interface ?? "no interface") (traffic stays blocked): \(KillSwitch.reason(error))")
+        }
+    }
+
+    /// The app rules' marking changed (cgroups came or went, the tunnel's
+    /// DNS): the table follows, in one transaction. A failure ends the tunnel
+    /// as a failure to follow the tunnel does.
+    public func updateApps(_ change: (inout AppMarking) -> Void) {
+        guard var apps = rules.apps, failure == nil else { return }
+        change(&apps)
+        guard apps != rules.apps else { return }
+        let before = rules
+        rules.apps = apps
+        guard installed else { return }
+        do {
+            try apply()
+            log("[#] nft: table inet \(rules.table) marks \(apps.cgroups.isEmpty ? "no cgroup" : apps.cgroups.map(\.nftPath).joined(separator: ", "))")
+        } catch {
+            rules = before
+            failed("the app rules could not follow (\(KillSwitch.reason(error)))")
         }
     }
 

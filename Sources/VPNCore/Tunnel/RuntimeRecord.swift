@@ -104,6 +104,8 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
     /// The kill switch's nftables table while it is in place (it outlives a
     /// failed tunnel: fail closed until `stop`).
     public var killSwitch: KillSwitchRecord?
+    /// The app rules' marks, routing table and covered cgroups while in place.
+    public var apps: AppRoutingRecord?
     /// Who asked for this tunnel: nil for a command (`start`, the agent on a
     /// user's behalf), or on-demand with the rule that fired.
     public var startedBy: StartOrigin?
@@ -142,6 +144,7 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
         try c.encodeIfPresent(txBytesAtConnect, forKey: .txBytesAtConnect)
         try c.encodeIfPresent(resolver, forKey: .resolver)
         try c.encodeIfPresent(killSwitch, forKey: .killSwitch)
+        try c.encodeIfPresent(apps, forKey: .apps)
         try c.encodeIfPresent(startedBy, forKey: .startedBy)
         try c.encodeIfPresent(persistent, forKey: .persistent)
         try c.encodeIfPresent(retrying, forKey: .retrying)
@@ -151,7 +154,7 @@ public struct RuntimeRecord: Codable, Equatable, Sendable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion, id, name, status, supervisorPid, supervisorStartTime, providerPid, providerStartTime,
              interface, ifindex, connectedSince, reconnects, lastDisconnectError, stopReason, settings, rxBytesAtConnect,
-             txBytesAtConnect, resolver, killSwitch, startedBy, persistent, retrying, updatedAt
+             txBytesAtConnect, resolver, killSwitch, apps, startedBy, persistent, retrying, updatedAt
     }
 }
 

@@ -70,6 +70,11 @@ public final class SettingsApplier {
     public var enforcedTable: UInt32?
     /// The rules' priority: ahead of main (32766), behind local (0).
     public static let enforcedRulePriority: UInt32 = 5208
+    /// App rules: the tunnel's routes go into this table, whatever the
+    /// provider asks (nil: the settings' own table).
+    public var routeTable: UInt32?
+
+    func table(_ settings: TunnelNetworkSettings) -> UInt32 { routeTable ?? settings.table }
 
     /// The table enforceRoutes uses for a tunnel on `ifindex`.
     /// One table per interface: 0x766e0000 + ifindex, and for an ifindex
@@ -231,7 +236,7 @@ public final class SettingsApplier {
     }
 
     func addRoutes(_ settings: TunnelNetworkSettings) throws {
-        let table = settings.table
+        let table = table(settings)
         for x in settings.excludedRoutes where !applied.excludedRoutes.contains(x.prefix) {
             try system.addRoute(x.prefix, ifindex: x.ifindex, gateway: x.gateway, table: table)
             applied.excludedRoutes.append(x.prefix)
@@ -283,7 +288,7 @@ public final class SettingsApplier {
     /// An address with a prefix ("10.8.0.2/24") brought the kernel's own
     /// route to its subnet on this link (table main).
     func kernelRoutes(_ settings: TunnelNetworkSettings) -> Set<String> {
-        guard settings.table == 254 else { return [] }
+        guard table(settings) == 254 else { return [] }
         return Set(settings.addresses.compactMap(CIDR.init)
             .filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description })
     }
@@ -292,7 +297,7 @@ public final class SettingsApplier {
     /// kernel drops routes with a link) is as good. Each withdrawal is put
     /// back if the call fails.
     func withdraw(keeping settings: TunnelNetworkSettings) {
-        let table = settings.table
+        let table = table(settings)
         for r in applied.routes where !settings.routes.contains(r) {
             applied.routes.removeAll { $0 == r }
             guard ours.remove(r) != nil else { continue }

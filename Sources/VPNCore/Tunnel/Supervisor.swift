@@ -139,12 +139,18 @@ public final class Supervisor {
             context.finish(error: ConnectionError(.pluginDisabled, "\(error)"), reason: .configurationFailed)
             return 1
         }
-        if systemResolver {
+        // Include mode leaves the system resolver alone: only the matched
+        // programs' queries go to the tunnel's servers (AppSession.follow).
+        if systemResolver && profile.appRules?.mode != .include {
             context.dns = TunnelDNS(id: id, name: profile.name, profile: profile.dnsSettings, runDirectory: options.runDirectory,
                                     searchPath: options.path, log: log) { [context] r in context.persist { $0.resolver = r } }
         }
         // The kill switch goes in before the provider starts.
         guard installKillSwitch(profile, context) else { return 1 }
+        guard startApps(profile, context, loop) else {
+            endKillSwitch(context)
+            return 1
+        }
         let tunnel = provider.makeTunnel(in: context)
         // A kill switch that cannot follow the tunnel ends it: blocked and
         // down with the reason, never "on" while it blocks the tunnel too.
@@ -161,6 +167,7 @@ public final class Supervisor {
         loop.run()
         output?.drain()
         withExtendedLifetime(monitor) {}
+        endApps(context)
         endKillSwitch(context)
         return context.exitCode ?? 1
     }
@@ -168,7 +175,7 @@ public final class Supervisor {
     /// The profile's kill switch in place, named in the record; false (the
     /// run finished with the reason) when it cannot be. True without one.
     func installKillSwitch(_ profile: Profile, _ context: TunnelContext) -> Bool {
-        guard KillSwitch.wanted(by: profile) else { return true }
+        guard KillSwitch.tableWanted(by: profile) else { return true }
         do {
             guard let makeFirewall else { throw VPNError(.failure, "no firewall in this build") } // English: goes into the runtime record
             let killSwitch = KillSwitch(profile: profile, firewall: try makeFirewall("\(options.runDirectory)/\(id.lowercasedString).nft"), log: log)
@@ -182,6 +189,48 @@ public final class Supervisor {
                                                   + (e?.hint.map { " (\($0))" } ?? "")), reason: .configurationFailed)
             return false
         }
+    }
+
+    /// The profile's app rules in place (rules, cgroup, marks), and a check
+    /// every second for cgroups that came or went; false (the run finished
+    /// with the reason) when they cannot be. True without app rules.
+    func startApps(_ profile: Profile, _ context: TunnelContext, _ loop: EventLoop) -> Bool {
+        guard let rules = profile.appRules, let killSwitch = context.killSwitch else { return true }
+        do {
+            let session = AppSession(profile: profile, rules: rules, tree: try AppSession.tree(), system: context.system,
+                                     killSwitch: killSwitch, mayStart: { uid in
+                let name = UserDatabase.userName(uid)
+                let gid = UserDatabase.primaryGroup(uid) ?? uid
+                let caller = Caller(uid: uid, gid: gid, userName: name, groupNames: UserDatabase.groupNames(uid: uid, gid: gid, userName: name))
+                return AccessPolicy().decide(caller, .start, profile: profile).allowed
+            }, log: log)
+            context.appSession = session
+            try session.install()
+            context.persist { $0.apps = session.record }
+            func tick() {
+                _ = loop.after(1000) {
+                    let before = session.covered
+                    session.refresh()
+                    if session.covered != before { context.persist { $0.apps = session.record } }
+                    tick()
+                }
+            }
+            tick()
+            return true
+        } catch {
+            context.appSession?.end()
+            context.appSession = nil
+            let e = error as? VPNError
+            context.finish(error: ConnectionError(.configurationFailed, "cannot put the app rules in place: \(e?.message ?? "\(error)")"),
+                           reason: .configurationFailed)
+            return false
+        }
+    }
+
+    func endApps(_ context: TunnelContext) {
+        guard let session = context.appSession else { return }
+        session.end()
+        context.persist { $0.apps = nil }
     }
 
     /// Says once in the log each route that takes traffic off the tunnel
@@ -200,7 +249,8 @@ public final class Supervisor {
     /// leaves it blocking until `vpnctl stop` (fail closed).
     func endKillSwitch(_ context: TunnelContext) {
         guard let killSwitch = context.killSwitch, killSwitch.installed else { return }
-        guard context.record.stopReason == .userInitiated else {
+        // A table for app rules alone blocks nothing: it goes with the tunnel.
+        guard context.record.stopReason == .userInitiated || !KillSwitch.wanted(by: context.profile) else {
             log("[*] the kill switch stays (table inet \(killSwitch.rules.table)): traffic is blocked until 'vpnctl stop \(context.profile.name)'")
             return
         }

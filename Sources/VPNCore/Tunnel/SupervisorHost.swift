@@ -22,6 +22,8 @@ public protocol SupervisorHost {
     func deleteLink(_ name: String) throws
     func deleteRoute(_ destination: String, table: UInt32) throws
     func deleteRule(to destination: String, table: UInt32, priority: UInt32) throws
+    /// An app rule's mark rule (see `MarkRule`).
+    func deleteMarkRule(_ rule: MarkRule) throws
     /// The supervisor's log, opened to append (created 0600, never through a
     /// symlink, close-on-exec).
     func openLog(_ path: String) throws -> Int32
@@ -32,6 +34,10 @@ public protocol SupervisorHost {
                          passFDs: [Int32], logFD: Int32) throws -> pid_t
     /// A pidfd that becomes readable when `pid` exits (nil: gone, or no pidfds).
     func watchExit(of pid: pid_t) -> ProcessWatch?
+}
+
+extension SupervisorHost {
+    public func deleteMarkRule(_ rule: MarkRule) throws {}
 }
 
 /// The system itself: /proc, kill(2), posix_spawn, pidfds, the log file and
@@ -65,6 +71,11 @@ public struct SystemSupervisorHost: SupervisorHost {
 
     public func deleteRule(to destination: String, table: UInt32, priority: UInt32) throws {
         try NetlinkRouteSocket().changeRule(to: destination, table: table, priority: priority, add: false)
+    }
+
+    public func deleteMarkRule(_ rule: MarkRule) throws {
+        try NetlinkRouteSocket().changeMarkRule(family: rule.family, priority: rule.priority, table: rule.table, mark: rule.mark,
+                                                invert: rule.invert, suppressPrefixLength: rule.suppressPrefixLength, add: false)
     }
 
     /// A FIFO or a device in the log's place is refused rather than blocking the start.

@@ -39,6 +39,8 @@ public final class TunnelContext {
     /// The kill switch, when the profile asks for one: it follows the
     /// record's interface and routes.
     public var killSwitch: KillSwitch?
+    /// The profile's app rules while they are in place.
+    public var appSession: AppSession?
     /// What the start asked for before the spawn (memory only).
     public var credentials = CredentialAnswers()
     /// The line to the start that spawned this supervisor, for what the
@@ -75,6 +77,7 @@ public final class TunnelContext {
     /// the DNS goes, and enforceRoutes' table.
     public func configure(_ applier: SettingsApplier) {
         applier.dns = dns
+        if let apps = appSession { applier.routeTable = apps.table }
         if profile.enforceRoutes { applier.enforcedTable = SettingsApplier.enforcedTable(ifindex: applier.ifindex) }
     }
 
@@ -105,6 +108,10 @@ public final class TunnelContext {
     public func update(_ change: (inout RuntimeRecord) -> Void) {
         change(&record)
         killSwitch?.update(interface: record.interface, routes: record.settings?.routes ?? [])
+        if let apps = appSession {
+            let servers = (try? TunnelDNSConfig.merge(provider: record.settings?.dns ?? [], profile: profile.dnsSettings).servers) ?? []
+            apps.follow(dns: servers)
+        }
     }
 
     /// Changes the record and writes it at once, without a transition: for

@@ -193,12 +193,14 @@ public struct TunnelController {
                 for excluded in r.settings?.excludedRoutes ?? [] { _ = try? host.deleteRoute(excluded, table: t) }
             }
         }
+        if let apps = r.apps { done += cleanUpApps(apps, excluded: r.settings?.excludedRoutes ?? []) }
         done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
         if let resolver = r.resolver {
             done += TunnelDNS.undo(resolver, id: r.id, runDirectory: runtime.directory, searchPath: nil)
         }
         var updated = r
         updated.resolver = nil
+        updated.apps = nil
         updated.status = .disconnected
         updated.connectedSince = nil
         updated.stopReason = .providerFailed
@@ -208,6 +210,25 @@ public struct TunnelController {
         try? runtime.appendEvent(TransitionEvent(time: updated.updatedAt, id: r.id.lowercasedString, name: r.name,
                                                  status: "disconnected", previous: r.status.name, interface: r.interface,
                                                  error: updated.lastDisconnectError), id: r.id)
+        return done
+    }
+
+    /// The app rules a dead supervisor left: its mark rules, the excluded
+    /// routes in its table (the tunnel's own went with the interface), and
+    /// its cgroup when nobody is in it.
+    func cleanUpApps(_ apps: AppRoutingRecord, excluded: [String]) -> [String] {
+        var done: [String] = []
+        for rule in MarkRule.rules(mode: apps.mode, mark: apps.mark, table: apps.table) {
+            if (try? host.deleteMarkRule(rule)) != nil { done.append("deleted rule \(rule.description)") }
+        }
+        for prefix in excluded { _ = try? host.deleteRoute(prefix, table: apps.table) }
+        if let owned = apps.ownedCgroup, owned.hasPrefix("/vpnctl/"), !owned.contains(".."), !apps.cgroupMount.isEmpty {
+            let tree = CgroupTree(mountPoint: apps.cgroupMount)
+            if tree.removeDirectory(owned) {
+                tree.removeDirectory("/vpnctl")
+                done.append("removed cgroup \(owned)")
+            }
+        }
         return done
     }
 

@@ -56,11 +56,16 @@ public protocol TunnelSystem: AnyObject {
     func startTime(of pid: pid_t) -> UInt64?
     /// A policy-routing rule `to prefix lookup table` (enforceRoutes).
     func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws
+    /// A policy-routing rule by packet mark (app rules).
+    func changeMarkRule(_ rule: MarkRule, add: Bool) throws
 }
 
 extension TunnelSystem {
     public func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws {
         throw SystemError("change a routing rule to", path: prefix, errno: Errno(EOPNOTSUPP))
+    }
+    public func changeMarkRule(_ rule: MarkRule, add: Bool) throws {
+        throw SystemError("change a routing rule", path: rule.description, errno: Errno(EOPNOTSUPP))
     }
 }
 
@@ -213,5 +218,10 @@ public final class KernelTunnelSystem: TunnelSystem {
 
     public func changeRule(to prefix: String, table: UInt32, priority: UInt32, add: Bool) throws {
         try netlink.changeRule(to: prefix, table: table, priority: priority, add: add)
+    }
+
+    public func changeMarkRule(_ rule: MarkRule, add: Bool) throws {
+        try netlink.changeMarkRule(family: rule.family, priority: rule.priority, table: rule.table, mark: rule.mark,
+                                   invert: rule.invert, suppressPrefixLength: rule.suppressPrefixLength, add: add)
     }
 }

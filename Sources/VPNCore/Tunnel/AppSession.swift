@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import VPNSystem
+
+/// A running profile's app rules (see `AppRouting`), kept by its supervisor:
+/// put in place before the provider starts, the covered cgroups looked for
+/// again every second (a unit that starts later is covered within that
+/// second; `vpnctl run` never waits for it: the cgroup it uses is covered
+/// from the start), and taken down when the tunnel ends.
+public final class AppSession {
+    let profile: Profile
+    let rules: AppRules
+    let tree: CgroupTree
+    let system: TunnelSystem
+    let killSwitch: KillSwitch
+    let log: (String) -> Void
+    let mayStart: (UInt32) -> Bool
+    public let mark: UInt32
+    public let table: UInt32
+    var installedRules: [MarkRule] = []
+    /// The sysctl files this session turned on (turned off again at the end).
+    var sysctls: [String] = []
+    public private(set) var covered: [String] = []
+    public private(set) var ownedCgroup: String?
+    /// Exclude mode: the underlay's own DNS servers, before the tunnel's.
+    var underlayDNS: [String] = []
+
+    public init(profile: Profile, rules: AppRules, tree: CgroupTree, system: TunnelSystem, killSwitch: KillSwitch,
+                mayStart: @escaping (UInt32) -> Bool, log: @escaping (String) -> Void) {
+        self.profile = profile
+        self.rules = rules
+        self.tree = tree
+        self.system = system
+        self.killSwitch = killSwitch
+        self.mayStart = mayStart
+        self.log = log
+        mark = AppRouting.mark(for: profile.id)
+        table = mark
+    }
+
+    /// The cgroup2 tree, or the error that says why app rules cannot work here.
+    public static func tree() throws -> CgroupTree {
+        guard let tree = CgroupTree.current() else {
+            throw VPNError(.failure, "cgroup2 is not mounted (per-app rules match programs by their cgroup v2)") // English: the supervisor's
+        }
+        guard tree.nftPath("/") != nil else {
+            throw VPNError(.failure, "cgroup2 is mounted at \(tree.mountPoint), and nft finds cgroups only under /sys/fs/cgroup") // English: the supervisor's
+        }
+        return tree
+    }
+
+    public var record: AppRoutingRecord {
+        AppRoutingRecord(mode: rules.mode, mark: mark, table: table, covered: covered, ownedCgroup: ownedCgroup,
+                         cgroupMount: tree.mountPoint, families: [4, 6])
+    }
+
+    /// The routing rules, the owned cgroup and the first marks: before the
+    /// provider starts (`end` takes them away, after a failure too).
+    public func install() throws {
+        underlayDNS = AppSession.nameservers(ResolvConf.systemPath)
+        if !AppRouting.systemdManagesCgroups {
+            let owned = AppRouting.ownedCgroup(for: profile.id)
+            try tree.makeDirectory(owned)
+            ownedCgroup = owned
+            log("[#] cgroup \(owned) (vpnctl run puts programs here)")
+        }
+        for rule in MarkRule.rules(mode: rules.mode, mark: mark, table: table) {
+            try system.changeMarkRule(rule, add: true)
+            installedRules.append(rule)
+            log("[#] rule \(rule.description)")
+        }
+        // Reverse-path filtering looks a reply up with its mark.
+        for file in ["/proc/sys/net/ipv4/conf/all/src_valid_mark"] where AppSession.readSysctl(file) == "0" {
+            try AppSession.writeSysctl(file, "1")
+            sysctls.append(file)
+            log("[#] sysctl \(String(file.dropFirst(10).map { $0 == "/" ? "." : $0 })) = 1")
+        }
+        refresh()
+    }
+
+    /// The cgroups covered now; the table follows when they changed.
+    public func refresh() {
+        let now = AppRouting.covered(rules, profile: profile, tree: tree, mayStart: mayStart)
+        covered = now
+        killSwitch.updateApps { m in
+            m.cgroups = now.compactMap { p in tree.nftPath(p).map { AppMarking.Cgroup(level: CgroupTree.level(p), nftPath: $0) } }
+        }
+    }
+
+    /// The tunnel's DNS servers: where the matched programs' queries go
+    /// (include), or what the bypassing programs' queries are taken away
+    /// from, to the underlay's servers (exclude).
+    public func follow(dns: [String]) {
+        killSwitch.updateApps { m in
+            switch rules.mode {
+            case .include:
+                m.dnsTo = dns
+                m.dnsFrom = []
+            case .exclude:
+                m.dnsTo = underlayDNS
+                m.dnsFrom = underlayDNS.isEmpty ? [] : dns
+            }
+        }
+    }
+
+    /// At the end: the rules, the sysctls back, and the owned cgroup if
+    /// nobody is in it.
+    public func end() {
+        for rule in installedRules.reversed() {
+            do {
+                try system.changeMarkRule(rule, add: false)
+                log("[#] rule \(rule.description) deleted")
+            } catch { log("[!] cannot delete rule \(rule.description): \(error)") }
+        }
+        installedRules = []
+        for file in sysctls {
+            do { try AppSession.writeSysctl(file, "0") } catch { log("[!] cannot set \(file) back to 0: \(error)") }
+        }
+        sysctls = []
+        if let owned = ownedCgroup {
+            if tree.removeDirectory(owned) {
+                _ = tree.removeDirectory("/vpnctl")
+                log("[#] cgroup \(owned) removed")
+            } else {
+                log("[*] cgroup \(owned) kept: programs still run in it (they use no tunnel now)")
+            }
+        }
+    }
+
+    static func readSysctl(_ path: String) -> String? {
+        (try? FileSystem.readFileIfPresent(path, followSymlinks: true)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self).trimmedWhitespace }
+    }
+
+    static func writeSysctl(_ path: String, _ value: String) throws {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open", path: path, errno: .current) }
+        defer { close(fd) }
+        let bytes = Array((value + "\n").utf8)
+        if bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) != bytes.count {
+            throw SystemError("write", path: path, errno: .current)
+        }
+    }
+
+    /// The nameservers a resolv.conf names, loopback ones left out (a local
+    /// stub cannot be told which program asked).
+    static func nameservers(_ path: String) -> [String] {
+        guard let bytes = (try? FileSystem.readFileIfPresent(path, followSymlinks: true)) ?? nil else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver", let ip = IPAddress(String(words[1])) else { return nil }
+            let text = String(words[1])
+            return text.hasPrefix("127.") || text == "::1" ? nil : ip.description
+        }
+    }
+}
