@@ -25,6 +25,7 @@ source "$HERE/plugin.sh"
 
 source "$HERE/dns.sh"
 source "$HERE/fulltunnel.sh"
+source "$HERE/apps.sh"
 
 source "$HERE/ikev2.sh"
 

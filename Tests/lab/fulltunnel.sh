@@ -214,4 +214,5 @@ fulltunnel_tests() {
   lab_check "openvpn killed under a full tunnel: halves, server route and DNS undone, the default route kept" test_ovpn_full_provider_dies
   ft_wg_server || { fail "the wg-easy-shaped WireGuard server did not come up (see above)"; return 0; }
   lab_check "wg-easy's client file (0.0.0.0/0, ::/0, DNS, psk) over IPv4 and IPv6 default routes: both families and DNS through the tunnel, only WireGuard on the underlay (captures), all undone" test_wg_easy_full_tunnel
+  apps_tests
 }

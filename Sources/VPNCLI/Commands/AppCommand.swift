@@ -31,7 +31,7 @@ enum AppCommand {
             throw VPNError(.permissionDenied, L("only root can move a process into a profile's cgroup"), hint: L("run it as root"))
         }
         let (profile, apps) = try AppsCommand.coveredProfile(inv, inv.args.positionals[0])
-        guard Processes.isAlive(pid, startTime: nil) else {
+        guard Processes.startTime(of: pid) != nil else {
             throw VPNError(.usage, L("there is no process \(pid)"))
         }
         guard let owned = apps.ownedCgroup else {

@@ -301,6 +301,7 @@ extension AppRoutingRecord {
         ownedCgroup = try r.string("ownedCgroup")
         cgroupMount = try r.string("cgroupMount") ?? ""
         families = try r.optional("families")?.array().map { try $0.int() } ?? []
+        sysctls = try r.strings("sysctls").filter { $0 == AppSession.srcValidMark }
     }
 }
 

@@ -123,7 +123,7 @@ public struct AppMarking: Equatable, Sendable {
                 "\t\tct mark \(m) meta mark set \(m)", "\t}"]
         let v4 = dnsTo.first { !$0.contains(":") }, v6 = dnsTo.first { $0.contains(":") }
         if v4 != nil || v6 != nil {
-            out += ["\tchain apps_dns {", "\t\ttype nat hook output priority dstnat; policy accept;"]
+            out += ["\tchain apps_dns {", "\t\ttype nat hook output priority -100; policy accept;"]
             let from4 = dnsFrom.filter { !$0.contains(":") }, from6 = dnsFrom.filter { $0.contains(":") }
             func set(_ l: [String]) -> String { l.count == 1 ? l[0] : "{ " + l.joined(separator: ", ") + " }" }
             for proto in ["udp", "tcp"] {
@@ -138,7 +138,7 @@ public struct AppMarking: Equatable, Sendable {
             out.append("\t}")
         }
         if let tunnel {
-            out += ["\tchain apps_nat {", "\t\ttype nat hook postrouting priority srcnat; policy accept;",
+            out += ["\tchain apps_nat {", "\t\ttype nat hook postrouting priority 100; policy accept;",
                     "\t\tmeta mark \(m) oifname \(mode == .include ? "" : "!= ")\"\(tunnel)\" masquerade", "\t}"]
         }
         if killSwitch && mode == .include {
@@ -146,7 +146,7 @@ public struct AppMarking: Equatable, Sendable {
             // hook the interface is still the one chosen before the mark; here
             // it is the one the packet leaves by.
             out += ["\tchain apps_guard {", "\t\ttype filter hook postrouting priority filter; policy accept;",
-                    "\t\tmeta mark \(m) oifname \(tunnel.map { "!= \"\($0)\" " } ?? "")counter drop comment \"per-app kill switch\"",
+                    "\t\tmeta mark \(m) \(tunnel.map { "oifname != \"\($0)\" " } ?? "")counter drop comment \"per-app kill switch\"",
                     "\t}"]
         }
         return out
@@ -167,8 +167,11 @@ public struct AppRoutingRecord: Codable, Equatable, Sendable {
     public var cgroupMount: String
     /// The rules' families: 4 and/or 6.
     public var families: [Int]
+    /// The sysctls turned on for the app rules (set back at the end).
+    public var sysctls: [String] = []
     public init(mode: AppRules.Mode, mark: UInt32, table: UInt32, covered: [String], ownedCgroup: String?,
-                cgroupMount: String, families: [Int]) {
+                cgroupMount: String, families: [Int], sysctls: [String] = []) {
+        self.sysctls = sysctls
         self.mode = mode
         self.mark = mark
         self.table = table

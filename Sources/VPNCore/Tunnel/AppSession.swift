@@ -53,7 +53,7 @@ public final class AppSession {
 
     public var record: AppRoutingRecord {
         AppRoutingRecord(mode: rules.mode, mark: mark, table: table, covered: covered, ownedCgroup: ownedCgroup,
-                         cgroupMount: tree.mountPoint, families: [4, 6])
+                         cgroupMount: tree.mountPoint, families: [4, 6], sysctls: sysctls)
     }
 
     /// The routing rules, the owned cgroup and the first marks: before the
@@ -72,7 +72,7 @@ public final class AppSession {
             log("[#] rule \(rule.description)")
         }
         // Reverse-path filtering looks a reply up with its mark.
-        for file in ["/proc/sys/net/ipv4/conf/all/src_valid_mark"] where AppSession.readSysctl(file) == "0" {
+        for file in [AppSession.srcValidMark] where AppSession.readSysctl(file) == "0" {
             try AppSession.writeSysctl(file, "1")
             sysctls.append(file)
             log("[#] sysctl \(String(file.dropFirst(10).map { $0 == "/" ? "." : $0 })) = 1")
@@ -118,6 +118,7 @@ public final class AppSession {
         for file in sysctls {
             do { try AppSession.writeSysctl(file, "0") } catch { log("[!] cannot set \(file) back to 0: \(error)") }
         }
+        if !sysctls.isEmpty { log("[#] sysctl net.ipv4.conf.all.src_valid_mark = 0 (as it was)") }
         sysctls = []
         if let owned = ownedCgroup {
             if tree.removeDirectory(owned) {
@@ -133,7 +134,10 @@ public final class AppSession {
         (try? FileSystem.readFileIfPresent(path, followSymlinks: true)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self).trimmedWhitespace }
     }
 
-    static func writeSysctl(_ path: String, _ value: String) throws {
+    /// The one sysctl app rules turn on (a record names no other file).
+    public static let srcValidMark = "/proc/sys/net/ipv4/conf/all/src_valid_mark"
+
+    public static func writeSysctl(_ path: String, _ value: String) throws {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open", path: path, errno: .current) }
         defer { close(fd) }

@@ -236,7 +236,7 @@ public final class Supervisor {
     /// Says once in the log each route that takes traffic off the tunnel
     /// (status says it on every call); returns the routes seen now.
     func noteBypass(_ context: TunnelContext, known: [String]) -> [String] {
-        guard !context.profile.enforceRoutes, let i = context.record.interface, let routes = context.record.settings?.routes,
+        guard !context.profile.enforceRoutes, context.profile.appRules == nil, let i = context.record.interface, let routes = context.record.settings?.routes,
               !routes.isEmpty else { return [] }
         let now = TunnelBypass.current(interface: i, tunnelRoutes: routes, servers: context.profile.protocol.model.serverHosts)
         for r in now where !known.contains(r) {

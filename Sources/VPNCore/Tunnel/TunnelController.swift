@@ -222,6 +222,9 @@ public struct TunnelController {
             if (try? host.deleteMarkRule(rule)) != nil { done.append("deleted rule \(rule.description)") }
         }
         for prefix in excluded { _ = try? host.deleteRoute(prefix, table: apps.table) }
+        for file in apps.sysctls where file == AppSession.srcValidMark && (try? AppSession.writeSysctl(file, "0")) != nil {
+            done.append("set net.ipv4.conf.all.src_valid_mark back to 0")
+        }
         if let owned = apps.ownedCgroup, owned.hasPrefix("/vpnctl/"), !owned.contains(".."), !apps.cgroupMount.isEmpty {
             let tree = CgroupTree(mountPoint: apps.cgroupMount)
             if tree.removeDirectory(owned) {

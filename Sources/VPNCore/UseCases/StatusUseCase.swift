@@ -27,7 +27,7 @@ public struct StatusUseCase {
                 d.killSwitchTablePresent = nft.tableExists(ks.table)
             }
             // enforceRoutes puts the tunnel's routes in a table of their own, ahead of main.
-            if d.status == .connected || d.status == .reasserting, !p.enforceRoutes, let i = d.interface,
+            if d.status == .connected || d.status == .reasserting, !p.enforceRoutes, p.appRules == nil, let i = d.interface,
                let routes = d.record?.settings?.routes, !routes.isEmpty {
                 let s = system ?? TunnelBypass.LiveSystem()
                 system = s
