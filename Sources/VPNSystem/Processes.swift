@@ -169,3 +169,18 @@ extension Processes {
         return Errno.current
     }
 }
+
+extension Processes {
+    /// The user a process runs as: its uid when the real, effective and
+    /// saved uids agree; 0 (root's) when they differ (a setuid program);
+    /// nil when there is no such process.
+    public static func owner(of pid: Int32) -> UInt32? {
+        guard pid > 0, let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/status", followSymlinks: true) else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Uid:") {
+            let ids = line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).prefix(3).compactMap { UInt32($0) }
+            guard ids.count == 3 else { return nil }
+            return ids.allSatisfy { $0 == ids[0] } ? ids[0] : 0
+        }
+        return nil
+    }
+}

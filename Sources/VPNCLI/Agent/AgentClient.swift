@@ -32,6 +32,8 @@ final class RemoteService: TunnelService {
     func list() throws -> ProfileList { try call(.list) }
     func can(_ action: PolicyAction, _ profile: String) throws -> CanAnswer { try call(.can(action: action, profile: profile)) }
     func isConnected(_ profile: String) throws -> ConnectedAnswer { try call(.isConnected(profile: profile)) }
+    func apps(_ profile: String) throws -> AppsReport { try call(.apps(profile: profile)) }
+    func placeApp(_ profile: String, pid: Int32) throws -> AppPlacement { try call(.placeApp(profile: profile, pid: pid)) }
     func status(_ profile: String?) throws -> StatusReport { try call(.status(profile: profile)) }
     func watch(_ profile: String?, _ events: ServiceEvents) throws { try stream(.watch(profile: profile), events) }
 

@@ -27,21 +27,11 @@ enum AppCommand {
         guard let text = inv.args.value("pid"), let pid = Int32(text), pid > 0 else {
             throw VPNError.usage(L("--pid needs a process id"), hint: L("vpnctl app add PROFILE --pid N"))
         }
-        guard geteuid() == 0 else {
-            throw VPNError(.permissionDenied, L("only root can move a process into a profile's cgroup"), hint: L("run it as root"))
-        }
-        let (profile, apps) = try AppsCommand.coveredProfile(inv, inv.args.positionals[0])
-        guard Processes.startTime(of: pid) != nil else {
-            throw VPNError(.usage, L("there is no process \(pid)"))
-        }
-        guard let owned = apps.ownedCgroup else {
-            throw VPNError(.failure, L("systemd manages the cgroups here: start the program with 'vpnctl run \(profile.name) -- PROGRAM' instead"))
-        }
-        try CgroupTree(mountPoint: apps.cgroupMount).move(pid, to: owned)
+        let placed = try inv.service.placeApp(inv.args.positionals[0], pid: pid)
         if inv.options.json {
-            inv.output.emit(Result(name: profile.name, pid: pid, cgroup: owned))
+            inv.output.emit(Result(name: placed.name, pid: placed.pid, cgroup: placed.cgroup))
         } else {
-            inv.output.line(L("process \(pid) is in \(owned): its new connections follow the app rules of '\(profile.name)'"))
+            inv.output.line(L("process \(pid) is in \(placed.cgroup): its new connections follow the app rules of '\(placed.name)'"))
             inv.output.note(L("connections it had open keep the path they had"))
         }
         return .ok

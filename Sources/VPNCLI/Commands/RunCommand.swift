@@ -32,7 +32,7 @@ enum RunCommand {
         guard words.count >= 2 else {
             throw VPNError.usage(L("no command to run"), hint: L("vpnctl run PROFILE -- COMMAND [ARGS]"))
         }
-        let (profile, apps) = try AppsCommand.coveredProfile(inv, words[0])
+        let report = try inv.service.apps(words[0])
         let command = Array(words.dropFirst())
         let env = inv.context.environment
         guard let program = command[0].contains("/") ? command[0] : Processes.which(command[0], path: env["PATH"]) else {
@@ -40,19 +40,20 @@ enum RunCommand {
         }
         var environment = env
         environment[inScope] = nil
-        if let owned = apps.ownedCgroup {
-            try CgroupTree(mountPoint: apps.cgroupMount).move(getpid(), to: owned)
+        if report.ownedCgroup != nil {
+            _ = try inv.service.placeApp(report.id.lowercasedString, pid: getpid())
         } else if env[inScope] == nil {
-            // systemd makes the scope; vpnctl run, inside it, waits for the rules to cover it.
+            // systemd makes the scope (the user's own manager for a user); vpnctl run, inside it, waits for the rules to cover it.
             guard let systemdRun = Processes.which("systemd-run", path: env["PATH"]) else {
                 throw VPNError(.providerUnavailable, L("systemd-run is not installed (vpnctl run asks systemd for a scope)"))
             }
             environment[inScope] = "1"
-            let argv = [systemdRun, "--scope", "--quiet", "--collect", "--slice=\(AppRouting.slice(for: profile.id))", "--",
-                        Processes.currentExecutable(), "run", profile.id.lowercasedString, "--"] + command
-            throw VPNError(.failure, L("cannot run systemd-run: \(Processes.replace(with: systemdRun, argv, environment: environment))"))
+            let argv = [systemdRun] + (geteuid() == 0 ? [] : ["--user"]) + ["--scope", "--quiet", "--collect", "--slice=\(report.slice)", "--",
+                        Processes.currentExecutable(), "run", report.id.lowercasedString, "--"] + command
+            let e = Processes.replace(with: systemdRun, argv, environment: environment)
+            throw VPNError(.failure, L("cannot run systemd-run: \(e)"))
         } else {
-            try waitCovered(inv, profile)
+            try waitCovered(inv, report)
         }
         var argv = command
         var path = program
@@ -67,13 +68,14 @@ enum RunCommand {
 
     /// Inside a new scope: until the rules cover it (the supervisor looks
     /// every second), at most 5 s.
-    static func waitCovered(_ inv: Invocation, _ profile: Profile) throws {
+    static func waitCovered(_ inv: Invocation, _ report: AppsReport) throws {
         guard let mine = CgroupTree.cgroup(of: getpid()) else { throw VPNError(.failure, L("cannot read this process's cgroup")) }
+        var covered = report.cgroups
         for _ in 0..<50 {
-            let covered = (try? inv.controller.derive(profile))?.record?.apps?.covered ?? []
             if covered.contains(where: { CgroupTree.isWithin(mine, $0) }) { return }
             usleep(100_000)
+            covered = (try? inv.service.apps(report.id.lowercasedString))?.cgroups ?? []
         }
-        throw VPNError(.timedOut, L("the app rules of '\(profile.name)' did not cover \(mine) within 5 s"), hint: L("see 'vpnctl logs \(profile.name)'"))
+        throw VPNError(.timedOut, L("the app rules of '\(report.name)' did not cover \(mine) within 5 s"), hint: L("see 'vpnctl logs \(report.name)'"))
     }
 }

@@ -79,7 +79,9 @@ public enum Suggest {
         guard word.utf8.count <= 256 else { return [] }
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
         let threshold = max(2, word.count / 3)
-        return scored.filter { $0.1 <= threshold || $0.0.lowercased().hasPrefix(word.lowercased()) }
+        // A word it starts, or one close enough that most of the word is kept
+        // ('imp' is not 'app': two of its three letters changed).
+        return scored.filter { $0.1 <= threshold && $0.1 < word.count - 1 || $0.0.lowercased().hasPrefix(word.lowercased()) }
             // Closest first; at the same distance one the word starts, then one of
             // the word's own length (a transposition: 'stauts' is 'status' before 'stats').
             .sorted {

@@ -141,6 +141,19 @@ public final class LocalService: TunnelService {
     }
 }
 
+extension LocalService {
+    var appUseCases: AppUseCases { AppUseCases(controller: controller) }
+
+    public func apps(_ reference: String) throws -> AppsReport {
+        let c = caller
+        return try appUseCases.apps(profile(reference), onlyUID: access.policy.isAdmin(c) ? nil : c.uid)
+    }
+
+    public func placeApp(_ reference: String, pid: Int32) throws -> AppPlacement {
+        try appUseCases.place(profile(reference), pid: pid, caller: caller)
+    }
+}
+
 extension Caller {
     /// The caller a uid and gid stand for, with names and groups from the
     /// system's databases.

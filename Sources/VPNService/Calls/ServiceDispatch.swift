@@ -43,6 +43,8 @@ public enum ServiceDispatch {
                 return try result(StreamEnd())
             case .show(let p): return try result(service.show(p))
             case .pauseOnDemand(let p, let paused): return try result(service.pauseOnDemand(p, paused))
+            case .apps(let p): return try result(service.apps(p))
+            case .placeApp(let p, let pid): return try result(service.placeApp(p, pid: pid))
             }
         } catch {
             return failure(VPNError.from(error))

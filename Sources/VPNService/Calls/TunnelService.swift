@@ -25,6 +25,10 @@ public protocol TunnelService {
     func show(_ profile: String) throws -> ProfileDetails
     /// Pauses (true) or resumes (false) the profile's on-demand rules.
     func pauseOnDemand(_ profile: String, _ paused: Bool) throws -> OnDemandPauseAnswer
+    /// What the profile's app rules cover now.
+    func apps(_ profile: String) throws -> AppsReport
+    /// Puts process `pid` (the caller's own) under the profile's app rules.
+    func placeApp(_ profile: String, pid: Int32) throws -> AppPlacement
 }
 
 /// Who the service acts for, and what that lets it see.

@@ -26,6 +26,10 @@ public enum ServiceCall: Equatable, Sendable {
     case show(profile: String)
     /// `ondemand pause` (true) and `ondemand resume` (false).
     case pauseOnDemand(profile: String, paused: Bool)
+    /// `vpnctl apps`: what the profile's app rules cover now.
+    case apps(profile: String)
+    /// `vpnctl run`, `vpnctl app add`: a process (the caller's own) put under the profile's app rules.
+    case placeApp(profile: String, pid: Int32)
 
     /// The name on the wire.
     public var name: String {
@@ -43,18 +47,20 @@ public enum ServiceCall: Equatable, Sendable {
         case .logs: return "logs"
         case .show: return "show"
         case .pauseOnDemand(_, let paused): return paused ? "pauseOnDemand" : "resumeOnDemand"
+        case .apps: return "apps"
+        case .placeApp: return "placeApp"
         }
     }
 
     public static let names = ["list", "can", "isConnected", "status", "watch", "start", "stop", "toggle", "verify", "stats", "logs", "show",
-                                "pauseOnDemand", "resumeOnDemand"]
+                                "pauseOnDemand", "resumeOnDemand", "apps", "placeApp"]
 
     /// The profile the call names, if any.
     public var profile: String? {
         switch self {
         case .list: return nil
         case .can(_, let p), .isConnected(let p), .start(let p, _, _, _, _), .toggle(let p, _, _), .verify(let p, _, _, _),
-             .stats(let p), .logs(let p, _, _), .show(let p), .pauseOnDemand(let p, _):
+             .stats(let p), .logs(let p, _, _), .show(let p), .pauseOnDemand(let p, _), .apps(let p), .placeApp(let p, _):
             return p
         case .status(let p), .watch(let p), .stop(let p, _, _, _):
             return p
@@ -77,6 +83,8 @@ public enum ServiceCall: Equatable, Sendable {
         case .logs(_, let s, let f): return .logs(profile: profile, since: s, follow: f)
         case .show: return .show(profile: profile)
         case .pauseOnDemand(_, let paused): return .pauseOnDemand(profile: profile, paused: paused)
+        case .apps: return .apps(profile: profile)
+        case .placeApp(_, let pid): return .placeApp(profile: profile, pid: pid)
         }
     }
 
@@ -89,7 +97,9 @@ public enum ServiceCall: Equatable, Sendable {
         case .start: return .start
         case .stop: return .stop
         case .toggle: return .toggle
-        case .status, .watch, .isConnected, .logs, .show: return .status
+        case .status, .watch, .isConnected, .logs, .show, .apps: return .status
+        // Putting a program under the rules is using the tunnel: the start right.
+        case .placeApp: return .start
         case .pauseOnDemand(_, let paused): return paused ? .stop : .start
         case .verify: return .verify
         case .stats: return .stats
@@ -102,7 +112,7 @@ public enum ServiceCall: Equatable, Sendable {
     /// that waits or streams).
     public var runsInline: Bool {
         switch self {
-        case .list, .can, .isConnected, .status, .stats, .show, .pauseOnDemand: return true
+        case .list, .can, .isConnected, .status, .stats, .show, .pauseOnDemand, .apps, .placeApp: return true
         case .logs(_, _, let follow): return !follow
         case .watch, .start, .stop, .toggle, .verify: return false
         }
@@ -151,7 +161,8 @@ public struct ServiceRequest: Equatable, Sendable {
         switch call {
         case .list: break
         case .can(let action, let p): add("action", .string(action.rawValue)); add("profile", .string(p))
-        case .isConnected(let p), .stats(let p), .show(let p), .pauseOnDemand(let p, _): add("profile", .string(p))
+        case .isConnected(let p), .stats(let p), .show(let p), .pauseOnDemand(let p, _), .apps(let p): add("profile", .string(p))
+        case .placeApp(let p, let pid): add("profile", .string(p)); add("pid", .number(String(pid)))
         case .status(let p), .watch(let p): if let p { add("profile", .string(p)) }
         case .start(let p, let wait, let timeout, let changes, let persist):
             add("profile", .string(p)); add("wait", .bool(wait)); add("timeout", .number(String(timeout))); add("changes", .bool(changes))
@@ -241,6 +252,10 @@ public struct ServiceRequest: Equatable, Sendable {
         case "show": return .show(profile: try required("profile"))
         case "pauseOnDemand": return .pauseOnDemand(profile: try required("profile"), paused: true)
         case "resumeOnDemand": return .pauseOnDemand(profile: try required("profile"), paused: false)
+        case "apps": return .apps(profile: try required("profile"))
+        case "placeApp":
+            guard let pid = try r.int("pid"), (1...Int(Int32.max)).contains(pid) else { throw ServiceProtocolError("placeApp needs a pid") }
+            return .placeApp(profile: try required("profile"), pid: Int32(pid))
         default:
             throw ServiceProtocolError("unknown call \(name.abbreviated(64).quotedForMessage)")
         }
