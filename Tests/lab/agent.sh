@@ -28,7 +28,8 @@ agent_lab_up() {
 
 agent_lab_start() {
   mkdir -p "$VPNCTL_RUN_DIR"
-  ip netns exec "$NS_C" "$V" agent >> "$(dirname "$VPNCTL_RUN_DIR")/agent.log" 2>&1 &
+  # AGL_IN="ac": the per-app lab's namespace (its own cgroup2 mount), see apps.sh.
+  ${AGL_IN:-ip netns exec "$NS_C"} "$V" agent >> "$(dirname "$VPNCTL_RUN_DIR")/agent.log" 2>&1 &
   AGL_PID=$!
   LAB_PIDS+=("$AGL_PID")
   wait_for "the agent's socket" 5 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' \

@@ -194,11 +194,33 @@ test_apps_exclude() {
   apps_left
 }
 
+# A user other than root: vpnctl run through the agent, which puts only the
+# caller's own processes under the rules, and only for a user the policy names.
+test_apps_user_run() {
+  apps_underlay && apps_profile userapps include || return 1
+  agent_set_policy userapps "{\"users\":[\"${LAB}u1\"]}" || return 1
+  defer agent_lab_down
+  AGL_IN=ac agent_lab_up || return 1
+  local u1=${LAB}u1 u2=${LAB}u2
+  uac() { local u=$1; shift; ac runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$AGL_V" "$@"; }
+  expect_ok "start by $u1" uac "$u1" start userapps --timeout 10 || return 1
+  expect_eq "$u1's vpnctl run: the tunnel" 198.19.12.2 "$(uac "$u1" run userapps -- curl -s -m 3 http://198.18.62.1:8000/ | tr -d '\n')" || return 1
+  expect_eq "$u1 outside the rules: the underlay" 198.18.0.2 "$(ac runuser -u "$u1" -- curl -s -m 3 http://198.18.62.1:8000/ | tr -d '\n')" || return 1
+  expect_run "$u1 moves root's process" 11 uac "$u1" app add userapps --pid "$AGL_PID" || return 1
+  expect_contains "the refusal" "process $AGL_PID is not yours" "$OUT" || return 1
+  expect_run "$u2 (named nowhere) runs under the rules" 9 uac "$u2" run userapps -- true || return 1
+  grep -q "uid=$(id -u "$u1")($u1) pid=[0-9]* placeApp '[0-9a-f-]*' (user '$u1' may start 'userapps'.*exit 0" "$(dirname "$VPNCTL_RUN_DIR")/agent.log" \
+    || { echo "  the agent's log lacks the placement"; return 1; }
+  expect_ok "stop" ac "$V" stop userapps || return 1
+  apps_left
+}
+
 apps_tests() {
   if ! command -v nsenter >/dev/null || ! command -v unshare >/dev/null; then skip "per-app tests: nsenter/unshare missing"; return 0; fi
   [ -n "$CG_HOST" ] || { skip "per-app tests: cgroup2 is not mounted"; return 0; }
   apps_server || { fail "the far host's echo server did not come up"; return 0; }
   lab_check "apps: include: only vpnctl run's programs (and their children, a matched cgroup, a process added by --pid) use the tunnel, over TCP, UDP, IPv4, IPv6 and DNS (captures); strict rp_filter; all undone" test_apps_include
   lab_check "apps: include with the kill switch: the matched programs through the tunnel or nowhere, the others untouched" test_apps_include_killswitch
+  lab_check "apps: a user's vpnctl run goes through the agent (only their own processes, only with the policy's start right)" test_apps_user_run
   lab_check "apps: exclude with the kill switch: vpnctl run's programs go around the tunnel (TCP, UDP, IPv4, IPv6, DNS to the network's server), everyone else through it (captures); supervisor SIGKILL then stop leaves nothing" test_apps_exclude
 }
