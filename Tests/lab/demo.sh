@@ -13,6 +13,8 @@ source "$HERE/ondemand.sh"
 source "$HERE/plugin.sh"
 source "$HERE/ikev2.sh"
 source "$HERE/fulltunnel.sh"
+RESOLV=/etc/netns/$NS_C/resolv.conf
+source "$HERE/apps.sh"
 
 why=$(lab_cannot_run)
 if [ -n "$why" ]; then echo "demo cannot run here: $why"; exit 1; fi
@@ -287,6 +289,28 @@ if command -v openvpn >/dev/null && command -v openssl >/dev/null; then
   step "vpnctl export full > full-export.ovpn; vpnctl import full-export.ovpn --name full --replace   # same id, secrets kept"
   c "$V" export full > "$LAB_DIR/full-export.ovpn" 2>/dev/null || { echo "demo: export failed"; exit 1; }
   must vpnctl import full-export.ovpn --name full --replace
+  echo
+  echo "== Per-app VPN on wg-easy's full-tunnel file: only what 'vpnctl run' starts uses the tunnel."
+  echo "   The far host 198.18.62.1 answers with the address each request came from."
+  ft_wg_server || exit 1
+  apps_server || exit 1
+  # vpnctl and the programs see the namespace's cgroup2 tree (see apps.sh: ac).
+  arun() { shown ac 0 "$@"; }
+  must vpnctl import wg-easy.conf --name perapp
+  printf '#!/bin/sh\nexec python3 -c "import json,sys; f=sys.argv[1]; p=json.load(open(f)); p[\\"appRules\\"]={\\"mode\\": \\"include\\", \\"matches\\": [{\\"unit\\": \\"firefox.service\\"}]}; json.dump(p, open(f, \\"w\\"), indent=2)" "$1"\n' > "$LAB_DIR/apps-editor"
+  chmod 700 "$LAB_DIR/apps-editor"
+  step "EDITOR=... vpnctl edit perapp   # \"appRules\": {\"mode\": \"include\", \"matches\": [{\"unit\": \"firefox.service\"}]}"
+  c env EDITOR="$LAB_DIR/apps-editor" "$V" edit perapp || { echo "demo: edit failed"; exit 1; }
+  must vpnctl show perapp
+  arun vpnctl start perapp
+  step "curl http://198.18.62.1:8000/   # outside the rules: the ISP's route"
+  ac curl -sS -m 3 http://198.18.62.1:8000/ || { echo "demo: the curl outside the rules failed"; exit 1; }
+  arun vpnctl run perapp -- curl -sS -m 3 http://198.18.62.1:8000/
+  step "vpnctl run perapp -- sleep 3 &"; ac "$V" run perapp -- sleep 3 & apps_sleep=$!
+  sleep 0.5
+  arun vpnctl apps perapp
+  wait "$apps_sleep"
+  arun vpnctl stop perapp
   c ip route del default via 198.18.0.1 dev "${LAB}c0"
 else
   echo
