@@ -55,6 +55,12 @@ public final class IPSocket {
         if soError != 0 { throw .connect(Errno(soError)) }
     }
 
+    /// SO_MARK: the packets of this socket carry `mark` (needs CAP_NET_ADMIN).
+    public func setMark(_ mark: UInt32) throws(SocketError) {
+        var m = mark
+        if setsockopt(fd, SOL_SOCKET, SO_MARK, &m, socklen_t(MemoryLayout<UInt32>.size)) < 0 { throw .create(.current) }
+    }
+
     /// bind(2) to `address` (4 or 16 bytes); port 0 lets the kernel choose.
     public func bind(to address: [UInt8], port: UInt16) throws(SocketError) {
         if withAddress(address, port, { Glibc.bind(fd, $0, $1) }) < 0 { throw .bind(.current) }

@@ -589,6 +589,14 @@ test_host_package_removal() {
 }
 check "the .deb: dpkg -r stops the agent, its socket and vpnctl-dbus, the tunnel stays up; dpkg -i enables and starts the socket again" test_host_package_removal
 
+test_host_diag() {  #DIAG
+  hx sh -c 'cat /proc/self/cgroup; readlink /proc/self/ns/cgroup; grep cgroup /proc/self/mountinfo; ls /sys/fs/cgroup | head; cat /proc/1/cgroup' 2>&1 | sed 's/^/  diag | /'
+  hx loginctl enable-linger "$HU"; sleep 2; hx systemctl status "user@$(hx id -u "$HU").service" --no-pager 2>&1 | head -5 | sed 's/^/  diag | /'
+  hx runuser -u "$HU" -- env XDG_RUNTIME_DIR=/run/user/$(hx id -u "$HU") systemd-run --user --scope --quiet -- cat /proc/self/cgroup 2>&1 | sed 's/^/  diag | /'
+  return 1
+}
+check "diag" test_host_diag
+
 host_down
 t_end=$(date +%s)
 echo "  host lab: $((t_end - t0)) s in all"

@@ -19,11 +19,37 @@
 ADDR_ECHO_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/addr-echo.py
 CG_HOST=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
 
-ac() {
-  unshare -m --propagation private nsenter --net="/run/netns/$NS_C" sh -c '
-    mount -t sysfs none /sys && mount -t cgroup2 none /sys/fs/cgroup || exit 97
-    [ -f "$0" ] && mount --bind "$0" /etc/resolv.conf
-    exec "$@"' "$RESOLV" "$@"
+ac() { "$(ac_script)" "$@"; }
+# ac_script: ac as a script of the lab's own, for what runs it in the
+# background (its pid is the program's: each step execs the next).
+ac_script() {
+  if [ ! -x "$LAB_DIR/ac" ]; then
+    cat > "$LAB_DIR/ac" <<SH
+#!/bin/sh
+exec unshare -m --propagation private nsenter --net="/run/netns/$NS_C" sh -c '
+  mount -t sysfs none /sys && mount -t cgroup2 none /sys/fs/cgroup || exit 97
+  [ -f "$RESOLV" ] && mount --bind "$RESOLV" /etc/resolv.conf
+  exec "\$@"' sh "\$@"
+SH
+    chmod 700 "$LAB_DIR/ac"
+  fi
+  echo "$LAB_DIR/ac"
+}
+# acns CMD...: as ac, in a cgroup namespace whose root is /$LAB-ns (one level
+# down), from its cgroup /inner: what a container's supervisor sees.
+acns() {
+  if [ ! -x "$LAB_DIR/acns-inner" ]; then
+    cat > "$LAB_DIR/acns-inner" <<SH
+#!/bin/sh
+mount -t sysfs none /sys && mount -t cgroup2 none /sys/fs/cgroup || exit 97
+mkdir -p /sys/fs/cgroup/inner && echo \$\$ > /sys/fs/cgroup/inner/cgroup.procs || exit 97
+[ -f "$RESOLV" ] && mount --bind "$RESOLV" /etc/resolv.conf
+exec "\$@"
+SH
+    chmod 700 "$LAB_DIR/acns-inner"
+  fi
+  unshare -m --propagation private sh -c 'd=$0 n=$1 i=$2; shift 2; mkdir -p "$d" && echo $$ > "$d/cgroup.procs" && exec unshare -C nsenter --net="$n" "$i" "$@"' \
+    "$CG_HOST/$LAB-ns" "/run/netns/$NS_C" "$LAB_DIR/acns-inner" "$@"
 }
 ask_tcp() { ac "$@" curl -s -m 3 "http://$( [[ $ADDR == *:* ]] && echo "[$ADDR]" || echo "$ADDR"):8000/"; }
 ask_udp() {
@@ -67,7 +93,7 @@ apps_underlay() {
   defer c sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
   # A cgroup the profile matches by path, and a program placed in it by the test.
   mkdir "$CG_HOST/$LAB-apps" || return 1
-  defer rmdir "$CG_HOST/$LAB-apps"
+  defer apps_cgroup_gone "$CG_HOST/$LAB-apps"
   APPS_BEFORE=$(c ip route show; c ip -6 route show; c ip rule show; c ip -6 rule show)
 }
 
@@ -97,6 +123,15 @@ apps_seen() {  # apps_seen NAME: what the capture holds (stopped first)
   local pid; eval "pid=\$APPS_CAP_$1"
   sleep 0.3; stop_pid "$pid"
   tcpdump -r "$T/$1.pcap" -n 2>/dev/null
+}
+
+# apps_cgroup_gone DIR: the test's cgroup DIR removed, after ending (by pid)
+# what of the test still runs in it (a supervisor a failed check left).
+apps_cgroup_gone() {
+  local p
+  for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do stop_pid "$p"; done
+  find "$1" -depth -type d -exec rmdir {} + 2>/dev/null
+  [ ! -e "$1" ] || echo "  cgroup $1 could not be removed"
 }
 
 apps_left() {
@@ -200,7 +235,7 @@ test_apps_user_run() {
   apps_underlay && apps_profile userapps include || return 1
   agent_set_policy userapps "{\"users\":[\"${LAB}u1\"]}" || return 1
   defer agent_lab_down
-  AGL_IN=ac agent_lab_up || return 1
+  AGL_IN=$(ac_script) agent_lab_up || return 1
   local u1=${LAB}u1 u2=${LAB}u2
   uac() { local u=$1; shift; ac runuser -u "$u" -- env -u VPNCTL_CONFIG_DIR VPNCTL_RUN_DIR="$VPNCTL_RUN_DIR" "$AGL_V" "$@"; }
   expect_ok "start by $u1" uac "$u1" start userapps --timeout 10 || return 1
@@ -215,6 +250,25 @@ test_apps_user_run() {
   apps_left
 }
 
+# A supervisor in a cgroup namespace (a container) sees paths from the
+# namespace's root, while nft counted levels from the tree's until Linux 6.11
+# (nft_socket now adds the namespace's depth itself): it measures the
+# difference with a probe, and the rules match either way.
+test_apps_cgroup_namespace() {
+  apps_underlay && apps_profile nsapps include || return 1
+  defer apps_cgroup_gone "$CG_HOST/$LAB-ns"
+  expect_ok "start in a cgroup namespace" acns "$V" start nsapps --timeout 10 || return 1
+  # Kernels before 6.11 count from the tree's root (1 here); later ones from the loader's namespace (0).
+  expect_match "the supervisor measured the namespace" "cgroup namespace: its root is [01] levels below the tree's" \
+    "$(cat "$VPNCTL_RUN_DIR"/logs/*.log)" || return 1
+  expect_eq "under vpnctl run in the namespace: the tunnel" 198.19.12.2 \
+    "$(acns "$V" run nsapps -- curl -s -m 3 http://198.18.62.1:8000/ | tr -d '\n')" || return 1
+  expect_eq "outside the rules in the namespace: the underlay" 198.18.0.2 \
+    "$(acns curl -s -m 3 http://198.18.62.1:8000/ | tr -d '\n')" || return 1
+  expect_ok "stop" acns "$V" stop nsapps || return 1
+  apps_left
+}
+
 apps_tests() {
   if ! command -v nsenter >/dev/null || ! command -v unshare >/dev/null; then skip "per-app tests: nsenter/unshare missing"; return 0; fi
   [ -n "$CG_HOST" ] || { skip "per-app tests: cgroup2 is not mounted"; return 0; }
@@ -222,5 +276,6 @@ apps_tests() {
   lab_check "apps: include: only vpnctl run's programs (and their children, a matched cgroup, a process added by --pid) use the tunnel, over TCP, UDP, IPv4, IPv6 and DNS (captures); strict rp_filter; all undone" test_apps_include
   lab_check "apps: include with the kill switch: the matched programs through the tunnel or nowhere, the others untouched" test_apps_include_killswitch
   lab_check "apps: a user's vpnctl run goes through the agent (only their own processes, only with the policy's start right)" test_apps_user_run
+  lab_check "apps: in a cgroup namespace (as in a container) the supervisor measures the namespace's depth with an nft probe, and the rules match" test_apps_cgroup_namespace
   lab_check "apps: exclude with the kill switch: vpnctl run's programs go around the tunnel (TCP, UDP, IPv4, IPv6, DNS to the network's server), everyone else through it (captures); supervisor SIGKILL then stop leaves nothing" test_apps_exclude
 }

@@ -1731,9 +1731,12 @@ for ns in "${lab_netns[@]}"; do grep -qx "$ns" <<<"$netns" && left+=" namespace 
 for sock in "${lab_socks[@]}"; do [ -e "$sock" ] && left+=" socket $sock"; done
 [ -n "$links" ] && left+=" link(s) in this namespace:$(echo $links)"
 [ -n "$procs" ] && left+=" process(es): $procs"
+for cg in $(awk '$3 == "cgroup2" {print $2}' /proc/mounts); do
+  for d in "$cg/$LAB"-*; do [ -e "$d" ] && left+=" cgroup $d"; done
+done
 [ -e "$lab_dir" ] && left+=" directory $lab_dir"
 id "$PLUG_USER" >/dev/null 2>&1 && left+=" user $PLUG_USER"
 [ -n "$PLUG_BIN" ] && [ -e "$PLUG_BIN" ] && left+=" directory $PLUG_BIN"
-[ -z "$left" ] && pass "lab teardown leaves no namespace, link, socket, process or file" || fail "lab teardown left:$left"
+[ -z "$left" ] && pass "lab teardown leaves no namespace, link, socket, process, cgroup or file" || fail "lab teardown left:$left"
 echo "# lab tests that ran: $TEST_N (each on its own store), plus the teardown check"
 summary lab

@@ -26,6 +26,8 @@ public final class AppSession {
     public private(set) var ownedCgroup: String?
     /// Exclude mode: the underlay's own DNS servers, before the tunnel's.
     var underlayDNS: [String] = []
+    /// What nft's levels add to the paths' own (a cgroup namespace's depth).
+    var levelOffset = 0
 
     public init(profile: Profile, rules: AppRules, tree: CgroupTree, system: TunnelSystem, killSwitch: KillSwitch,
                 mayStart: @escaping (UInt32) -> Bool, log: @escaping (String) -> Void) {
@@ -60,6 +62,7 @@ public final class AppSession {
     /// provider starts (`end` takes them away, after a failure too).
     public func install() throws {
         underlayDNS = AppSession.nameservers(ResolvConf.systemPath)
+        levelOffset = try CgroupLevels.offset(tree: tree, firewall: killSwitch.firewall, log: log)
         if !AppRouting.systemdManagesCgroups {
             let owned = AppRouting.ownedCgroup(for: profile.id)
             try tree.makeDirectory(owned)
@@ -85,7 +88,7 @@ public final class AppSession {
         let now = AppRouting.covered(rules, profile: profile, tree: tree, mayStart: mayStart)
         covered = now
         killSwitch.updateApps { m in
-            m.cgroups = now.compactMap { p in tree.nftPath(p).map { AppMarking.Cgroup(level: CgroupTree.level(p), nftPath: $0) } }
+            m.cgroups = now.compactMap { p in tree.nftPath(p).map { AppMarking.Cgroup(level: CgroupTree.level(p) + levelOffset, nftPath: $0) } }
         }
     }
 

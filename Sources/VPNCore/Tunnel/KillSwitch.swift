@@ -202,6 +202,12 @@ public enum TunnelBypass {
 public protocol FirewallPort: AnyObject {
     func run(_ script: String) throws
     func tableExists(_ table: String) -> Bool
+    /// `nft list table inet TABLE` (its rules and counters), or nil.
+    func list(_ table: String) -> String?
+}
+
+extension FirewallPort {
+    public func list(_ table: String) -> String? { nil }
 }
 
 public final class NftFirewall: FirewallPort {
@@ -230,6 +236,11 @@ public final class NftFirewall: FirewallPort {
     public func tableExists(_ table: String) -> Bool {
         (try? Command.run(program, [program, "list", "table", "inet", table]))?.succeeded ?? false
     }
+
+    public func list(_ table: String) -> String? {
+        guard let r = try? Command.run(program, [program, "list", "table", "inet", table]), r.succeeded else { return nil }
+        return r.output
+    }
 }
 
 /// One profile's kill switch, run by its supervisor: in place before the
@@ -238,7 +249,7 @@ public final class NftFirewall: FirewallPort {
 /// supervisor on a user's stop) removes it.
 public final class KillSwitch {
     public private(set) var rules: KillSwitchRules
-    let firewall: FirewallPort
+    public let firewall: FirewallPort
     let excludeLocal: Bool
     let enforceRoutes: Bool
     let log: (String) -> Void
