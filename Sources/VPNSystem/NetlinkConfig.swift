@@ -101,8 +101,10 @@ extension NetlinkRouteSocket {
 
     /// Adds an address ("10.0.0.2/32", "fd00::2/64"). IPv6 gets IFA_F_NODAD,
     /// or it stays tentative. The corresponding libnl call is rtnl_addr_add().
-    public func addAddress(_ cidr: String, ifindex: Int32) throws {
-        try changeAddress(cidr, ifindex: ifindex, add: true)
+    /// `noPrefixRoute`: IFA_F_NOPREFIXROUTE, the kernel adds no route to
+    /// the address's subnet (app rules route the tunnel in a table of its own).
+    public func addAddress(_ cidr: String, ifindex: Int32, noPrefixRoute: Bool = false) throws {
+        try changeAddress(cidr, ifindex: ifindex, add: true, noPrefixRoute: noPrefixRoute)
     }
 
     /// The corresponding libnl call is rtnl_addr_delete().
@@ -110,7 +112,7 @@ extension NetlinkRouteSocket {
         try changeAddress(cidr, ifindex: ifindex, add: false)
     }
 
-    func changeAddress(_ cidr: String, ifindex: Int32, add: Bool) throws {
+    func changeAddress(_ cidr: String, ifindex: Int32, add: Bool, noPrefixRoute: Bool = false) throws {
         let local = try parseAddress(cidr)
         defer { nl_addr_put(local) }
         guard let addr = rtnl_addr_alloc() else { throw NetlinkError("allocate address", code: NLE_NOMEM) }
@@ -120,6 +122,7 @@ extension NetlinkRouteSocket {
         var r = rtnl_addr_set_local(addr, local)
         if r < 0 { throw NetlinkError("set address \(cidr)", code: r) }
         if nl_addr_get_family(local) == AF_INET6 { rtnl_addr_set_flags(addr, UInt32(IFA_F_NODAD)) }
+        if noPrefixRoute { rtnl_addr_set_flags(addr, UInt32(IFA_F_NOPREFIXROUTE)) }
         r = add ? rtnl_addr_add(handle, addr, 0) : rtnl_addr_delete(handle, addr, 0)
         if r < 0 && !(add == false && (r == -NLE_OBJ_NOTFOUND || r == -NLE_NOADDR)) {
             throw NetlinkError("\(add ? "add" : "delete") address \(cidr)", code: r)

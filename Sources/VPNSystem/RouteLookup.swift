@@ -17,14 +17,17 @@ public struct RouteDecision: Equatable, Sendable {
 
 public enum RouteLookup {
     /// Returns nil when the kernel has no route (ENETUNREACH and friends).
-    public static func route(to address: [UInt8]) throws -> RouteDecision? {
+    /// `mark`: the route a packet with that mark takes (RTA_MARK), as policy
+    /// routing by mark chooses it.
+    public static func route(to address: [UInt8], mark: UInt32? = nil) throws -> RouteDecision? {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
         if fd < 0 { throw SystemError("open", path: "netlink socket", errno: .current) }
         defer { close(fd) }
         let family: UInt8 = address.count == 16 ? UInt8(AF_INET6) : UInt8(AF_INET)
         // nlmsghdr (16) + rtmsg (12) + rtattr RTA_DST (4 + len, aligned)
         let attrLen = 4 + address.count
-        let total = 16 + 12 + ((attrLen + 3) & ~3)
+        let dstEnd = 16 + 12 + ((attrLen + 3) & ~3)
+        let total = dstEnd + (mark == nil ? 0 : 8)
         var msg = [UInt8](repeating: 0, count: total)
         func put32(_ v: UInt32, at o: Int) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<4 { msg[o + i] = $0[i] } } }
         func put16(_ v: UInt16, at o: Int) { withUnsafeBytes(of: v.littleEndian) { for i in 0..<2 { msg[o + i] = $0[i] } } }
@@ -37,6 +40,11 @@ public enum RouteLookup {
         put16(UInt16(attrLen), at: 28)
         put16(1 /* RTA_DST */, at: 30)
         for (i, b) in address.enumerated() { msg[32 + i] = b }
+        if let mark {
+            put16(8, at: dstEnd)
+            put16(16 /* RTA_MARK */, at: dstEnd + 2)
+            put32(mark, at: dstEnd + 4)
+        }
         var sa = sockaddr_nl()
         sa.nl_family = sa_family_t(AF_NETLINK)
         let sent = msg.withUnsafeBytes { buf in

@@ -156,6 +156,9 @@ test_apps_include() {
   ADDR=198.18.62.1 path_is "IPv4 under vpnctl run: the tunnel" 198.19.12.2 "$V" run inapps -- || return 1
   ADDR=2001:2:62::1 path_is "IPv6 outside the rules: the underlay" 2001:2::2 || return 1
   ADDR=2001:2:62::1 path_is "IPv6 under vpnctl run: the tunnel" 2001:2:12::2 "$V" run inapps -- || return 1
+  expect_ok "verify" ac "$V" verify inapps --probe http://198.18.62.1:8000/ || return 1
+  expect_contains "verify proves a matched program's path" "verdict: path proven" "$OUT" || return 1
+  expect_contains "verify says how" "include: the probe carries the rules' mark" "$OUT" || return 1
   expect_eq "a child of the program follows it" 198.19.12.2 \
     "$(ac "$V" run inapps -- sh -c 'curl -s -m 3 http://198.18.62.1:8000/' | tr -d '\n')" || return 1
   # The cgroup matched by path: a program the test puts there.

@@ -70,6 +70,12 @@ public enum AppRouting {
         return unique.filter { p in !unique.contains { $0 != p && CgroupTree.isWithin(p, $0) } }.sorted()
     }
 
+    /// The subnets of a tunnel's addresses ("198.19.12.2/24" is 198.19.12.0/24;
+    /// a /32 or /128 has none).
+    public static func subnets(of addresses: [String]) -> [String] {
+        addresses.compactMap(CIDR.init).filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description }
+    }
+
     /// The uid whose user manager (`user@UID.service`) a cgroup is under, if any.
     public static func userManager(of path: String) -> UInt32? {
         for part in path.split(separator: "/") where part.hasPrefix("user@") && part.hasSuffix(".service") {
@@ -114,7 +120,9 @@ public struct AppMarking: Equatable, Sendable {
     func render(tunnel: String?, killSwitch: Bool) -> [String] {
         let m = hexMark
         var out = ["\tchain apps_mark {", "\t\ttype route hook output priority mangle; policy accept;",
-                   // A socket with a mark of its own (a provider's, the kill switch's) is left alone.
+                   // A socket that carries the mark itself (verify's probe) gets its connections marked too;
+                   // one with a mark of its own (a provider's) is left alone.
+                   "\t\tmeta mark \(m) ct mark set \(m) return",
                    "\t\tmeta mark != 0 return"]
         for c in cgroups {
             out.append("\t\tsocket cgroupv2 level \(c.level) \"\(c.nftPath)\" meta mark set \(m) ct mark set \(m)")

@@ -74,8 +74,9 @@ public final class AppSession {
             installedRules.append(rule)
             log("[#] rule \(rule.description)")
         }
-        // Reverse-path filtering looks a reply up with its mark.
-        for file in [AppSession.srcValidMark] where AppSession.readSysctl(file) == "0" {
+        // Strict reverse-path filtering must look a reply up with its mark
+        // (loose filtering, systemd's default, passes it anyway).
+        for file in [AppSession.srcValidMark] where AppSession.strictReversePathFilter() && AppSession.readSysctl(file) == "0" {
             try AppSession.writeSysctl(file, "1")
             sysctls.append(file)
             log("[#] sysctl \(String(file.dropFirst(10).map { $0 == "/" ? "." : $0 })) = 1")
@@ -131,6 +132,13 @@ public final class AppSession {
                 log("[*] cgroup \(owned) kept: programs still run in it (they use no tunnel now)")
             }
         }
+    }
+
+    /// Whether rp_filter is strict (1) for any interface here (the kernel
+    /// uses the higher of `all` and the interface's own).
+    static func strictReversePathFilter() -> Bool {
+        let dir = "/proc/sys/net/ipv4/conf"
+        return ((try? FileSystem.listAll(dir)) ?? ["all"]).contains { readSysctl("\(dir)/\($0)/rp_filter") == "1" }
     }
 
     static func readSysctl(_ path: String) -> String? {

@@ -138,6 +138,7 @@ public final class SettingsApplier {
     /// Everything in `settings`, withdrawing what an earlier apply had and
     /// this one has not; the DNS last.
     public func apply(_ settings: TunnelNetworkSettings) throws {
+        let settings = withSubnets(settings)
         try transaction {
             withdraw(keeping: settings)
             try addInterface(settings)
@@ -186,7 +187,8 @@ public final class SettingsApplier {
     func addInterface(_ settings: TunnelNetworkSettings) throws {
         for a in settings.addresses {
             do {
-                try system.addAddress(a, ifindex: ifindex)
+                // App rules: the subnet is routed only in the tunnel's table, like every other route of it.
+                if routeTable != nil { try system.addAddressWithoutPrefixRoute(a, ifindex: ifindex) } else { try system.addAddress(a, ifindex: ifindex) }
                 log("[#] address \(a) dev \(interface)")
             } catch let e as NetlinkError where e.alreadyExists {
                 // Added again after a reconnect took nothing away.
@@ -232,7 +234,17 @@ public final class SettingsApplier {
     /// Excluded routes first (so that nothing meant to stay out is ever
     /// routed in), then the tunnel's own (all or nothing).
     public func applyRoutes(_ settings: TunnelNetworkSettings) throws {
+        let settings = withSubnets(settings)
         try transaction { try addRoutes(settings) }
+    }
+
+    /// App rules: the addresses bring no prefix route (see addInterface), so
+    /// their subnets are routes of the tunnel's table like the others.
+    func withSubnets(_ settings: TunnelNetworkSettings) -> TunnelNetworkSettings {
+        guard routeTable != nil else { return settings }
+        var s = settings
+        for prefix in AppRouting.subnets(of: s.addresses) where !s.routes.contains(prefix) { s.routes.append(prefix) }
+        return s
     }
 
     func addRoutes(_ settings: TunnelNetworkSettings) throws {

@@ -33,6 +33,8 @@ public protocol TunnelSystem: AnyObject {
     func socketPair() throws -> (Int32, Int32)
     func ifindex(_ name: String) throws -> Int32
     func addAddress(_ cidr: String, ifindex: Int32) throws
+    /// The address without the kernel's route to its subnet.
+    func addAddressWithoutPrefixRoute(_ cidr: String, ifindex: Int32) throws
     func deleteAddress(_ cidr: String, ifindex: Int32) throws
     func setMTU(_ name: String, _ mtu: Int) throws
     func setUp(_ name: String) throws
@@ -67,6 +69,7 @@ extension TunnelSystem {
     public func changeMarkRule(_ rule: MarkRule, add: Bool) throws {
         throw SystemError("change a routing rule", path: rule.description, errno: Errno(EOPNOTSUPP))
     }
+    public func addAddressWithoutPrefixRoute(_ cidr: String, ifindex: Int32) throws { try addAddress(cidr, ifindex: ifindex) }
 }
 
 extension TunnelSystem {
@@ -161,6 +164,9 @@ public final class KernelTunnelSystem: TunnelSystem {
     }
 
     public func addAddress(_ cidr: String, ifindex: Int32) throws { try netlink.addAddress(cidr, ifindex: ifindex) }
+    public func addAddressWithoutPrefixRoute(_ cidr: String, ifindex: Int32) throws {
+        try netlink.addAddress(cidr, ifindex: ifindex, noPrefixRoute: true)
+    }
     public func deleteAddress(_ cidr: String, ifindex: Int32) throws { try netlink.deleteAddress(cidr, ifindex: ifindex) }
     public func setMTU(_ name: String, _ mtu: Int) throws {
         guard (68...65535).contains(mtu) else {

@@ -6,13 +6,17 @@ import VPNSystem
 
 /// A bounded TCP connect, optionally followed by an HTTP/1.0 GET.
 public enum TCPProbe {
-    public static func run(address: IPAddress, port: Int, httpPath: String?, host: String, timeoutMs: Int32) -> (ok: Bool, detail: String) {
+    /// `mark`: the probe's socket carries it (SO_MARK), as a program under
+    /// include-mode app rules has its packets marked.
+    public static func run(address: IPAddress, port: Int, httpPath: String?, host: String, timeoutMs: Int32,
+                           mark: UInt32? = nil) -> (ok: Bool, detail: String) {
         let started = monotonicMilliseconds()
         let deadline = started + Int64(timeoutMs)
         let target = address.isIPv6 ? "[\(address)]:\(port)" : "\(address):\(port)"
         let socket: IPSocket
         do throws(SocketError) {
             socket = try IPSocket(ipv6: address.isIPv6, .tcp)
+            if let mark { try socket.setMark(mark) }
             try socket.connect(to: address.bytes, port: UInt16(port), deadlineMs: deadline)
         } catch {
             switch error {

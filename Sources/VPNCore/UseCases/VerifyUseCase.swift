@@ -40,6 +40,12 @@ public struct VerifyCheck: Codable, Equatable, Sendable {
     public let name: String
     public let ok: Bool
     public let detail: String
+
+    public init(name: String, ok: Bool, detail: String) {
+        self.name = name
+        self.ok = ok
+        self.detail = detail
+    }
 }
 
 public enum VerifyVerdict: String, Codable, Sendable {
@@ -62,6 +68,11 @@ public enum VerifyVerdict: String, Codable, Sendable {
 public struct VerifyReport: Codable, Equatable, Sendable {
     public let verdict: VerifyVerdict
     public let checks: [VerifyCheck]
+
+    /// The same report with one more line that changes no verdict.
+    public func noting(_ check: VerifyCheck) -> VerifyReport {
+        VerifyReport(verdict: verdict, checks: checks + [check])
+    }
 }
 
 /// What `verify` asks of the system; a fake answers in tests.
@@ -169,7 +180,11 @@ public struct VerifyUseCase {
 
 /// The live system: rtnetlink for links and routes, getaddrinfo, a TCP probe.
 public struct KernelVerifySystem: VerifySystem {
-    public init() {}
+    /// Include-mode app rules: routes are looked up, and the probe sent, with
+    /// the rules' mark (what a matched program's packets carry).
+    public var mark: UInt32?
+
+    public init(mark: UInt32? = nil) { self.mark = mark }
 
     public func link(named name: String) throws -> (index: Int32, isUp: Bool)? {
         let link: LinkRecord?
@@ -182,13 +197,13 @@ public struct KernelVerifySystem: VerifySystem {
     }
 
     public func route(to address: IPAddress) throws -> RouteDecision? {
-        do { return try RouteLookup.route(to: address.bytes) } catch { throw KernelVerifySystem.mapped(error) }
+        do { return try RouteLookup.route(to: address.bytes, mark: mark) } catch { throw KernelVerifySystem.mapped(error) }
     }
 
     public func resolve(_ host: String) -> IPAddress? { Resolver.firstAddress(host) }
 
     public func probe(_ target: ProbeTarget, address: IPAddress, timeoutMs: Int32) -> (ok: Bool, detail: String) {
-        TCPProbe.run(address: address, port: target.port, httpPath: target.path, host: target.host, timeoutMs: timeoutMs)
+        TCPProbe.run(address: address, port: target.port, httpPath: target.path, host: target.host, timeoutMs: timeoutMs, mark: mark)
     }
 
     /// A refused netlink request is a permission problem (exit 11), not a failure.

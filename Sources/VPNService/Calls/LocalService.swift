@@ -113,8 +113,15 @@ public final class LocalService: TunnelService {
         }
         let p = try profile(reference)
         let status = try controller.derive(p)
-        let report = try VerifyUseCase().verify(status, probe: target, timeoutSeconds: timeout, dnsName: dns,
-                                                probeOffTunnel: access.mayProbeOffTunnel)
+        // Include-mode app rules: the path of a matched program, which carries the rules' mark.
+        let mark = status.record?.apps.flatMap { $0.mode == .include ? $0.mark : nil }
+        var report = try VerifyUseCase(system: KernelVerifySystem(mark: mark)).verify(status, probe: target, timeoutSeconds: timeout,
+                                                                                        dnsName: dns, probeOffTunnel: access.mayProbeOffTunnel)
+        if let apps = status.record?.apps {
+            report = report.noting(VerifyCheck(name: "app rules", ok: true, detail: apps.mode == .include
+                ? L("include: the probe carries the rules' mark, as a matched program's packets do; programs outside the rules do not use the tunnel")
+                : L("exclude: the probe is outside the rules, as every program but the matched ones; the matched programs go around the tunnel")))
+        }
         return VerifyAnswer(profile: p.name, probe: probe, report: report)
     }
 
