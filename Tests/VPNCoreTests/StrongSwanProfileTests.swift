@@ -105,7 +105,7 @@ import Testing
             ("\"block-ipv4\": true,", "\"excluded\": \"192.168.1.0/24\", \"block-ipv4\": true,", "split-tunneling.excluded (192.168.1.0/24)"),
             ("\"block-ipv6\": true", "\"block-ipv6\": false", "split-tunneling.block-ipv4 without block-ipv6"),
             ("\"addr\": \"198.18.0.1\",", "\"addr\": \"198.18.0.1\", \"port\": 4500,", "remote.port 4500"),
-            ("\"nat-keepalive\": 45", "\"nat-keepalive\": 45, \"included-apps\": [\"org.example\"]", "included-apps: per-app VPN"),
+            ("\"nat-keepalive\": 45", "\"nat-keepalive\": 45, \"included-apps\": [\"org.example\"]", "included-apps: names Android apps by package"),
             ("\"eap_id\": \"bob\"", "\"eap_id\": \"bob\", \"pin\": \"1\"", "local.'pin': a key vpnctl does not know"),
             ("\"nat-keepalive\": 45", "\"nat-keepalive\": 45, \"ike-proposal\": \"aes256-sha256\"", "ike-proposal 'aes256-sha256'"),
             ("\"nat-keepalive\": 45", "\"nat-keepalive\": 45, \"mtu\": 9000", "mtu 9000 is not a number from 1280 to 1500"),

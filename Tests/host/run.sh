@@ -596,6 +596,9 @@ test_host_apps() {
   ip netns exec "$NS_S" python3 "$HERE/../lab/addr-echo.py" 198.19.0.1 > "$LAB_DIR/host-echo.out" 2>&1 &
   local echo=$!; LAB_PIDS+=($echo); defer stop_pid "$echo"
   wait_for "the echo server" 5 grep -q listening "$LAB_DIR/host-echo.out" || return 1
+  # The container has python3 and no curl: lab-get URL prints the body.
+  printf '#!/usr/bin/python3\nimport sys, urllib.request\nsys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=3).read().decode())\n' \
+    > "$HOST_MERGED/usr/local/bin/lab-get" && chmod 0755 "$HOST_MERGED/usr/local/bin/lab-get" || return 1
   expect_ok "import" vx import /root/office.conf --name perapp || return 1
   defer vx remove perapp
   expect_ok "app rules" host_edit perapp '/^  "id" : /a\  "appRules" : { "mode" : "include", "matches" : [ { "unit" : "never-started.service" } ] },' || return 1
@@ -605,20 +608,29 @@ test_host_apps() {
   defer hx loginctl disable-linger "$HU"
   wait_for "user@$uid.service" 15 sh -c "[ \"\$(nsenter -t $HOST_LEADER -m -u -i -n -p -C -- systemctl is-active user@$uid.service)\" = active ]" || return 1
   # Strict reverse-path filtering, as many hosts set it: the agent's sandbox lets vpnctl turn on src_valid_mark.
-  hx sysctl -qw net.ipv4.conf.all.rp_filter=1
-  defer hx sysctl -qw net.ipv4.conf.all.rp_filter=2
+  # (Set from outside, in the lab's namespace the container runs in: its own /proc/sys is read-only.)
+  local rp; rp=$(c cat /proc/sys/net/ipv4/conf/all/rp_filter)
+  expect_ok "strict rp_filter" c sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/rp_filter' || return 1
+  defer c sh -c "echo $rp > /proc/sys/net/ipv4/conf/all/rp_filter"
   expect_ok "start by $HU (through the agent)" hu "$HU" vpnctl start perapp || return 1
-  expect_eq "src_valid_mark while it runs" 1 "$(hx cat /proc/sys/net/ipv4/conf/all/src_valid_mark)" || return 1
+  expect_eq "src_valid_mark while it runs" 1 "$(hx cat /proc/sys/net/ipv4/conf/all/src_valid_mark)" || {
+    echo "  rp_filter: $(hx cat /proc/sys/net/ipv4/conf/all/rp_filter)"; hx sh -c 'cat /var/log/vpnctl/*.log /run/vpnctl/logs/*.log 2>/dev/null' | grep -E "sysctl|rule|cgroup" | sed 's/^/  log | /'; return 1; }
   uvx() { hx runuser -u "$HU" -- env HOME=/ XDG_RUNTIME_DIR="/run/user/$uid" "$@"; }
   expect_eq "$HU's vpnctl run (systemd-run --user --scope): the tunnel" 198.19.0.2 \
-    "$(uvx vpnctl run perapp -- curl -s -m 3 http://198.19.0.1:8000/ | tr -d '\n')" || return 1
-  expect_eq "$HU outside the rules: the underlay" 198.18.0.2 "$(uvx curl -s -m 3 http://198.19.0.1:8000/ | tr -d '\n')" || return 1
+    "$(uvx vpnctl run perapp -- lab-get http://198.19.0.1:8000/ 2>&1 | tr -d '\n')" || return 1
+  expect_eq "$HU outside the rules: the underlay" 198.18.0.2 "$(uvx lab-get http://198.19.0.1:8000/ 2>&1 | tr -d '\n')" || return 1
   expect_eq "root's vpnctl run (systemd-run --scope): the tunnel" 198.19.0.2 \
-    "$(vx run perapp -- curl -s -m 3 http://198.19.0.1:8000/ | tr -d '\n')" || return 1
-  uvx vpnctl run perapp -- sleep 4 > /dev/null 2>&1 &
+    "$(vx run perapp -- lab-get http://198.19.0.1:8000/ 2>&1 | tr -d '\n')" || return 1
+  uvx vpnctl run perapp -- sleep 4 > "$LAB_DIR/host-sleep.out" 2>&1 &
   local sleeper=$!; defer stop_pid "$sleeper"
-  wait_for "the scope's sleep under the rules" 10 sh -c "nsenter -t $HOST_LEADER -m -u -i -n -p -C -- vpnctl apps perapp --json | grep -q '\"command\":\"sleep 4\"'" || return 1
-  expect_ok "apps --json" vx apps perapp --json || return 1
+  local i
+  for i in $(seq 1 40); do
+    vx apps perapp --json > "$LAB_DIR/host-apps.json" 2>&1
+    grep -q '"command":"sleep 4"' "$LAB_DIR/host-apps.json" && break
+    sleep 0.25
+  done
+  OUT=$(cat "$LAB_DIR/host-apps.json")
+  expect_contains "apps --json lists the scope's sleep" '"command":"sleep 4"' "$OUT$(cat "$LAB_DIR/host-sleep.out")" || return 1
   expect_match "the sleep's cgroup: a scope of the profile's slice under $HU's manager" \
     "\"cgroup\":\"/user.slice/user-$uid.slice/user@$uid.service/vpnctl.slice/vpnctl-[0-9a-f]{12}.slice/run-[^\"]*.scope\"" "$OUT" || return 1
   wait "$sleeper"

@@ -324,7 +324,7 @@ public enum MobileConfig {
                 if type == MobileConfig.vpnType {
                     if let item = readVPN(p, label) { items.append(item) }
                 } else if type == "com.apple.vpn.managed.applayer" {
-                    problems.append(L("\(label): per-app VPN (com.apple.vpn.managed.applayer) is not supported; vpnctl routes whole hosts"))
+                    problems.append(L("\(label): per-app VPN (com.apple.vpn.managed.applayer) names apps by Apple bundle identifier, which no Linux program has: import a com.apple.vpn.managed payload, then give the profile appRules (systemd units or cgroups) with 'vpnctl edit'"))
                 } else if !MobileConfig.trustTypes.contains(type) && type != MobileConfig.identityType {
                     notes.append("\(label): a \(type.quotedForMessage) payload is not imported (vpnctl takes VPN, certificate and identity payloads)")
                 }

@@ -289,7 +289,7 @@ public enum StrongSwanProfile {
             }
             for key in ["included-apps", "excluded-apps"] {
                 guard let apps = value({ try r.optional(key)?.stringArray() }), !apps.isEmpty else { continue }
-                problems.append(L("\(key): per-app VPN is not supported; vpnctl routes the whole host"))
+                problems.append(L("\(key): names Android apps by package, which no Linux program has: import without it, then give the profile appRules (systemd units or cgroups) with 'vpnctl edit'"))
             }
         }
 
