@@ -148,6 +148,7 @@ bench: build
 	bash Benchmarks/dbus.sh build/vpnctl
 	bash Benchmarks/ondemand.sh build/vpnctl
 	bash Benchmarks/ikev2.sh build/vpnctl
+	bash Benchmarks/apps.sh build/vpnctl
 
 # Not in CI: SOAK_CYCLES (default 1000) start/stop cycles with fd and RSS
 # samples, concurrent status readers, and a check that nothing is left.

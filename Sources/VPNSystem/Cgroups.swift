@@ -80,15 +80,33 @@ public struct CgroupTree: Sendable {
         var found: [String] = [], stack = ["/"], visited = 0
         while let path = stack.popLast(), visited < limit {
             visited += 1
-            guard let names = try? FileSystem.listAll(directory(path)) else { continue }
-            for name in names.sorted().reversed() {
+            for name in subdirectories(of: path).reversed() {
                 let child = path == "/" ? "/" + name : path + "/" + name
-                var st = stat()
-                guard lstat(directory(child), &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { continue }
                 if matches(name) { found.append(child) } else { stack.append(child) }
             }
         }
         return found.sorted()
+    }
+
+    /// The names of a cgroup's child cgroups: the directories among its
+    /// entries, told by readdir's d_type (a cgroup holds some 50 control
+    /// files, none of which needs a stat).
+    public func subdirectories(of path: String) -> [String] {
+        guard let dir = opendir(directory(path)) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let type = entry.pointee.d_type
+            guard type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name == "." || name == ".." { continue }
+            if type == UInt8(DT_UNKNOWN) {
+                var st = stat()
+                guard lstat(directory(path == "/" ? "/" + name : path + "/" + name), &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { continue }
+            }
+            names.append(name)
+        }
+        return names.sorted()
     }
 
     /// Makes a cgroup (and its parents) owned by root; one that exists is fine.
@@ -126,11 +144,7 @@ public struct CgroupTree: Sendable {
             if let bytes = try? FileSystem.readFileIfPresent(directory(p) + "/cgroup.procs", limit: 1 << 22) {
                 pids += String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { pid_t($0) }
             }
-            for name in (try? FileSystem.listAll(directory(p))) ?? [] {
-                var st = stat()
-                let child = p == "/" ? "/" + name : p + "/" + name
-                if lstat(directory(child), &st) == 0, st.st_mode & S_IFMT == S_IFDIR { stack.append(child) }
-            }
+            for name in subdirectories(of: p) { stack.append(p == "/" ? "/" + name : p + "/" + name) }
         }
         return pids.sorted()
     }

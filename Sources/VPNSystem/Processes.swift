@@ -172,15 +172,20 @@ extension Processes {
 
 extension Processes {
     /// The user a process runs as: its uid when the real, effective and
-    /// saved uids agree; 0 (root's) when they differ (a setuid program);
+    /// saved uids agree, and its gids do; 0 (root's) when they differ (a
+    /// set-uid or set-gid program);
     /// nil when there is no such process.
     public static func owner(of pid: Int32) -> UInt32? {
         guard pid > 0, let bytes = try? FileSystem.readFileIfPresent("/proc/\(pid)/status", followSymlinks: true) else { return nil }
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Uid:") {
-            let ids = line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).prefix(3).compactMap { UInt32($0) }
-            guard ids.count == 3 else { return nil }
-            return ids.allSatisfy { $0 == ids[0] } ? ids[0] : 0
+        func ids(_ key: String) -> [UInt32]? {
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix(key) {
+                let v = line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).prefix(3).compactMap { UInt32($0) }
+                return v.count == 3 ? v : nil
+            }
+            return nil
         }
-        return nil
+        guard let uids = ids("Uid:"), let gids = ids("Gid:") else { return nil }
+        // A set-uid or set-gid program is root's, whoever started it.
+        return uids.allSatisfy { $0 == uids[0] } && gids.allSatisfy { $0 == gids[0] } ? uids[0] : 0
     }
 }

@@ -11,12 +11,13 @@ public enum SocketError: Error, Equatable, CustomStringConvertible, Sendable {
     case connect(Errno)
     case send(Errno)
     case receive(Errno)
+    case option(Errno)
     case timedOut
 
     /// The errno's text alone (callers name the step and the peer).
     public var description: String {
         switch self {
-        case .create(let e), .bind(let e), .connect(let e), .send(let e), .receive(let e): return e.description
+        case .create(let e), .bind(let e), .connect(let e), .send(let e), .receive(let e), .option(let e): return e.description
         case .timedOut: return "timed out"
         }
     }
@@ -58,7 +59,7 @@ public final class IPSocket {
     /// SO_MARK: the packets of this socket carry `mark` (needs CAP_NET_ADMIN).
     public func setMark(_ mark: UInt32) throws(SocketError) {
         var m = mark
-        if setsockopt(fd, SOL_SOCKET, SO_MARK, &m, socklen_t(MemoryLayout<UInt32>.size)) < 0 { throw .create(.current) }
+        if setsockopt(fd, SOL_SOCKET, SO_MARK, &m, socklen_t(MemoryLayout<UInt32>.size)) < 0 { throw .option(.current) }
     }
 
     /// bind(2) to `address` (4 or 16 bytes); port 0 lets the kernel choose.

@@ -69,7 +69,7 @@ import VPNSystem
         var r = KillSwitchRules(table: KillSwitchRules.tableName(id), profile: "office", includeAll: killSwitch, tunnelInterface: tunnel,
                                 marks: [0x766e])
         var m = AppMarking(mode: mode, mark: AppRouting.mark(for: id))
-        m.cgroups = [.init(level: 2, nftPath: "vpnctl/3b1a80fab61e"), .init(level: 3, nftPath: "unified/user.slice/firefox.service")]
+        m.cgroups = [.init(level: 2, nftPath: "vpnctl/3b1a80fab61e"), .init(level: 2, nftPath: "unified/user.slice/firefox.service")]
         m.dnsTo = mode == .include ? ["198.19.12.1", "2001:2:12::1"] : ["198.18.0.1"]
         m.dnsFrom = mode == .include ? [] : ["198.19.12.1"]
         r.apps = m
@@ -155,6 +155,8 @@ import VPNSystem
         for d in ["/user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox-12.scope/child",
                   "/user.slice/user-1000.slice/user@1000.service/vpnctl.slice/vpnctl-3b1a80fab61e.slice/run-1.scope",
                   "/user.slice/user-1001.slice/user@1001.service/vpnctl.slice/vpnctl-3b1a80fab61e.slice",
+                  "/user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox-x\" ; flush ruleset ; #.scope",
+                  "/user.slice/user-1001.slice/user@1001.service/app.slice/app-firefox-9.scope",
                   "/system.slice/backup.service", "/vpnctl/3b1a80fab61e", "/other.slice/app-chrome-1.scope"] {
             try FileManager.default.createDirectory(atPath: root + d, withIntermediateDirectories: true)
         }

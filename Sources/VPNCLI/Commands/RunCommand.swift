@@ -43,6 +43,9 @@ enum RunCommand {
         if report.ownedCgroup != nil {
             _ = try inv.service.placeApp(report.id.lowercasedString, pid: getpid())
         } else if env[inScope] == nil {
+            // The scope is covered only for a user the policy lets use the rules: say so now, not after 5 s.
+            let may = try inv.service.can(.start, report.id.lowercasedString)
+            guard may.allowed else { throw VPNError(.permissionDenied, may.reason) }
             // systemd makes the scope (the user's own manager for a user); vpnctl run, inside it, waits for the rules to cover it.
             guard let systemdRun = Processes.which("systemd-run", path: env["PATH"]) else {
                 throw VPNError(.providerUnavailable, L("systemd-run is not installed (vpnctl run asks systemd for a scope)"))
@@ -57,8 +60,12 @@ enum RunCommand {
         }
         var argv = command
         var path = program
-        if geteuid() == 0, let user = env["SUDO_USER"], !user.isEmpty, user != "root",
-           let runuser = Processes.which("runuser", path: env["PATH"]) {
+        if geteuid() == 0, let user = env["SUDO_USER"], !user.isEmpty, user != "root" {
+            // The command is the user's, never root's by accident.
+            guard let runuser = Processes.which("runuser", path: env["PATH"]) else {
+                throw VPNError(.providerUnavailable, L("runuser is not installed: the command would run as root, not as \(user)"),
+                               hint: L("install util-linux, or run vpnctl run as \(user) (the agent places the command)"))
+            }
             argv = [runuser, "-u", user, "--"] + command
             path = runuser
         }

@@ -42,6 +42,9 @@ public struct ProfileValidator {
             if profile.enforceRoutes {
                 p.append(L("appRules: cannot be combined with enforceRoutes yet (its rules send every program's traffic to the tunnel's routes); remove one"))
             }
+            if profile.protocol.kind == .ikev2 {
+                p.append(L("appRules: not for ikev2 yet: kernel-libipsec puts a full tunnel's routes in the main table itself, where every program uses them"))
+            }
         }
         if profile.persistent && !profile.protocol.model.keepsTrying {
             p.append(L("persistent: \(profile.protocol.model.persistentRefusal) (remove the key)"))

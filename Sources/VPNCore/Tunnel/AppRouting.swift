@@ -26,16 +26,17 @@ public enum AppRouting {
     /// ("va") and the profile id's first 16 bits, so that two profiles with
     /// app rules each have their own.
     public static func mark(for id: UUID) -> UInt32 {
-        let hex = id.lowercasedString.filter { $0 != "-" }
-        return 0x7661_0000 | (UInt32(hex.prefix(4), radix: 16) ?? 0)
+        0x7661_0000 | (UInt32(hex(id).prefix(4), radix: 16) ?? 0)
     }
+
+    static func hex(_ id: UUID) -> String { id.lowercasedString.filter { $0 != "-" } }
 
     /// The rules' priorities: ahead of main (32766) and of enforceRoutes (5208).
     public static let rulePriority: UInt32 = 5210
 
     /// The name systemd units and vpnctl's cgroups carry for this profile.
     public static func key(for id: UUID) -> String {
-        String(id.lowercasedString.filter { $0 != "-" }.prefix(12))
+        String(hex(id).prefix(12))
     }
 
     /// The cgroup vpnctl owns for a profile where systemd does not manage
@@ -50,23 +51,32 @@ public enum AppRouting {
 
     /// The cgroups the rules cover now: each match found in the tree, the
     /// profile's own cgroup and its slice (one under a user's manager only for
-    /// a user the profile's policy lets start it). A cgroup below another
-    /// covered one is left out: the ancestor's match covers it.
+    /// a user the profile's policy lets use the rules: `mayStart`). A cgroup
+    /// below another covered one is left out: the ancestor's match covers it,
+    /// and so is a name nft could not take literally.
     public static func covered(_ rules: AppRules, profile: Profile, tree: CgroupTree,
                                mayStart: (UInt32) -> Bool) -> [String] {
         var found: [String] = []
         let patterns = rules.matches.compactMap { m -> String? in if case .unit(let u) = m { return u } else { return nil } }
         let slice = slice(for: profile.id)
+        // Under a user's own manager the user names the cgroups: a match there
+        // counts only for a user the profile's policy lets use it.
+        var allowed: [UInt32: Bool] = [:]
         found += tree.find { name in
             name == slice || patterns.contains { fnmatch($0, name, 0) == 0 }
         }.filter { path in
-            guard path.hasSuffix("/" + slice), let uid = userManager(of: path) else { return true }
-            return mayStart(uid)
+            guard let uid = userManager(of: path) else { return true }
+            if let known = allowed[uid] { return known }
+            let may = mayStart(uid)
+            allowed[uid] = may
+            return may
         }
         for case .cgroup(let path) in rules.matches where tree.exists(path) { found.append(path) }
         let owned = ownedCgroup(for: profile.id)
         if tree.exists(owned) { found.append(owned) }
-        let unique = Set(found)
+        // A directory name is anyone's choice under their own manager: only
+        // what nft can take literally goes into the table.
+        let unique = Set(found).filter { AppRules.cgroupProblem($0) == nil }
         return unique.filter { p in !unique.contains { $0 != p && CgroupTree.isWithin(p, $0) } }.sorted()
     }
 
@@ -124,7 +134,7 @@ public struct AppMarking: Equatable, Sendable {
                    // one with a mark of its own (a provider's) is left alone.
                    "\t\tmeta mark \(m) ct mark set \(m) return",
                    "\t\tmeta mark != 0 return"]
-        for c in cgroups {
+        for c in cgroups where AppRules.cgroupProblem("/" + c.nftPath) == nil {
             out.append("\t\tsocket cgroupv2 level \(c.level) \"\(c.nftPath)\" meta mark set \(m) ct mark set \(m)")
         }
         out += ["\t}", "\tchain apps_restore {", "\t\ttype filter hook prerouting priority mangle; policy accept;",
@@ -154,6 +164,8 @@ public struct AppMarking: Equatable, Sendable {
             // hook the interface is still the one chosen before the mark; here
             // it is the one the packet leaves by.
             out += ["\tchain apps_guard {", "\t\ttype filter hook postrouting priority filter; policy accept;",
+                    // Local services (a resolver stub on 127.0.0.53 among them) stay reachable.
+                    "\t\toifname \"lo\" accept",
                     "\t\tmeta mark \(m) \(tunnel.map { "oifname != \"\($0)\" " } ?? "")counter drop comment \"per-app kill switch\"",
                     "\t}"]
         }

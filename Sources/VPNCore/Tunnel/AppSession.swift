@@ -7,8 +7,9 @@ import VPNSystem
 /// A running profile's app rules (see `AppRouting`), kept by its supervisor:
 /// put in place before the provider starts, the covered cgroups looked for
 /// again every second (a unit that starts later is covered within that
-/// second; `vpnctl run` never waits for it: the cgroup it uses is covered
-/// from the start), and taken down when the tunnel ends.
+/// second; `vpnctl run` starts its command only once its cgroup is covered:
+/// at once in vpnctl's own cgroup, within that second in a new systemd
+/// scope), and taken down when the tunnel ends.
 public final class AppSession {
     let profile: Profile
     let rules: AppRules
@@ -85,13 +86,25 @@ public final class AppSession {
     }
 
     /// The cgroups covered now; the table follows when they changed.
+    /// nft looks each path up when it loads the table, so a cgroup that went
+    /// away between the look and the load makes it refuse: the table stays as
+    /// it was and the next look tries again; three refusals in a row end the
+    /// tunnel (as any table that cannot follow it does).
     public func refresh() {
+        guard killSwitch.failure == nil else { return }
         let now = AppRouting.covered(rules, profile: profile, tree: tree, mayStart: mayStart)
-        covered = now
-        killSwitch.updateApps { m in
+        let ok = killSwitch.updateApps(fatal: refusals >= 2) { m in
             m.cgroups = now.compactMap { p in tree.nftPath(p).map { AppMarking.Cgroup(level: CgroupTree.level(p) + levelOffset, nftPath: $0) } }
         }
+        if ok {
+            covered = now
+            refusals = 0
+        } else {
+            refusals += 1
+            log("[!] nft refused the covered cgroups (\(refusals) in a row); looking again in a second")
+        }
     }
+    var refusals = 0
 
     /// The tunnel's DNS servers: where the matched programs' queries go
     /// (include), or what the bypassing programs' queries are taken away

@@ -50,7 +50,7 @@ public enum CgroupLevels {
         } catch {
             throw VPNError(.failure, "the cgroup level probe could not send on loopback: \(error)") // English: the supervisor's
         }
-        guard let listing = firewall.list(table) else { throw VPNError(.failure, "the cgroup level probe's table could not be read") } // English
+        guard let listing = firewall.list(table) else { throw VPNError(.failure, "the cgroup level probe's table could not be read") } // English: the supervisor's
         for line in listing.split(separator: "\n") where !line.contains("packets 0 ") && line.contains("packets ") {
             let parts = line.components(separatedBy: "comment \"level ")
             if parts.count == 2, let k = Int(parts[1].prefix { $0.isNumber }) {
@@ -58,6 +58,6 @@ public enum CgroupLevels {
                 return k - depth
             }
         }
-        throw VPNError(.failure, "the cgroup level probe counted nothing (levels \(depth) to \(depth + 32) of \(mine))") // English
+        throw VPNError(.failure, "the cgroup level probe counted nothing (levels \(depth) to \(depth + 32) of \(mine))") // English: the supervisor's
     }
 }

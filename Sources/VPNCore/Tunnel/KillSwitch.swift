@@ -321,19 +321,24 @@ public final class KillSwitch {
     /// The app rules' marking changed (cgroups came or went, the tunnel's
     /// DNS): the table follows, in one transaction. A failure ends the tunnel
     /// as a failure to follow the tunnel does.
-    public func updateApps(_ change: (inout AppMarking) -> Void) {
-        guard var apps = rules.apps, failure == nil else { return }
+    /// `fatal: false`: a refusal only keeps the older table (false returned),
+    /// for a caller that tries again.
+    @discardableResult
+    public func updateApps(fatal: Bool = true, _ change: (inout AppMarking) -> Void) -> Bool {
+        guard var apps = rules.apps, failure == nil else { return false }
         change(&apps)
-        guard apps != rules.apps else { return }
+        guard apps != rules.apps else { return true }
         let before = rules
         rules.apps = apps
-        guard installed else { return }
+        guard installed else { return true }
         do {
             try apply()
             log("[#] nft: table inet \(rules.table) marks \(apps.cgroups.isEmpty ? "no cgroup" : apps.cgroups.map(\.nftPath).joined(separator: ", "))")
+            return true
         } catch {
             rules = before
-            failed("the app rules could not follow (\(KillSwitch.reason(error)))")
+            if fatal { failed("the app rules could not follow (\(KillSwitch.reason(error)))") }
+            return false
         }
     }
 

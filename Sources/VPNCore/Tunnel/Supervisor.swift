@@ -202,7 +202,10 @@ public final class Supervisor {
                 let name = UserDatabase.userName(uid)
                 let gid = UserDatabase.primaryGroup(uid) ?? uid
                 let caller = Caller(uid: uid, gid: gid, userName: name, groupNames: UserDatabase.groupNames(uid: uid, gid: gid, userName: name))
-                return AccessPolicy().decide(caller, .start, profile: profile).allowed
+                // Exclude mode goes around the tunnel (and its kill switch): the stop right too.
+                let policy = AccessPolicy()
+                return policy.decide(caller, .start, profile: profile).allowed
+                    && (rules.mode == .include || policy.decide(caller, .stop, profile: profile).allowed)
             }, log: log)
             context.appSession = session
             try session.install()

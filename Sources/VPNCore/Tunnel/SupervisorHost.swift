@@ -37,7 +37,10 @@ public protocol SupervisorHost {
 }
 
 extension SupervisorHost {
-    public func deleteMarkRule(_ rule: MarkRule) throws {}
+    /// A host that cannot delete rules says so (the clean-up then names nothing deleted).
+    public func deleteMarkRule(_ rule: MarkRule) throws {
+        throw SystemError("delete the rule", path: rule.description, errno: Errno(EOPNOTSUPP))
+    }
 }
 
 /// The system itself: /proc, kill(2), posix_spawn, pidfds, the log file and

@@ -193,7 +193,7 @@ public struct TunnelController {
                 for excluded in r.settings?.excludedRoutes ?? [] { _ = try? host.deleteRoute(excluded, table: t) }
             }
         }
-        if let apps = r.apps { done += cleanUpApps(apps, excluded: r.settings?.excludedRoutes ?? []) }
+        if let apps = r.apps { done += cleanUpApps(apps, id: r.id, excluded: r.settings?.excludedRoutes ?? []) }
         done += ProviderRegistry.cleanUp(after: r, runtime: runtime)
         if let resolver = r.resolver {
             done += TunnelDNS.undo(resolver, id: r.id, runDirectory: runtime.directory, searchPath: nil)
@@ -216,17 +216,20 @@ public struct TunnelController {
     /// The app rules a dead supervisor left: its mark rules, the excluded
     /// routes in its table (the tunnel's own went with the interface), and
     /// its cgroup when nobody is in it.
-    func cleanUpApps(_ apps: AppRoutingRecord, excluded: [String]) -> [String] {
+    func cleanUpApps(_ apps: AppRoutingRecord, id: UUID, excluded: [String]) -> [String] {
         var done: [String] = []
-        for rule in MarkRule.rules(mode: apps.mode, mark: apps.mark, table: apps.table) {
+        // The mark, table and cgroup are the profile's own, worked out from its
+        // id: a record never names another's (or a wildcard 0 to RTM_DELRULE).
+        let mark = AppRouting.mark(for: id)
+        for rule in MarkRule.rules(mode: apps.mode, mark: mark, table: mark) {
             if (try? host.deleteMarkRule(rule)) != nil { done.append("deleted rule \(rule.description)") }
         }
-        for prefix in excluded { _ = try? host.deleteRoute(prefix, table: apps.table) }
+        for prefix in excluded { _ = try? host.deleteRoute(prefix, table: mark) }
         for file in apps.sysctls where file == AppSession.srcValidMark && (try? AppSession.writeSysctl(file, "0")) != nil {
             done.append("set net.ipv4.conf.all.src_valid_mark back to 0")
         }
-        if let owned = apps.ownedCgroup, owned.hasPrefix("/vpnctl/"), !owned.contains(".."), !apps.cgroupMount.isEmpty {
-            let tree = CgroupTree(mountPoint: apps.cgroupMount)
+        if apps.ownedCgroup != nil, let tree = CgroupTree.current() {
+            let owned = AppRouting.ownedCgroup(for: id)
             if tree.removeDirectory(owned) {
                 tree.removeDirectory("/vpnctl")
                 done.append("removed cgroup \(owned)")

@@ -76,16 +76,23 @@ public struct AppUseCases {
     /// may move only a process of their own (real and effective uid theirs).
     public func place(_ profile: Profile, pid: Int32, caller: Caller) throws -> AppPlacement {
         let apps = try inPlace(profile)
-        guard pid > 0, let owner = Processes.owner(of: pid) else {
+        let started = Processes.startTime(of: pid)
+        guard pid > 0, started != nil, let owner = Processes.owner(of: pid) else {
             throw VPNError(.usage, L("there is no process \(pid)"))
         }
         guard caller.isRoot || owner == caller.uid else {
             throw VPNError(.permissionDenied, L("process \(pid) is not yours: only your own processes can be put under the app rules of '\(profile.name)'"))
         }
-        guard let owned = apps.ownedCgroup else {
+        // The profile's own cgroup, in this mount namespace's tree: never one a record names.
+        guard apps.ownedCgroup != nil, let tree = CgroupTree.current() else {
             throw VPNError(.failure, L("systemd manages the cgroups here: start the program with 'vpnctl run \(profile.name) -- PROGRAM' instead"))
         }
-        try CgroupTree(mountPoint: apps.cgroupMount).move(pid, to: owned)
+        let owned = AppRouting.ownedCgroup(for: profile.id)
+        try tree.move(pid, to: owned)
+        // The same process, still the caller's (not a recycled pid, not a set-uid program it ran meanwhile).
+        guard caller.isRoot || Processes.startTime(of: pid) == started && Processes.owner(of: pid) == caller.uid else {
+            throw VPNError(.permissionDenied, L("process \(pid) changed while it was moved: only your own processes can be put under the app rules of '\(profile.name)'"))
+        }
         return AppPlacement(name: profile.name, pid: pid, cgroup: owned)
     }
 }

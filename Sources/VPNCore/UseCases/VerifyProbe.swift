@@ -21,6 +21,7 @@ public enum TCPProbe {
         } catch {
             switch error {
             case .create(let e): return (false, L("socket: \(e)"))
+            case .option(let e): return (false, L("socket mark: \(e)"))
             case .timedOut: return (false, L("connect to \(target): timed out after \(timeoutMs) ms"))
             default: return (false, L("connect to \(target): \(error)"))
             }

@@ -156,8 +156,17 @@ extension LocalService {
         return try appUseCases.apps(profile(reference), onlyUID: access.policy.isAdmin(c) ? nil : c.uid)
     }
 
+    /// Include mode: using the tunnel, the start right. Exclude mode: going
+    /// around it (and around its kill switch), which is as much as taking it
+    /// down: the stop right too.
     public func placeApp(_ reference: String, pid: Int32) throws -> AppPlacement {
-        try appUseCases.place(profile(reference), pid: pid, caller: caller)
+        let p = try profile(reference)
+        let c = caller
+        if p.appRules?.mode == .exclude {
+            let d = access.policy.decide(c, .stop, profile: p)
+            guard d.allowed else { throw VPNError(.permissionDenied, d.reason) }
+        }
+        return try appUseCases.place(p, pid: pid, caller: c)
     }
 }
 
