@@ -73,18 +73,7 @@ apps_server() {
 
 # The client's IPv4 and IPv6 default routes through the "ISP", and its DNS there.
 apps_underlay() {
-  dns_guard || return 1
-  need c ip route add default via 198.18.0.1 dev "${LAB}c0" || return 1
-  defer c ip route del default via 198.18.0.1 dev "${LAB}c0"
-  need c ip -6 addr add 2001:2::2/64 dev "${LAB}c0" nodad || return 1
-  defer c ip -6 addr del 2001:2::2/64 dev "${LAB}c0"
-  need s ip -6 addr add 2001:2::1/64 dev "${LAB}s0" nodad || return 1
-  defer s ip -6 addr del 2001:2::1/64 dev "${LAB}s0"
-  need c ip -6 route add default via 2001:2::1 dev "${LAB}c0" || return 1
-  defer c ip -6 route del default via 2001:2::1 dev "${LAB}c0"
-  need s ip -6 addr add 2001:2:62::1/128 dev lo nodad || return 1
-  defer s ip -6 addr del 2001:2:62::1/128 dev lo
-  c ping -6 -n -c 1 -W 2 2001:2::1 >/dev/null 2>&1
+  ft_dual_isp || return 1
   cp "$RESOLV" "$T/resolv.before"
   printf '# vpnctl lab %s (apps)\nnameserver 198.18.0.1\noptions timeout:1 attempts:1\n' "$NS_C" > "$RESOLV"
   defer sh -c "cat '$T/resolv.before' > '$RESOLV'"
@@ -195,6 +184,12 @@ test_apps_include_killswitch() {
   expect_ok "start" ac "$V" start inks --timeout 10 || return 1
   ADDR=198.18.62.1 path_is "outside the rules, with the kill switch: the underlay still" 198.18.0.2 || return 1
   ADDR=198.18.62.1 path_is "under vpnctl run: the tunnel" 198.19.12.2 "$V" run inks -- || return 1
+  # Local services stay reachable for the matched programs (a resolver stub among them).
+  c python3 "$ADDR_ECHO_PY" 127.0.0.1 > "$T/local-echo.out" 2>&1 &
+  local local_echo=$!; LAB_PIDS+=($local_echo); defer stop_pid "$local_echo"
+  wait_for "a local service" 5 grep -q listening "$T/local-echo.out" || return 1
+  expect_eq "under vpnctl run: a local service, through the kill switch" 127.0.0.1 \
+    "$(ac "$V" run inks -- curl -s -m 3 http://127.0.0.1:8000/ | tr -d '\n')" || return 1
   # Take the tunnel's routes away: the matched programs get nowhere, never the underlay.
   local table; table=$(field inks id | python3 -c 'import sys; print(0x76610000 | int(sys.stdin.read().replace("-","")[:4], 16))')
   c ip route flush table "$table"; c ip -6 route flush table "$table"
@@ -272,6 +267,16 @@ test_apps_cgroup_namespace() {
   apps_left
 }
 
+test_apps_exclude_plain() {
+  apps_underlay && apps_profile explain exclude || return 1
+  expect_ok "start" ac "$V" start explain --timeout 10 || return 1
+  ADDR=198.18.62.1 path_is "outside the rules: the tunnel" 198.19.12.2 || return 1
+  ADDR=198.18.62.1 path_is "under vpnctl run: around the tunnel" 198.18.0.2 "$V" run explain -- || return 1
+  ADDR=2001:2:62::1 path_is "IPv6 under vpnctl run: around the tunnel" 2001:2::2 "$V" run explain -- || return 1
+  expect_ok "stop" ac "$V" stop explain || return 1
+  apps_left
+}
+
 apps_tests() {
   if ! command -v nsenter >/dev/null || ! command -v unshare >/dev/null; then skip "per-app tests: nsenter/unshare missing"; return 0; fi
   [ -n "$CG_HOST" ] || { skip "per-app tests: cgroup2 is not mounted"; return 0; }
@@ -280,5 +285,6 @@ apps_tests() {
   lab_check "apps: include with the kill switch: the matched programs through the tunnel or nowhere, the others untouched" test_apps_include_killswitch
   lab_check "apps: a user's vpnctl run goes through the agent (only their own processes, only with the policy's start right)" test_apps_user_run
   lab_check "apps: in a cgroup namespace (as in a container) the supervisor measures the namespace's depth with an nft probe, and the rules match" test_apps_cgroup_namespace
+  lab_check "apps: exclude without the kill switch: vpnctl run's programs around the tunnel, the others through it" test_apps_exclude_plain
   lab_check "apps: exclude with the kill switch: vpnctl run's programs go around the tunnel (TCP, UDP, IPv4, IPv6, DNS to the network's server), everyone else through it (captures); supervisor SIGKILL then stop leaves nothing" test_apps_exclude
 }

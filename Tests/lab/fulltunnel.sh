@@ -154,7 +154,9 @@ Endpoint = 198.18.63.1:51829
 CONF
 }
 
-test_wg_easy_full_tunnel() {
+# ft_dual_isp: the client's IPv4 and IPv6 default routes through the "ISP"
+# (the server namespace), and the far host's IPv6 address; all undone by defer.
+ft_dual_isp() {
   dns_guard || return 1
   need c ip route add default via 198.18.0.1 dev "${LAB}c0" || return 1
   defer c ip route del default via 198.18.0.1 dev "${LAB}c0"
@@ -167,6 +169,10 @@ test_wg_easy_full_tunnel() {
   need s ip -6 addr add 2001:2:62::1/128 dev lo nodad || return 1
   defer s ip -6 addr del 2001:2:62::1/128 dev lo
   c ping -6 -n -c 1 -W 2 2001:2::1 >/dev/null 2>&1  # neighbour discovery first
+}
+
+test_wg_easy_full_tunnel() {
+  ft_dual_isp || return 1
   expect_match "IPv6 before: through the ISP" "via 2001:2::1 dev ${LAB}c0" "$(c ip -6 route get 2001:2:62::1)" || return 1
   local before; before=$(c ip route show; c ip -6 route show)
   expect_ok "import" cn "$V" import "$LAB_DIR/wg-easy.conf" --name easy || return 1
