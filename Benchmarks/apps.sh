@@ -30,7 +30,10 @@ tput() {
   ip netns exec "$NS_S" iperf3 -s -1 -B 198.19.0.1 > /dev/null 2>&1 &
   local srv=$!
   sleep 0.3
-  ac "$@" iperf3 -c 198.19.0.1 -t 3 -J 2>/dev/null | python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'
+  ac "$@" iperf3 -c 198.19.0.1 -t 3 -J 2>&1 | python3 -c 'import json,sys
+t = sys.stdin.read()
+try: print("%.1f" % (json.loads(t[t.index("{"):])["end"]["sum_received"]["bits_per_second"] / 1e6))
+except Exception: sys.exit("iperf3 failed: " + t[-400:])'
   wait $srv 2>/dev/null
   ac "$V" stop "$profile" >/dev/null
 }

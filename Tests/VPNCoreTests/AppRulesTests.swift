@@ -107,7 +107,8 @@ import VPNSystem
 
     @Test func theRulesOfEachMode() {
         let include = MarkRule.rules(mode: .include, mark: 0x7661_0001, table: 0x7661_0001)
-        #expect(include.map(\.description) == ["fwmark 0x76610001 lookup 1986068481 pref 5210", "-6 fwmark 0x76610001 lookup 1986068481 pref 5210"])
+        #expect(include.map(\.description) == ["fwmark 0x76610001 lookup 1986068481 pref 5210", "lookup 1986068481 pref 32800",
+                                                "-6 fwmark 0x76610001 lookup 1986068481 pref 5210", "-6 lookup 1986068481 pref 32800"])
         let exclude = MarkRule.rules(mode: .exclude, mark: 0x7661_0001, table: 0x7661_0001)
         #expect(exclude.map(\.description) == [
             "lookup main suppress_prefixlength 0 pref 5210", "not fwmark 0x76610001 lookup 1986068481 pref 5211",

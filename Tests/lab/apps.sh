@@ -175,6 +175,13 @@ test_apps_include() {
   expect_not_contains "underlay: the matched program's DNS query is not there" "inside.lab.test" "$under" || return 1
   expect_not_contains "tunnel: no request from outside programs" "198.18.0.2." "$inside" || return 1
   expect_match "tunnel: the matched program's DNS query to the tunnel's server" "198.19.12.2.[0-9]+ > 198.19.12.1.53: .*inside.lab.test" "$inside" || return 1
+  # Where only the tunnel routes a destination (no default route), a matched
+  # program still gets there; the others do not (and never by the underlay).
+  c ip route del default via 198.18.0.1 dev "${LAB}c0"
+  expect_eq "no default route: a matched program through the tunnel" 198.19.12.2 \
+    "$(ac "$V" run inapps -- curl -s -m 3 http://198.18.62.1:8000/ | tr -d '\n')" || return 1
+  expect_run "no default route: another program does not use the tunnel" nonzero ac curl -s -m 2 http://198.18.62.1:8000/ || return 1
+  c ip route add default via 198.18.0.1 dev "${LAB}c0"
   expect_ok "stop" ac "$V" stop inapps || return 1
   apps_left
 }

@@ -33,6 +33,8 @@ public enum AppRouting {
 
     /// The rules' priorities: ahead of main (32766) and of enforceRoutes (5208).
     public static let rulePriority: UInt32 = 5210
+    /// Include mode's fallback to the tunnel's table, behind main and default (32767).
+    public static let fallbackPriority: UInt32 = 32800
 
     /// The name systemd units and vpnctl's cgroups carry for this profile.
     public static func key(for id: UUID) -> String {
@@ -155,6 +157,12 @@ public struct AppMarking: Equatable, Sendable {
             }
             out.append("\t}")
         }
+        if let tunnel, mode == .include {
+            // Only the matched programs' packets leave by the tunnel (the fallback rule routes the
+            // first lookup of every socket there when nothing else does).
+            out += ["\tchain apps_only {", "\t\ttype filter hook postrouting priority filter; policy accept;",
+                    "\t\toifname \"\(tunnel)\" meta mark != \(m) counter drop comment \"not a program of the app rules\"", "\t}"]
+        }
         if let tunnel {
             out += ["\tchain apps_nat {", "\t\ttype nat hook postrouting priority 100; policy accept;",
                     "\t\tmeta mark \(m) oifname \(mode == .include ? "" : "!= ")\"\(tunnel)\" masquerade", "\t}"]
@@ -226,7 +234,11 @@ public struct MarkRule: Equatable, Sendable {
         [AF_INET, AF_INET6].flatMap { f -> [MarkRule] in
             switch mode {
             case .include:
-                return [MarkRule(family: f, priority: AppRouting.rulePriority, table: table, mark: mark)]
+                // The second, after main and default: a socket's first route lookup is made before
+                // its packets are marked, and where only the tunnel routes the destination, it must
+                // find a route (apps_only then drops what the rules do not cover).
+                return [MarkRule(family: f, priority: AppRouting.rulePriority, table: table, mark: mark),
+                        MarkRule(family: f, priority: AppRouting.fallbackPriority, table: table, mark: nil)]
             case .exclude:
                 return [MarkRule(family: f, priority: AppRouting.rulePriority, table: 254, mark: nil, suppressPrefixLength: 0),
                         MarkRule(family: f, priority: AppRouting.rulePriority + 1, table: table, mark: mark, invert: true)]
