@@ -197,7 +197,20 @@ final class ContextFixture {
     final class FakeOpenVPN {
         let fd: Int32
         var received = ""
-        init(path: String) throws { fd = try UnixSocket.connect(to: path) }
+        /// A loaded machine (CI's other core building) once refused the first
+        /// connect: a few tries, 10 ms apart, before the error is the test's.
+        init(path: String) throws {
+            var tries = 0
+            while true {
+                do {
+                    fd = try UnixSocket.connect(to: path)
+                    return
+                } catch where tries < 50 {
+                    tries += 1
+                    usleep(10_000)
+                }
+            }
+        }
         deinit { close(fd) }
         func say(_ lines: String...) {
             let text = lines.joined(separator: "\n") + "\n"
