@@ -593,7 +593,7 @@ check "the .deb: dpkg -r stops the agent, its socket and vpnctl-dbus, the tunnel
 # The far end answers with the address each request came from: 198.19.0.2
 # through the tunnel, 198.18.0.2 over the underlay (NetworkManager's default route).
 test_host_apps() {
-  ip netns exec "$NS_S" python3 "$HERE/../lab/addr-echo.py" 198.19.0.1 > "$LAB_DIR/host-echo.out" 2>&1 &
+  ip netns exec "$NS_S" python3 "$HERE/../lab/addr-echo.py" --label="$LAB_DIR" 198.19.0.1 > "$LAB_DIR/host-echo.out" 2>&1 &
   local echo=$!; LAB_PIDS+=($echo); defer stop_pid "$echo"
   wait_for "the echo server" 5 grep -q listening "$LAB_DIR/host-echo.out" || return 1
   # The container has python3 and no curl: lab-get URL prints the body.

@@ -66,7 +66,8 @@ path_is() {
 }
 
 apps_server() {
-  s python3 "$ADDR_ECHO_PY" 198.18.62.1 2001:2:62::1 > "$LAB_DIR/addr-echo.out" 2>&1 &
+  # Not through the function s: its pid would be a subshell's, and the lab's teardown would end only that.
+  ip netns exec "$NS_S" python3 "$ADDR_ECHO_PY" --label="$LAB_DIR" 198.18.62.1 2001:2:62::1 > "$LAB_DIR/addr-echo.out" 2>&1 &
   APPS_ECHO=$!; LAB_PIDS+=($APPS_ECHO)
   wait_for "the far host's echo server" 5 grep -q listening "$LAB_DIR/addr-echo.out"
 }
@@ -192,7 +193,7 @@ test_apps_include_killswitch() {
   ADDR=198.18.62.1 path_is "outside the rules, with the kill switch: the underlay still" 198.18.0.2 || return 1
   ADDR=198.18.62.1 path_is "under vpnctl run: the tunnel" 198.19.12.2 "$V" run inks -- || return 1
   # Local services stay reachable for the matched programs (a resolver stub among them).
-  c python3 "$ADDR_ECHO_PY" 127.0.0.1 > "$T/local-echo.out" 2>&1 &
+  ip netns exec "$NS_C" python3 "$ADDR_ECHO_PY" --label="$LAB_DIR" 127.0.0.1 > "$T/local-echo.out" 2>&1 &
   local local_echo=$!; LAB_PIDS+=($local_echo); defer stop_pid "$local_echo"
   wait_for "a local service" 5 grep -q listening "$T/local-echo.out" || return 1
   expect_eq "under vpnctl run: a local service, through the kill switch" 127.0.0.1 \
