@@ -301,8 +301,7 @@ public final class SettingsApplier {
     /// route to its subnet on this link (table main).
     func kernelRoutes(_ settings: TunnelNetworkSettings) -> Set<String> {
         guard table(settings) == 254 else { return [] }
-        return Set(settings.addresses.compactMap(CIDR.init)
-            .filter { $0.prefixLength < ($0.address.isIPv6 ? 128 : 32) }.map { $0.network.description })
+        return Set(AppRouting.subnets(of: settings.addresses))
     }
 
     /// Withdraws routes and addresses no longer asked for; gone already (the
